@@ -1,0 +1,55 @@
+"""Environments are data: `clusters/<name>/env.yaml`, one folder per environment.
+
+An env folder holds facts and settings of one environment only; which code drives
+it is chosen by its `kind` (see `bench.targets`).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from bench.errors import ConfigError
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+CLUSTERS_DIR = REPO_ROOT / "clusters"
+
+
+@dataclass(frozen=True)
+class Environment:
+    """One `clusters/<name>/` folder, parsed."""
+
+    name: str
+    kind: str
+    folder: Path
+    settings: dict[str, Any] = field(default_factory=dict)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.settings.get(key, default)
+
+
+def known_envs(clusters_dir: Path = CLUSTERS_DIR) -> list[str]:
+    return sorted(p.parent.name for p in clusters_dir.glob("*/env.yaml"))
+
+
+def load_env(name: str, clusters_dir: Path = CLUSTERS_DIR) -> Environment:
+    """Read and minimally check one env; kind-specific checks belong to its target."""
+    folder = clusters_dir / name
+    path = folder / "env.yaml"
+    if not path.is_file():
+        known = ", ".join(known_envs(clusters_dir)) or "none"
+        raise ConfigError(
+            f"unknown environment {name!r}: {path} does not exist (known: {known})"
+        )
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML: {exc}") from exc
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected a mapping at the top level, got {type(data).__name__}")
+    kind = data.get("kind")
+    if not isinstance(kind, str) or not kind:
+        raise ConfigError(f"{path}: missing required key 'kind' (one of the target kinds, e.g. local, slurm, openshift)")
+    return Environment(name=name, kind=kind, folder=folder, settings=data)

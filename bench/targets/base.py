@@ -1,0 +1,79 @@
+"""The Target plug-in interface: how `bench` reaches one kind of environment.
+
+A target knows how to start the wrapped job (`bench record -- python -m
+workflows.biggan ...`) somewhere, ask how it is doing, copy its run record back, and
+stop it. It never interprets the record: that is collect/compare's job.
+"""
+from __future__ import annotations
+
+import enum
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import ClassVar
+
+from bench.envs import Environment
+
+
+class RunState(str, enum.Enum):
+    PENDING = "pending"
+    RUNNING = "running"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+    UNKNOWN = "unknown"
+
+    @property
+    def finished(self) -> bool:
+        return self in (RunState.COMPLETED, RunState.FAILED, RunState.CANCELLED)
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    """What to run: the same on every environment, so runs are comparable."""
+
+    run_id: str
+    experiment: str
+    commit: str
+    overrides: tuple[str, ...] = ()  # KEY=VALUE, passed to the workload's --set
+
+
+@dataclass
+class RunStatus:
+    run_id: str
+    state: RunState
+    detail: str = ""  # scheduler's words: reason pending, exit code, error
+    scheduler_job_id: str | None = None
+    commit: str | None = None
+    extra: dict[str, str] = field(default_factory=dict)
+
+
+class Target(ABC):
+    """One environment kind. Subclasses register with `@register("kind")`."""
+
+    kind: ClassVar[str]
+
+    def __init__(self, env: Environment) -> None:
+        self.env = env
+        self.check_settings()
+
+    def check_settings(self) -> None:
+        """Raise ConfigError naming every wrong key of `env.yaml`; default: accept."""
+
+    @abstractmethod
+    def submit(self, job: JobSpec) -> RunStatus:
+        """Start the job; return at once (do not wait for training to end)."""
+
+    @abstractmethod
+    def status(self, run_id: str) -> RunStatus: ...
+
+    @abstractmethod
+    def list_runs(self, commit: str | None = None) -> list[RunStatus]:
+        """Runs this environment knows of, optionally only those of one commit."""
+
+    @abstractmethod
+    def collect(self, run_id: str, dest: Path) -> Path:
+        """Copy the run record of a finished run into `dest` (= results/<env>/<run_id>)."""
+
+    @abstractmethod
+    def cancel(self, run_id: str) -> None: ...
