@@ -1,0 +1,70 @@
+"""`bench`: one module per command under `bench/commands/`, listed in workflow order.
+
+Each command module defines `HELP` (one line), `add_arguments(parser)` and
+`run(args) -> int`. A module that is not there yet is simply not offered.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from types import ModuleType
+
+from bench.errors import AtlasError
+
+# The user's workflow, in order: this is also the order `bench --help` lists them.
+COMMAND_ORDER = [
+    "demo",      # everything below, on the local environments
+    "validate",  # check env folders and experiment files
+    "record",    # wrap a command and write its run record (runs inside the job)
+    "run",       # submit to an environment, wait, collect
+    "status",    # how are the runs of an environment doing
+    "collect",   # copy finished run records into the results tree
+    "compare",   # tables across environments
+    "report",    # Markdown + charts under reports/
+    "publish",   # commit reports/ back to the repository
+    "comment",   # upsert the pull-request comment
+    "hooks",     # local GitOps: git push to a bare repo runs the pipeline
+]
+
+
+def _load(name: str) -> ModuleType | None:
+    try:
+        return importlib.import_module(f"bench.commands.{name}")
+    except ModuleNotFoundError as exc:
+        if exc.name == f"bench.commands.{name}":
+            return None
+        raise
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="bench",
+        description="Record, collect, compare and report BigGAN training runs across environments.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    for name in COMMAND_ORDER:
+        module = _load(name)
+        if module is None:
+            continue
+        p = sub.add_parser(name, help=module.HELP, description=getattr(module, "__doc__", None) or module.HELP)
+        module.add_arguments(p)
+        p.set_defaults(_run=module.run)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args._run(args) or 0)
+    except AtlasError as exc:
+        print(f"bench {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
