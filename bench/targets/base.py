@@ -60,6 +60,14 @@ class Target(ABC):
     def check_settings(self) -> None:
         """Raise ConfigError naming every wrong key of `env.yaml`; default: accept."""
 
+    def available(self) -> str | None:
+        """None when this environment can be used from here, else the reason it can't.
+
+        `bench demo` runs every env whose `env.yaml` says `local: true` and whose target
+        is available, and prints the reason for each one it skips.
+        """
+        return None
+
     @abstractmethod
     def submit(self, job: JobSpec) -> RunStatus:
         """Start the job; return at once (do not wait for training to end)."""
