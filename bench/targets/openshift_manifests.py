@@ -1,0 +1,155 @@
+"""Render and strictly validate the OpenShift manifests of an env folder, offline.
+
+Why strict: the API server silently drops unknown fields (a misspelt `lookupPolicy`
+would just not apply), and the 2020 attempt failed on exactly such settings. Kubernetes
+kinds are checked against the `-strict` schemas bundled with kubernetes-validate;
+OpenShift kinds against the OpenShift API's own definitions shipped in
+`clusters/moc/schemas/`, made strict here. A kind neither knows is an error.
+"""
+from __future__ import annotations
+
+import copy
+import functools
+import json
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any, Iterable
+
+import jsonschema
+import yaml
+
+from bench.errors import ConfigError
+
+# Kubernetes minor release the OpenShift clusters we target are built on (OCP 4.20).
+KUBERNETES_VERSION = "1.33.0"
+SCHEMA_FILE = Path("schemas") / "openshift-openapi-subset.json"
+
+# (apiVersion, kind) -> definition name in the OpenShift OpenAPI document.
+OPENSHIFT_KINDS: dict[tuple[str, str], str] = {
+    ("build.openshift.io/v1", "BuildConfig"): "com.github.openshift.api.build.v1.BuildConfig",
+    ("build.openshift.io/v1", "Build"): "com.github.openshift.api.build.v1.Build",
+    ("image.openshift.io/v1", "ImageStream"): "com.github.openshift.api.image.v1.ImageStream",
+    ("image.openshift.io/v1", "ImageStreamTag"): "com.github.openshift.api.image.v1.ImageStreamTag",
+    ("route.openshift.io/v1", "Route"): "com.github.openshift.api.route.v1.Route",
+}
+# Wire types the OpenAPI document spells as "string" but that accept numbers too.
+_INT_OR_STRING = {"oneOf": [{"type": "string"}, {"type": "integer"}]}
+_NUMBER_OR_STRING = {"oneOf": [{"type": "string"}, {"type": "number"}]}
+_SPECIAL = {
+    "io.k8s.apimachinery.pkg.util.intstr.IntOrString": _INT_OR_STRING,
+    "io.k8s.apimachinery.pkg.api.resource.Quantity": _NUMBER_OR_STRING,
+}
+
+
+def render_kustomization(folder: Path) -> list[dict[str, Any]]:
+    """`kubectl kustomize FOLDER` (or `oc kustomize`), parsed into objects."""
+    tool = shutil.which("kubectl") or shutil.which("oc")
+    if tool is None:
+        raise ConfigError(
+            f"cannot render {folder}: neither kubectl nor oc is on PATH "
+            "(install kubectl >= 1.27, which bundles kustomize v5)"
+        )
+    proc = subprocess.run([tool, "kustomize", str(folder)], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise ConfigError(f"{Path(tool).name} kustomize {folder} failed: {proc.stderr.strip()}")
+    return [doc for doc in yaml.safe_load_all(proc.stdout) if doc]
+
+
+def _strict(node: Any) -> Any:
+    """Copy of an OpenAPI v2 schema node as JSON Schema, closed to unknown fields."""
+    if isinstance(node, dict):
+        if "$ref" in node:
+            name = node["$ref"].rsplit("/", 1)[-1]
+            return _SPECIAL.get(name, {"$ref": node["$ref"]})
+        out = {k: _strict(v) for k, v in node.items() if not k.startswith("x-") and k != "description"}
+        if "properties" in node and "additionalProperties" not in node:
+            out["additionalProperties"] = False
+        return out
+    if isinstance(node, list):
+        return [_strict(v) for v in node]
+    return node
+
+
+@functools.lru_cache(maxsize=4)
+def openshift_definitions(schema_path: Path) -> dict[str, Any]:
+    """The shipped OpenShift definitions, made strict; cached per file."""
+    try:
+        document = json.loads(schema_path.read_text())
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"cannot read the OpenShift schemas {schema_path}: {exc}") from exc
+    definitions = {name: _strict(d) for name, d in document["definitions"].items()}
+    definitions.update(_SPECIAL)
+    return definitions
+
+
+def _path(error: jsonschema.ValidationError) -> str:
+    return "/".join(str(p) for p in error.absolute_path) or "(top level)"
+
+
+def validate_openshift(obj: dict[str, Any], schema_path: Path) -> list[str]:
+    """Errors of one OpenShift object against the strict shipped schemas."""
+    definitions = openshift_definitions(schema_path)
+    name = OPENSHIFT_KINDS[(obj.get("apiVersion"), obj.get("kind"))]
+    schema = {"$ref": f"#/definitions/{name}", "definitions": definitions}
+    validator = jsonschema.Draft4Validator(schema)
+    return [f"{_path(e)}: {e.message}" for e in sorted(validator.iter_errors(obj), key=str)]
+
+
+def validate_kubernetes(obj: dict[str, Any]) -> list[str]:
+    """Errors of one Kubernetes object against kubernetes-validate's strict schemas."""
+    try:
+        import kubernetes_validate
+    except ModuleNotFoundError as exc:  # pragma: no cover - installed with the openshift extra
+        raise ConfigError("validating Kubernetes manifests needs kubernetes-validate: run `make setup`") from exc
+    try:
+        kubernetes_validate.validate(obj, KUBERNETES_VERSION, strict=True)
+    except kubernetes_validate.SchemaNotFoundError:
+        return [f"(top level): unknown kind {obj.get('apiVersion')}/{obj.get('kind')} "
+                f"(no Kubernetes {KUBERNETES_VERSION} schema and not an OpenShift kind Atlas ships)"]
+    except kubernetes_validate.ValidationError as exc:
+        return [f"{'/'.join(str(p) for p in exc.path) or '(top level)'}: {exc.message}"]
+    return []
+
+
+def validate_objects(objects: Iterable[dict[str, Any]], schema_path: Path) -> list[str]:
+    """One message per problem, each naming the object and the path to the bad field."""
+    problems: list[str] = []
+    for obj in objects:
+        if not isinstance(obj, dict):
+            problems.append(f"not an object: {obj!r:.80}")
+            continue
+        label = f"{obj.get('kind', '?')}/{(obj.get('metadata') or {}).get('name') or (obj.get('metadata') or {}).get('generateName', '?')}"
+        key = (obj.get("apiVersion"), obj.get("kind"))
+        errors = validate_openshift(obj, schema_path) if key in OPENSHIFT_KINDS else validate_kubernetes(obj)
+        problems += [f"{label}: {e}" for e in errors]
+    return problems
+
+
+def validate_env_folder(folder: Path, job_template: str = "job.yaml") -> list[dict[str, Any]]:
+    """Render FOLDER's Kustomization, add its Job template, validate all strictly.
+
+    Returns the objects; raises ConfigError listing every problem.
+    """
+    objects = render_kustomization(folder)
+    template = folder / job_template
+    if template.is_file():
+        objects.append(load_job_template(template))
+    problems = validate_objects(objects, folder / SCHEMA_FILE)
+    kinds = {o.get("kind") for o in objects}
+    if "DeploymentConfig" in kinds:
+        problems.append("DeploymentConfig is deprecated since OpenShift 4.14 and restarts training forever: use the batch Job")
+    if problems:
+        raise ConfigError(f"{folder}: {len(problems)} invalid manifest field(s):\n  " + "\n  ".join(problems))
+    return objects
+
+
+def load_job_template(path: Path) -> dict[str, Any]:
+    """The batch/v1 Job template (one YAML document)."""
+    try:
+        obj = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as exc:
+        raise ConfigError(f"cannot read the Job template {path}: {exc}") from exc
+    if not isinstance(obj, dict) or obj.get("kind") != "Job" or obj.get("apiVersion") != "batch/v1":
+        raise ConfigError(f"{path}: expected one batch/v1 Job")
+    return copy.deepcopy(obj)

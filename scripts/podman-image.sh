@@ -1,0 +1,31 @@
+#!/bin/sh
+# Build the training image (Dockerfile) with podman on this machine.
+#
+# Why the options: no registry is reachable here, so BASE_IMAGE is the local stand-in
+# from scripts/podman-base-image.sh; pip inside the build does not trust the TLS proxy's
+# CA unless the host bundle is mounted; and the CPU torch wheel comes from the host's
+# wheel folder (pip's find-links) instead of a multi-GB CUDA download.
+#
+# usage: scripts/podman-image.sh [IMAGE]      env: BASE_IMAGE, WHEELS (host wheel folder)
+set -eu
+
+IMAGE=${1:-localhost/atlas-biggan:dev}
+BASE_IMAGE=${BASE_IMAGE:-localhost/atlas-base-python:bookworm}
+cd "$(dirname "$0")/.."
+
+command -v podman >/dev/null 2>&1 || {
+    echo "podman-image.sh: podman is missing: run scripts/podman-setup.sh as root" >&2; exit 2; }
+podman image exists "$BASE_IMAGE" || scripts/podman-base-image.sh "$BASE_IMAGE"
+
+set -- --build-arg "BASE_IMAGE=$BASE_IMAGE"
+CA=/etc/ssl/certs/ca-certificates.crt
+[ -f "$CA" ] && set -- "$@" -v "$CA:$CA:ro"
+if [ -z "${WHEELS:-}" ] && command -v pip3 >/dev/null 2>&1; then
+    WHEELS=$(pip3 config list 2>/dev/null | sed -n "s/^\(global\|:env:\)\.find-links='\([^ ']*\).*/\2/p" | head -n1)
+fi
+if [ -n "${WHEELS:-}" ] && [ -d "$WHEELS" ]; then
+    set -- "$@" -v "$WHEELS:/opt/wheels:ro" --build-arg "PIP_EXTRA_ARGS=--find-links /opt/wheels"
+fi
+commit=$(git rev-parse HEAD 2>/dev/null || echo unknown)
+podman build --format docker --label "atlas.commit=$commit" "$@" -t "$IMAGE" -f Dockerfile .
+echo "podman-image.sh: built $IMAGE ($(podman image inspect --format '{{.Id}}' "$IMAGE"))"
