@@ -1,0 +1,1 @@
+"""BigGAN / BigGAN-deep training workload: `python -m workflows.biggan --help`."""

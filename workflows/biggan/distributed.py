@@ -1,0 +1,86 @@
+"""Data parallelism over `torchrun` processes: gloo on CPU, NCCL on CUDA.
+
+Gradients are averaged with one flattened all-reduce per optimizer step (instead of
+wrapping D in DistributedDataParallel, which does not fit GAN steps where D runs in G's
+backward without needing its own gradients). Rank 0 alone writes the log and checkpoints.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import torch
+import torch.distributed as dist
+
+
+@dataclass(frozen=True)
+class World:
+    rank: int = 0
+    world_size: int = 1
+    local_rank: int = 0
+
+    @property
+    def main(self) -> bool:
+        return self.rank == 0
+
+    @property
+    def active(self) -> bool:
+        return self.world_size > 1
+
+
+def init_world(device_type: str) -> World:
+    """Join the process group when started by torchrun (WORLD_SIZE > 1), else a world of one."""
+    size = int(os.environ.get("WORLD_SIZE", "1"))
+    if size <= 1:
+        return World()
+    rank, local = int(os.environ["RANK"]), int(os.environ.get("LOCAL_RANK", "0"))
+    if device_type == "cuda":
+        torch.cuda.set_device(local)
+    if not dist.is_initialized():
+        dist.init_process_group(backend="nccl" if device_type == "cuda" else "gloo")
+    return World(rank, size, local)
+
+
+def average_gradients(params: list[torch.nn.Parameter], world: World) -> None:
+    if not world.active:
+        return
+    grads = [p.grad for p in params if p.grad is not None]
+    if not grads:
+        return
+    flat = torch.cat([g.reshape(-1) for g in grads])
+    dist.all_reduce(flat)
+    flat /= world.world_size
+    offset = 0
+    for g in grads:
+        n = g.numel()
+        g.copy_(flat[offset: offset + n].view_as(g))
+        offset += n
+
+
+def any_rank(flags: tuple[bool, ...], world: World, device: torch.device) -> tuple[bool, ...]:
+    """Each flag true on every rank when it is true on at least one (signals, time limits)."""
+    if not world.active:
+        return flags
+    t = torch.tensor([1.0 if f else 0.0 for f in flags], device=device)
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    return tuple(bool(v > 0) for v in t.tolist())
+
+
+def gather_states(state: torch.Tensor, world: World) -> list[torch.Tensor]:
+    """Every rank's RNG state (a uint8 tensor), in rank order; [state] in a world of one."""
+    if not world.active:
+        return [state]
+    device = torch.device("cuda", torch.cuda.current_device()) if dist.get_backend() == "nccl" else torch.device("cpu")
+    out = [torch.empty_like(state, device=device) for _ in range(world.world_size)]
+    dist.all_gather(out, state.to(device))
+    return [t.cpu() for t in out]
+
+
+def barrier(world: World) -> None:
+    if world.active:
+        dist.barrier()
+
+
+def shutdown(world: World) -> None:
+    if world.active and dist.is_initialized():
+        dist.destroy_process_group()
