@@ -2,58 +2,45 @@
 
 Environments differ by design (that is what Atlas compares), so a change is only ever
 judged against the same environment's own history. A change is a regression when it
-passes a threshold (default 5 %, configurable per metric) *and* is significant:
+passes a threshold (default 5 %, configurable per metric) *and* is significant. The
+numbers come from `bench.stats.compare_samples` (the same routine the comparison tables
+use): the ratio of medians, a seeded bootstrap interval of it, and a two-sided
+Mann-Whitney U p-value when each side has >= 3 runs.
 
-- each side has >= 3 runs: one-sided Mann-Whitney U in the direction of the change,
-  p <= alpha (default 0.05; with 3 vs 3 runs the smallest possible p is 0.05, so the
+- each side has >= 3 runs: significant when p <= alpha (default 0.10 two-sided, i.e.
+  0.05 in the direction of the change; with 3 vs 3 runs the smallest p is 0.10, so the
   two samples must not overlap at all);
-- otherwise: a seeded bootstrap interval (default 95 %) of the relative change of the
-  means that excludes zero. With one run per side the interval is a single point: the
-  verdict then says so, because it measures no run-to-run noise.
+- otherwise: significant when the bootstrap interval of the change excludes zero;
+- one run on each side: there is no interval; a change past the threshold is
+  `inconclusive` (repeat the runs), never a pass.
 
 A missing baseline is its own verdict (`no-baseline`), never a pass.
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence
 
-import numpy as np
-from scipy.stats import mannwhitneyu
-
+from bench.compare import METRICS
 from bench.errors import ConfigError
+from bench.stats import BOOTSTRAP_SEED, compare_samples, median
 
 DEFAULT_THRESHOLD = 0.05
-DEFAULT_ALPHA = 0.05
-DEFAULT_CONFIDENCE = 0.95
-DEFAULT_RESAMPLES = 2000
+DEFAULT_ALPHA = 0.10
 MIN_RUNS_FOR_RANK_TEST = 3
 
-# Which way is better for the metrics the comparison tables carry. A metric not listed
-# here needs an explicit direction (`higher_is_better`) from the caller.
-HIGHER_IS_BETTER: dict[str, bool] = {
-    "images_per_s": True,
-    "gpu_util_pct": True,
-    "time_to_train_s": False,
-    "wall_s": False,
-    "queue_wait_s": False,
-    "cpu_pct": False,
-    "rss_mb": False,
-    "host_mem_mb": False,
-    "gpu_mem_used_mb": False,
-    "energy_j": False,
-    "energy_kwh": False,
-    "cost_usd": False,
-}
+# Which way is better, from the comparison's own metric list (facts without a direction,
+# such as CPU %, are not judged unless the caller gives one).
+HIGHER_IS_BETTER: dict[str, bool] = {m.key: m.higher_is_better for m in METRICS if m.higher_is_better is not None}
 
 # Verdict statuses, worst first (the order a summary lists them in).
 REGRESSION = "regression"
+INCONCLUSIVE = "inconclusive"
 NO_BASELINE = "no-baseline"
 NO_DATA = "no-data"
 IMPROVEMENT = "improvement"
 UNCHANGED = "unchanged"
-STATUS_ORDER = (REGRESSION, NO_BASELINE, NO_DATA, IMPROVEMENT, UNCHANGED)
+STATUS_ORDER = (REGRESSION, INCONCLUSIVE, NO_BASELINE, NO_DATA, IMPROVEMENT, UNCHANGED)
 
 
 @dataclass(frozen=True)
@@ -65,9 +52,9 @@ class Verdict:
     status: str
     baseline_n: int
     candidate_n: int
-    baseline_mean: float | None = None
-    candidate_mean: float | None = None
-    change: float | None = None          # relative: candidate_mean / baseline_mean - 1
+    baseline_median: float | None = None
+    candidate_median: float | None = None
+    change: float | None = None          # relative: candidate_median / baseline_median - 1
     threshold: float = DEFAULT_THRESHOLD
     method: str = ""                     # "mann-whitney" | "bootstrap" | ""
     p_value: float | None = None         # Mann-Whitney only
@@ -96,35 +83,9 @@ class Verdict:
         return f"{text}; {self.note}" if self.note else text
 
 
-def _clean(values: Iterable[float]) -> list[float]:
-    out = []
-    for v in values:
-        if v is None:
-            continue
-        f = float(v)
-        if math.isfinite(f):
-            out.append(f)
-    return out
-
-
-def bootstrap_interval(baseline: Sequence[float], candidate: Sequence[float], *,
-                       confidence: float = DEFAULT_CONFIDENCE, resamples: int = DEFAULT_RESAMPLES,
-                       seed: int = 0) -> tuple[float, float]:
-    """Percentile interval of mean(candidate)/mean(baseline) - 1; seeded, so repeatable."""
-    rng = np.random.default_rng(seed)
-    base = np.asarray(baseline, dtype=float)
-    cand = np.asarray(candidate, dtype=float)
-    b = rng.choice(base, size=(resamples, base.size), replace=True).mean(axis=1)
-    c = rng.choice(cand, size=(resamples, cand.size), replace=True).mean(axis=1)
-    rel = c / b - 1.0
-    tail = (1.0 - confidence) / 2.0
-    lo, hi = np.quantile(rel, [tail, 1.0 - tail])
-    return float(lo), float(hi)
-
-
 def judge(env: str, metric: str, baseline: Sequence[float], candidate: Sequence[float], *,
           higher_is_better: bool | None = None, threshold: float = DEFAULT_THRESHOLD,
-          alpha: float = DEFAULT_ALPHA, seed: int = 0) -> Verdict:
+          alpha: float = DEFAULT_ALPHA, seed: int = BOOTSTRAP_SEED) -> Verdict:
     """Verdict on one metric of one environment: baseline runs vs candidate runs."""
     if higher_is_better is None:
         if metric not in HIGHER_IS_BETTER:
@@ -133,51 +94,48 @@ def judge(env: str, metric: str, baseline: Sequence[float], candidate: Sequence[
         higher_is_better = HIGHER_IS_BETTER[metric]
     if not threshold >= 0:
         raise ConfigError(f"threshold for {metric!r} must be a fraction >= 0 (e.g. 0.05 for 5 %), got {threshold!r}")
-    base, cand = _clean(baseline), _clean(candidate)
-    common = dict(env=env, metric=metric, baseline_n=len(base), candidate_n=len(cand), threshold=threshold)
-    if not base:
+    cmp = compare_samples(list(candidate), list(baseline), seed=seed)
+    common = dict(env=env, metric=metric, baseline_n=cmp.n_b, candidate_n=cmp.n_a, threshold=threshold)
+    if cmp.n_b == 0:
         return Verdict(status=NO_BASELINE, **common,
                        note=f"{metric} on {env}: no baseline run to compare with, so no verdict "
                             f"(this is not a pass: run the base commit on {env} first)")
-    if not cand:
+    if cmp.n_a == 0:
         return Verdict(status=NO_DATA, **common,
                        note=f"{metric} on {env}: the new commit has no finished run with this metric")
-    b_mean, c_mean = float(np.mean(base)), float(np.mean(cand))
-    if b_mean == 0:
-        return Verdict(status=NO_BASELINE, baseline_mean=b_mean, candidate_mean=c_mean, **common,
-                       note=f"{metric} on {env}: baseline mean is 0, a relative change is undefined")
-    change = c_mean / b_mean - 1.0
+    if cmp.ratio is None:
+        return Verdict(status=NO_BASELINE, **common,
+                       note=f"{metric} on {env}: the baseline median is 0, a relative change is undefined")
+    change = cmp.ratio - 1.0
     worse = change < 0 if higher_is_better else change > 0
+    interval = None if cmp.ci_low is None else (cmp.ci_low - 1.0, cmp.ci_high - 1.0)
     note = ""
-    if len(base) >= MIN_RUNS_FOR_RANK_TEST and len(cand) >= MIN_RUNS_FOR_RANK_TEST:
-        method, interval = "mann-whitney", None
-        if change == 0:
-            p = 1.0
-        else:
-            alternative = "greater" if change > 0 else "less"
-            p = float(mannwhitneyu(cand, base, alternative=alternative, method="auto").pvalue)
-        significant = p <= alpha
+    if cmp.p_value is not None:
+        method, significant = "mann-whitney", cmp.p_value <= alpha
+    elif interval is not None:
+        method, significant = "bootstrap", interval[0] > 0 or interval[1] < 0
     else:
-        method, p = "bootstrap", None
-        interval = bootstrap_interval(base, cand, seed=seed)
-        significant = interval[0] > 0 or interval[1] < 0
-        if len(base) == 1 and len(cand) == 1:
-            note = "one run per side: the interval is a point and measures no noise; repeat runs to be sure"
-    passes = abs(change) > threshold
-    if passes and significant:
+        method, significant = "single run", False
+        note = "one run per side: no noise estimate, so no significance; repeat the runs to judge"
+    if abs(change) <= threshold:
+        status = UNCHANGED
+    elif significant:
         status = REGRESSION if worse else IMPROVEMENT
+    elif method == "single run":
+        status = INCONCLUSIVE
     else:
         status = UNCHANGED
-    return Verdict(status=status, baseline_mean=b_mean, candidate_mean=c_mean, change=change,
-                   method=method, p_value=p, interval=interval, significant=significant, note=note,
-                   **common)
+    return Verdict(status=status, baseline_median=median(list(baseline)),
+                   candidate_median=median(list(candidate)), change=change,
+                   method=method, p_value=cmp.p_value, interval=interval, significant=significant,
+                   note=note, **common)
 
 
 def judge_env(env: str, baseline_rows: Sequence[Mapping[str, object]],
               candidate_rows: Sequence[Mapping[str, object]], metrics: Sequence[str], *,
               thresholds: Mapping[str, float] | None = None,
               higher_is_better: Mapping[str, bool] | None = None,
-              alpha: float = DEFAULT_ALPHA, seed: int = 0) -> list[Verdict]:
+              alpha: float = DEFAULT_ALPHA, seed: int = BOOTSTRAP_SEED) -> list[Verdict]:
     """Verdicts for several metrics; every row must belong to `env` (no cross-env verdicts).
 
     Rows are per-run mappings such as the comparison table's records: `{"env": ..., metric: value}`.

@@ -1,0 +1,143 @@
+"""GPU facts and samples through NVML, named after DCGM's fields.
+
+Only the GPUs the job may use are read: `CUDA_VISIBLE_DEVICES` (indices or UUIDs) is
+resolved against NVML by UUID, so `gpu0_*` is the job's first visible GPU whatever its
+host index. Nothing here raises into the job: a missing library or a failing call is
+recorded as a fault and the column is left empty.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+# (DCGM field name, unit, how to read it from NVML). Order is the CSV column order.
+GPU_FIELDS: tuple[tuple[str, str], ...] = (
+    ("DCGM_FI_DEV_GPU_UTIL", "%"),
+    ("DCGM_FI_DEV_MEM_COPY_UTIL", "%"),
+    ("DCGM_FI_DEV_FB_USED", "MiB"),
+    ("DCGM_FI_DEV_FB_TOTAL", "MiB"),
+    ("DCGM_FI_DEV_POWER_USAGE", "W"),
+    ("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "mJ"),
+    ("DCGM_FI_DEV_GPU_TEMP", "C"),
+    ("DCGM_FI_DEV_SM_CLOCK", "MHz"),
+)
+FIELD_NAMES = tuple(name for name, _ in GPU_FIELDS)
+
+
+def gpu_columns(count: int) -> list[str]:
+    return [f"gpu{i}_{name}" for i in range(count) for name in FIELD_NAMES]
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+@dataclass
+class GpuProbe:
+    """NVML handles of the job's GPUs; `faults` collects what went wrong, once each."""
+
+    visible: str | None = field(default_factory=lambda: os.environ.get("CUDA_VISIBLE_DEVICES"))
+    faults: list[dict[str, str]] = field(default_factory=list)
+    handles: list[Any] = field(default_factory=list)
+    info: list[dict[str, Any]] = field(default_factory=list)
+    _nvml: Any = None
+    _seen: set[tuple[str, str]] = field(default_factory=set)
+
+    def fault(self, source: str, exc: BaseException | str) -> None:
+        message = exc if isinstance(exc, str) else f"{type(exc).__name__}: {exc}"
+        if (source, message) not in self._seen:
+            self._seen.add((source, message))
+            self.faults.append({"source": source, "message": message})
+
+    def start(self) -> None:
+        """Initialise NVML and pick the visible GPUs; on any failure, record it and go on."""
+        if self.visible is not None and self.visible.strip() in ("", "-1", "none", "NoDevFiles"):
+            return  # the job was given no GPU
+        try:
+            import pynvml
+        except ImportError as exc:
+            self.fault("nvml", f"pynvml not importable ({exc}); install nvidia-ml-py")
+            return
+        try:
+            pynvml.nvmlInit()
+        except Exception as exc:  # NVMLError_LibraryNotFound on a machine with no driver
+            self.fault("nvml", exc)
+            return
+        self._nvml = pynvml
+        try:
+            count = pynvml.nvmlDeviceGetCount()
+            all_handles = [pynvml.nvmlDeviceGetHandleByIndex(i) for i in range(count)]
+            uuids = [_text(pynvml.nvmlDeviceGetUUID(h)) for h in all_handles]
+        except Exception as exc:
+            self.fault("nvml", exc)
+            return
+        chosen: list[int] = []
+        if self.visible is None:
+            chosen = list(range(count))
+        else:
+            for token in (t.strip() for t in self.visible.split(",")):
+                if not token:
+                    continue
+                if token.isdigit():
+                    idx = int(token)
+                    if idx < count:
+                        chosen.append(idx)
+                    else:
+                        self.fault("nvml", f"CUDA_VISIBLE_DEVICES names GPU {token}, host has {count}")
+                    continue
+                match = [i for i, u in enumerate(uuids) if u.startswith(token) or u == f"GPU-{token}"]
+                if match:
+                    chosen.append(match[0])
+                else:
+                    self.fault("nvml", f"CUDA_VISIBLE_DEVICES entry {token!r} matches no GPU UUID")
+        try:
+            driver = _text(pynvml.nvmlSystemGetDriverVersion())
+        except Exception as exc:
+            driver = None
+            self.fault("nvml", exc)
+        for pos, idx in enumerate(chosen):
+            h = all_handles[idx]
+            self.handles.append(h)
+            entry: dict[str, Any] = {"index": pos, "host_index": idx, "uuid": uuids[idx], "driver": driver}
+            for key, call in (("model", lambda: _text(pynvml.nvmlDeviceGetName(h))),
+                              ("memory_total_mib", lambda: pynvml.nvmlDeviceGetMemoryInfo(h).total // (1 << 20))):
+                try:
+                    entry[key] = call()
+                except Exception as exc:
+                    entry[key] = None
+                    self.fault(f"gpu{pos}", exc)
+            self.info.append(entry)
+
+    def _readers(self, h: Any) -> list[Callable[[], Any]]:
+        n = self._nvml
+        return [
+            lambda: n.nvmlDeviceGetUtilizationRates(h).gpu,
+            lambda: n.nvmlDeviceGetUtilizationRates(h).memory,
+            lambda: n.nvmlDeviceGetMemoryInfo(h).used // (1 << 20),
+            lambda: n.nvmlDeviceGetMemoryInfo(h).total // (1 << 20),
+            lambda: round(n.nvmlDeviceGetPowerUsage(h) / 1000.0, 3),
+            lambda: n.nvmlDeviceGetTotalEnergyConsumption(h),
+            lambda: n.nvmlDeviceGetTemperature(h, n.NVML_TEMPERATURE_GPU),
+            lambda: n.nvmlDeviceGetClockInfo(h, n.NVML_CLOCK_SM),
+        ]
+
+    def sample(self) -> list[Any]:
+        """One value per `gpu_columns(len(handles))` column; None where a call failed."""
+        row: list[Any] = []
+        for pos, h in enumerate(self.handles):
+            for (name, _), read in zip(GPU_FIELDS, self._readers(h)):
+                try:
+                    row.append(read())
+                except Exception as exc:
+                    row.append(None)
+                    self.fault(f"gpu{pos}.{name}", exc)
+        return row
+
+    def stop(self) -> None:
+        if self._nvml is not None:
+            try:
+                self._nvml.nvmlShutdown()
+            except Exception:
+                pass
+            self._nvml = None

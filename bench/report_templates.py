@@ -1,0 +1,106 @@
+"""Jinja2 templates of the Markdown pages `bench report` writes.
+
+Kept as strings in the package so an installed bench needs no data files. Nothing here
+may print the current time: the same input must render the same bytes.
+"""
+
+REPORT = """\
+# Atlas report: {{ title }}
+
+Commit `{{ commit }}`{% if dirty %} (some runs had uncommitted changes){% endif %} · \
+experiment `{{ experiment }}` · {{ n_runs }} run(s) on {{ envs|length }} environment(s): {{ envs|join(', ') }}.
+Runs started {{ first_start }} – {{ last_start }} (UTC). Written by `bench report` from `{{ results }}`.
+
+## Summary
+
+{% for line in summary -%}
+- {{ line }}
+{% else -%}
+- Nothing to compare: no run produced figures (see *Data problems*).
+{% endfor %}
+{%- if pairs_table %}
+
+## Differences between environments
+
+Ratio = median of `{{ pairs_env }}` ÷ median of the baseline. 95 % confidence interval from \
+{{ resamples }} bootstrap resamples (seeded); two-sided Mann–Whitney U when each side has ≥ 3 runs.
+
+{{ pairs_table }}
+{%- endif %}
+
+## Per environment
+
+Median and olympic mean (mean without the fastest and slowest run when there are ≥ 3).
+
+{{ summary_table }}
+
+Cost model per environment:
+{% for env, note in cost_notes %}
+- {{ env }}: {{ note }}
+{%- endfor %}
+
+## Runs
+
+{{ runs_table }}
+
+## Charts
+
+{% for chart in charts -%}
+![{{ chart.title }}]({{ chart.file }})
+{% if chart.note %}
+{{ chart.note }}
+{% endif %}
+{% endfor -%}
+{% if missing_charts %}
+Not drawn (no environment recorded them): {{ missing_charts|join(', ') }}.
+{% endif %}
+
+## Advisor
+
+{% for env, notes in advice -%}
+**{{ env }}**
+
+{% for note in notes -%}
+- {{ note }}
+{% endfor %}
+{% endfor -%}
+
+## Provenance
+
+| | {{ envs|join(' | ') }} |
+|---|{% for e in envs %}---|{% endfor %}
+{% for label, values in provenance -%}
+| {{ label }} | {{ values|join(' | ') }} |
+{% endfor %}
+
+## Data problems
+
+{% for run, items in problems -%}
+- `{{ run }}`: {{ items|join('; ') }}
+{% else -%}
+None: every run has a complete record.
+{% endfor %}
+"""
+
+INDEX = """\
+# Reports
+
+Written by `bench report` (one folder per compared commit, newest first) and committed by CI.
+Each folder's `README.md` has the tables, charts, advisor notes and provenance; this index is
+regenerated from the folders' `summary.json` each time a report is written.
+
+| report | commit | environments | runs | median images/s | problems |
+|---|---|---|---:|---|---:|
+{% for r in reports -%}
+| [{{ r.folder }}]({{ r.folder }}/README.md) | `{{ r.commit }}` | {{ r.envs|join(', ') }} | {{ r.runs }} | \
+{% for env, v in r.images_per_s %}{{ env }}: {{ v }}{% if not loop.last %}, {% endif %}{% endfor %} | {{ r.problems }} |
+{% else -%}
+| (none yet) | | | | | |
+{% endfor %}
+{%- if latest_history %}
+
+Images/s across commits (from the newest report):
+
+![history]({{ latest_history }})
+{%- endif %}
+"""

@@ -1,0 +1,95 @@
+"""The run record's on-disk contract: file names, `run.json` keys, atomic writes.
+
+Everything downstream (collect, compare, report) reads only what this module names, so
+the format is versioned (`schema_version`) and every write of `run.json` is atomic: a
+reader never sees half a file, and a killed writer leaves the previous version.
+See bench/README.md for the full contract.
+"""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+SCHEMA_VERSION = 1
+RUN_JSON = "run.json"
+TRAIN_JSONL = "train.jsonl"
+SAMPLES_PREFIX = "samples-"
+SAMPLES_SUFFIX = ".csv"
+
+# Values of run.json exit.status. "running" is written at start; a record still saying
+# "running" after its job ended means the recorder itself was killed.
+EXIT_RUNNING = "running"
+
+# Every top-level key the recorder writes (bench/README.md documents each one).
+RUN_JSON_KEYS = (
+    "schema_version", "run_id", "env", "experiment", "config", "config_sha256", "git",
+    "image", "hosts", "hardware", "software", "command", "scheduler", "exit",
+    "resumed_from", "sampler_errors", "sample_interval_s", "start_time", "end_time",
+    "previous_attempts", "bench_version", "samples_file", "samples_rows",
+)
+SCHEDULER_KEYS = ("kind", "job_id", "submit_time", "start_time", "end_time", "queue_wait_s")
+
+
+def samples_name(host: str) -> str:
+    """`samples-<host>.csv`, with characters unsafe in a file name replaced."""
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in host) or "host"
+    return f"{SAMPLES_PREFIX}{safe}{SAMPLES_SUFFIX}"
+
+
+def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
+    """Write JSON to a temporary file beside `path`, fsync it, and rename it over `path`."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as fh:
+            json.dump(data, fh, indent=2, sort_keys=True, default=str)
+            fh.write("\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def read_run_json(run_dir: Path) -> dict[str, Any]:
+    """The parsed `run.json` of a run directory (raises OSError / ValueError as json does)."""
+    return json.loads((Path(run_dir) / RUN_JSON).read_text())
+
+
+def update_run_json(run_dir: str | Path, **sections: Any) -> dict[str, Any]:
+    """Merge sections into `run_dir/run.json` atomically and return the new record.
+
+    A dict value is merged key by key into the existing dict section (so a target can
+    add `scheduler={"submit_time": ...}` without losing the recorder's `job_id`); any
+    other value replaces the key. `scheduler.queue_wait_s` is recomputed when both
+    `submit_time` and `start_time` are known. Used by the slurm/openshift targets after
+    collection, when the scheduler knows more than the job did.
+    """
+    run_dir = Path(run_dir)
+    path = run_dir / RUN_JSON
+    record: dict[str, Any] = json.loads(path.read_text()) if path.exists() else {"schema_version": SCHEMA_VERSION}
+    for key, value in sections.items():
+        if isinstance(value, dict) and isinstance(record.get(key), dict):
+            merged = dict(record[key])
+            merged.update(value)
+            record[key] = merged
+        else:
+            record[key] = value
+    sched = record.get("scheduler")
+    if isinstance(sched, dict):
+        submit, start = sched.get("submit_time"), sched.get("start_time")
+        if isinstance(submit, (int, float)) and isinstance(start, (int, float)):
+            sched["queue_wait_s"] = round(max(0.0, float(start) - float(submit)), 3)
+    write_json_atomic(path, record)
+    return record
+
+
+def samples_files(run_dir: Path) -> list[Path]:
+    return sorted(Path(run_dir).glob(f"{SAMPLES_PREFIX}*{SAMPLES_SUFFIX}"))

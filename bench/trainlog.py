@@ -1,0 +1,133 @@
+"""Reading `train.jsonl` (the workload's log, contract in workflows/biggan/README.md).
+
+A killed job leaves a last line without its newline, and a resumed run holds several
+`run_start ... run_stop` segments; both are normal, and both are handled here once.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+
+@dataclass
+class TrainLog:
+    events: list[dict[str, Any]] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+    def of(self, kind: str) -> list[dict[str, Any]]:
+        return [e for e in self.events if e.get("event") == kind]
+
+
+def read_train_log(path: Path) -> TrainLog:
+    """Parse complete lines; name every line that is cut off or not JSON."""
+    log = TrainLog()
+    try:
+        data = Path(path).read_bytes()
+    except FileNotFoundError:
+        log.problems.append(f"{Path(path).name} is missing (no training log: images/s and time to train unknown)")
+        return log
+    except OSError as exc:
+        log.problems.append(f"{Path(path).name} unreadable: {exc}")
+        return log
+    if not data.strip():
+        log.problems.append(f"{Path(path).name} is empty")
+        return log
+    lines = data.split(b"\n")
+    truncated = lines[-1] != b""
+    if not truncated:
+        lines = lines[:-1]
+    bad = 0
+    first_bad = None
+    for number, raw in enumerate(lines, 1):
+        if truncated and number == len(lines):
+            log.problems.append(f"{Path(path).name}: last line ({number}) is incomplete (job killed while writing?); ignored")
+            break
+        try:
+            event = json.loads(raw)
+        except (ValueError, UnicodeDecodeError):
+            event = None
+        if not isinstance(event, dict) or not isinstance(event.get("event"), str) \
+                or not isinstance(event.get("time"), (int, float)) or isinstance(event.get("time"), bool):
+            bad += 1
+            first_bad = first_bad or number
+            continue
+        log.events.append(event)
+    if bad:
+        log.problems.append(f"{Path(path).name}: {bad} line(s) are not valid events (first: line {first_bad}); ignored")
+    return log
+
+
+def segments(log: TrainLog) -> list[tuple[dict[str, Any], dict[str, Any] | None, list[dict[str, Any]]]]:
+    """(run_start, run_stop or None, train events) for each process start, in order."""
+    out: list[tuple[dict[str, Any], dict[str, Any] | None, list[dict[str, Any]]]] = []
+    for e in log.events:
+        kind = e["event"]
+        if kind == "run_start":
+            out.append((e, None, []))
+        elif not out:
+            continue
+        elif kind == "run_stop" and out[-1][1] is None:
+            out[-1] = (out[-1][0], e, out[-1][2])
+        elif kind == "train" and out[-1][1] is None:
+            out[-1][2].append(e)
+    return out
+
+
+def time_to_train(log: TrainLog) -> tuple[float | None, list[str]]:
+    """Sum of run_stop - run_start over segments (MLPerf); unfinished segments named."""
+    problems: list[str] = []
+    total, any_done = 0.0, False
+    for number, (start, stop, _) in enumerate(segments(log), 1):
+        if stop is None:
+            problems.append(f"segment {number} has run_start but no run_stop (job killed?); not counted in time to train")
+            continue
+        total += float(stop["time"]) - float(start["time"])
+        any_done = True
+    return (total if any_done else None), problems
+
+
+def steady_images_per_s(log: TrainLog, warmup_fraction: float = 0.2) -> np.ndarray:
+    """images/s of `train` lines after warm-up: the first line and the first
+    `warmup_fraction` of each segment's lines are dropped (compile, cache fill)."""
+    values: list[float] = []
+    for _, _, trains in segments(log):
+        rates = [t.get("images_per_s") for t in trains]
+        rates = [float(r) for r in rates if isinstance(r, (int, float)) and not isinstance(r, bool) and r > 0]
+        if not rates:
+            continue
+        skip = max(1, int(len(rates) * warmup_fraction)) if len(rates) >= 3 else 0
+        values.extend(rates[skip:])
+    return np.asarray(values, dtype=float)
+
+
+def images_seen(log: TrainLog) -> float | None:
+    for e in reversed(log.events):
+        if e.get("event") in ("run_stop", "train"):
+            value = e.get("images_seen")
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                return float(value)
+    return None
+
+
+def outcome(log: TrainLog) -> str | None:
+    stops = log.of("run_stop")
+    return str(stops[-1].get("status")) if stops else None
+
+
+def images_series(log: TrainLog, t0: float | None) -> tuple[np.ndarray, np.ndarray]:
+    """(seconds since t0, images/s) of every train line, for charts."""
+    trains = log.of("train")
+    if not trains:
+        return np.empty(0), np.empty(0)
+    base = t0 if t0 is not None else float(trains[0]["time"])
+    xs, ys = [], []
+    for t in trains:
+        r = t.get("images_per_s")
+        if isinstance(r, (int, float)) and not isinstance(r, bool):
+            xs.append(float(t["time"]) - base)
+            ys.append(float(r))
+    return np.asarray(xs), np.asarray(ys)
