@@ -5,8 +5,8 @@ import pytest
 
 from bench.errors import ConfigError
 from bench.regression import (
-    IMPROVEMENT, NO_BASELINE, NO_DATA, REGRESSION, UNCHANGED,
-    bootstrap_interval, judge, judge_env, parse_thresholds, worst_first,
+    IMPROVEMENT, INCONCLUSIVE, NO_BASELINE, NO_DATA, REGRESSION, UNCHANGED,
+    judge, judge_env, parse_thresholds, worst_first,
 )
 
 
@@ -14,8 +14,8 @@ def test_clear_slowdown_with_three_runs_each_is_a_regression_by_mann_whitney():
     v = judge("local", "images_per_s", [100, 101, 99], [90, 91, 89])
     assert v.status == REGRESSION
     assert v.method == "mann-whitney"
-    assert v.p_value == pytest.approx(0.05)  # smallest one-sided p for 3 vs 3
-    assert v.change == pytest.approx(-0.10)
+    assert v.p_value == pytest.approx(0.10)  # smallest two-sided p for 3 vs 3: no overlap
+    assert v.change == pytest.approx(-0.10)  # ratio of medians: 90 / 100
     assert "regression" in v.describe() and "-10.0%" in v.describe()
 
 
@@ -69,16 +69,19 @@ def test_bootstrap_interval_containing_zero_is_not_significant():
     assert v.status == UNCHANGED
 
 
-def test_bootstrap_interval_brackets_the_true_change():
-    lo, hi = bootstrap_interval([10, 11, 9, 10, 10], [12, 13, 11, 12, 12], seed=3)
-    assert lo <= 0.2 <= hi
-    assert lo > 0
+def test_bootstrap_interval_brackets_the_observed_change():
+    v = judge("local", "images_per_s", [10, 11], [12, 13, 11, 12, 12])
+    lo, hi = v.interval
+    assert 0 < lo <= v.change <= hi
+    assert v.status == IMPROVEMENT
 
 
-def test_one_run_each_says_it_measures_no_noise():
+def test_one_run_each_is_inconclusive_not_a_pass():
     v = judge("local", "images_per_s", [100], [80])
-    assert v.status == REGRESSION
+    assert v.status == INCONCLUSIVE
+    assert v.change == pytest.approx(-0.2)
     assert "one run per side" in v.describe()
+    assert judge("local", "images_per_s", [100], [99]).status == UNCHANGED  # within the threshold
 
 
 def test_missing_baseline_is_said_plainly_and_is_not_a_pass():
@@ -116,4 +119,5 @@ def test_worst_first_lists_regressions_then_missing_baselines():
     vs = [judge("a", "images_per_s", [1, 1, 1], [1, 1, 1]),
           judge("b", "images_per_s", [], [1]),
           judge("c", "images_per_s", [100, 101, 99], [50, 51, 49])]
-    assert [v.status for v in worst_first(vs)] == [REGRESSION, NO_BASELINE, UNCHANGED]
+    vs.append(judge("d", "images_per_s", [100], [50]))
+    assert [v.status for v in worst_first(vs)] == [REGRESSION, INCONCLUSIVE, NO_BASELINE, UNCHANGED]
