@@ -1,0 +1,160 @@
+#!/usr/bin/python
+"""Ansible module: the Slurm jobs of one Atlas run, read from the cluster.
+
+A run may span several jobs: the first one `sbatch` made, then one per resubmission
+after a checkpoint (`--dependency=afterany`). Each is listed in `<run_dir>/slurm-jobs.tsv`
+(job id, submit time). This module asks `squeue` about the jobs still known to the
+controller and `sacct -c` (job completion log) about finished ones, and folds them into
+the run's state and the run record's `scheduler` section.
+"""
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: atlas_slurm_jobs
+short_description: Query or cancel the Slurm job chain of one Atlas run
+options:
+  run_dir: {type: path, required: true, description: the run directory on the cluster}
+  action: {type: str, default: query, choices: [query, cancel]}
+  slurm_env: {type: dict, default: {}, description: environment for Slurm commands (SLURM_CONF)}
+  log_lines: {type: int, default: 30, description: lines of the last job's log to return}
+"""
+
+import os
+import re
+
+from ansible.module_utils.basic import AnsibleModule
+
+JOBS_FILE = "slurm-jobs.tsv"
+CANCEL_MARK = "CANCELLED"
+JOB_ID = re.compile(r"^[0-9]+$")
+FINISHED = ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY",
+            "BOOT_FAIL", "DEADLINE", "PREEMPTED", "SPECIAL_EXIT", "REVOKED")
+
+
+def _num(text):
+    text = (text or "").strip()
+    return float(text) if re.match(r"^[0-9]+(\.[0-9]+)?$", text) else None
+
+
+def read_jobs(run_dir):
+    """[(job_id, submit_time)] in submission order (job ids grow)."""
+    path = os.path.join(run_dir, JOBS_FILE)
+    jobs = {}
+    if os.path.exists(path):
+        with open(path) as fh:
+            for line in fh:
+                parts = line.strip().split("\t")
+                if parts and JOB_ID.match(parts[0]):
+                    jobs[parts[0]] = _num(parts[1]) if len(parts) > 1 else None
+    return sorted(jobs.items(), key=lambda kv: int(kv[0]))
+
+
+def query(module, run_dir, env, log_lines):
+    ids = read_jobs(run_dir)
+    result = {"jobs": [], "state": "UNKNOWN", "finished": False, "job_id": None,
+              "log_tail": "", "cancel_requested": os.path.exists(os.path.join(run_dir, CANCEL_MARK))}
+    if not ids:
+        result["detail"] = "no Slurm job recorded in %s/%s" % (run_dir, JOBS_FILE)
+        return result
+    fmt_env = dict(env, SLURM_TIME_FORMAT="%s")
+    csv = ",".join(i for i, _ in ids)
+    rc, out, err = module.run_command(["squeue", "-h", "--states=all", "-j", csv, "-o", "%i|%T|%r|%S|%e"],
+                                      environ_update=fmt_env)
+    queued = {}
+    if rc == 0:
+        for line in out.splitlines():
+            f = line.split("|")
+            if len(f) == 5:
+                queued[f[0].strip()] = f
+    elif "Invalid job id" not in err:
+        module.fail_json(msg="squeue failed: %s -- is the Slurm controller up (`scontrol ping`)?" % err.strip())
+    done = {}
+    rc, out, err = module.run_command(["sacct", "-c", "-n", "-P", "-j", csv, "-o",
+                                       "JobID,State,ExitCode,Eligible,Start,End,NodeList"],
+                                      environ_update=fmt_env)
+    if rc == 0:
+        for line in out.splitlines():
+            f = line.split("|")
+            if len(f) == 7 and JOB_ID.match(f[0].strip()):
+                done[f[0].strip()] = f
+    for job_id, submit in ids:
+        job = {"job_id": job_id, "submit_time": submit, "state": "UNKNOWN", "exit_code": None,
+               "start_time": None, "end_time": None, "reason": ""}
+        if job_id in done:  # the completion log is final
+            f = done[job_id]
+            code = f[2].split(":")
+            job.update(state=f[1].split()[0], exit_code=int(code[0]) if code[0].isdigit() else None,
+                       eligible_time=_num(f[3]), start_time=_num(f[4]), end_time=_num(f[5]), nodes=f[6])
+        elif job_id in queued:
+            f = queued[job_id]
+            job.update(state=f[1], reason=f[2] if f[2] not in ("None", "(null)") else "",
+                       start_time=_num(f[3]) if f[1] != "PENDING" else None)
+        result["jobs"].append(job)
+    last = result["jobs"][-1]
+    result["job_id"] = last["job_id"]
+    result["state"] = last["state"]
+    result["finished"] = all(j["state"] in FINISHED for j in result["jobs"])
+    result["detail"] = last["reason"]
+    if last["exit_code"] is not None:
+        result["detail"] = "exit code %d" % last["exit_code"]
+    log = os.path.join(run_dir, "slurm-%s.out" % last["job_id"])
+    if os.path.exists(log):
+        with open(log, "rb") as fh:
+            result["log_tail"] = b"".join(fh.readlines()[-log_lines:]).decode("utf-8", "replace")
+    result["scheduler"] = scheduler_section(result["jobs"])
+    return result
+
+
+def scheduler_section(jobs):
+    """The run record's `scheduler` section: first submit to last end, summed queue waits."""
+    first, last = jobs[0], jobs[-1]
+    waits = []
+    for j in jobs:
+        ready = j.get("eligible_time") or j.get("submit_time")
+        if ready is not None and j.get("start_time") is not None:
+            waits.append(max(0.0, j["start_time"] - ready))
+    section = {"kind": "slurm", "job_id": first["job_id"], "job_ids": [j["job_id"] for j in jobs],
+               "submit_time": first["submit_time"], "start_time": first["start_time"],
+               "end_time": last["end_time"], "state": last["state"], "exit_code": last["exit_code"],
+               "segments": len(jobs), "queue_wait_s": None, "queue_wait_total_s": None}
+    if first["submit_time"] is not None and first["start_time"] is not None:
+        section["queue_wait_s"] = round(max(0.0, first["start_time"] - first["submit_time"]), 3)
+    if waits:
+        section["queue_wait_total_s"] = round(sum(waits), 3)
+    return section
+
+
+def cancel(module, run_dir, env):
+    ids = [i for i, _ in read_jobs(run_dir)]
+    if not os.path.isdir(run_dir):
+        module.fail_json(msg="no run directory %s on the cluster: was this run submitted here?" % run_dir)
+    # Mark first, so a job that checkpoints on the way down does not resubmit itself.
+    with open(os.path.join(run_dir, CANCEL_MARK), "w") as fh:
+        fh.write("cancel requested\n")
+    if not ids:
+        return {"changed": True, "cancelled": []}
+    rc, out, err = module.run_command(["scancel"] + ids, environ_update=env)
+    if rc != 0:
+        module.fail_json(msg="scancel %s failed: %s" % (" ".join(ids), err.strip()))
+    return {"changed": True, "cancelled": ids}
+
+
+def main():
+    module = AnsibleModule(argument_spec=dict(
+        run_dir=dict(type="path", required=True),
+        action=dict(type="str", default="query", choices=["query", "cancel"]),
+        slurm_env=dict(type="dict", default={}),
+        log_lines=dict(type="int", default=30),
+    ), supports_check_mode=True)
+    env = {str(k): str(v) for k, v in module.params["slurm_env"].items()}
+    run_dir = module.params["run_dir"]
+    if module.params["action"] == "cancel":
+        if module.check_mode:
+            module.exit_json(changed=True)
+        module.exit_json(**cancel(module, run_dir, env))
+    out = query(module, run_dir, env, module.params["log_lines"])
+    module.exit_json(changed=False, **out)
+
+
+if __name__ == "__main__":
+    main()

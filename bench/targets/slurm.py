@@ -1,0 +1,298 @@
+"""The `slurm` target: runs reach a Slurm cluster through the Ansible playbooks in ansible/.
+
+Python drives Ansible only through ansible-runner's API, so the playbooks stay plain
+Ansible that a user can run with `ansible-playbook` too (see ansible/README.md). The
+cluster is named by `clusters/<env>/`: `env.yaml` (Slurm request, runtime, data path)
+and an Ansible inventory beside it whose group_vars say where code and runs live.
+
+Every value bench passes to Ansible is marked `!unsafe`, so a hostile env name, branch
+or override (`x; touch /tmp/pwned`, `$(...)`, `{{ lookup('pipe', ...) }}`) stays text:
+Ansible does not template it and the batch script quotes it.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from bench.envs import REPO_ROOT, Environment
+from bench.errors import AtlasError, ConfigError
+from bench.targets import register
+from bench.targets.base import JobSpec, RunState, RunStatus, Target
+
+PLAYBOOKS = REPO_ROOT / "ansible"
+LOCAL_SLURM_SCRIPT = REPO_ROOT / "scripts" / "local-slurm.sh"
+# Which run ids this machine submitted to which env (the cluster's run dir is the truth).
+STATE_DIR = Path(os.environ.get("ATLAS_SLURM_STATE_DIR") or REPO_ROOT / ".slurm" / "ledger")
+
+SLURM_STATES: dict[str, RunState] = {
+    "PENDING": RunState.PENDING, "CONFIGURING": RunState.PENDING, "REQUEUED": RunState.PENDING,
+    "REQUEUE_HOLD": RunState.PENDING, "REQUEUE_FED": RunState.PENDING, "RESV_DEL_HOLD": RunState.PENDING,
+    "RUNNING": RunState.RUNNING, "COMPLETING": RunState.RUNNING, "SUSPENDED": RunState.RUNNING,
+    "STAGE_OUT": RunState.RUNNING, "SIGNALING": RunState.RUNNING, "RESIZING": RunState.RUNNING,
+    "COMPLETED": RunState.COMPLETED,
+    "CANCELLED": RunState.CANCELLED,
+    "FAILED": RunState.FAILED, "TIMEOUT": RunState.FAILED, "NODE_FAIL": RunState.FAILED,
+    "OUT_OF_MEMORY": RunState.FAILED, "BOOT_FAIL": RunState.FAILED, "DEADLINE": RunState.FAILED,
+    "PREEMPTED": RunState.FAILED, "SPECIAL_EXIT": RunState.FAILED, "REVOKED": RunState.FAILED,
+}
+EXIT_PREEMPTED = 75
+
+_INT_KEYS = ("nodes", "gpus_per_node", "ntasks_per_node", "cpus_per_task", "max_segments")
+
+
+class _Unsafe(str):
+    """A string Ansible must never template: dumped with YAML's `!unsafe` tag."""
+
+
+class _UnsafeDumper(yaml.SafeDumper):
+    pass
+
+
+_UnsafeDumper.add_representer(
+    _Unsafe, lambda dumper, value: dumper.represent_scalar("!unsafe", str(value), style='"'))
+
+
+def _unsafe(value: Any) -> Any:
+    if isinstance(value, str):
+        return _Unsafe(value)
+    if isinstance(value, dict):
+        return {str(k): _unsafe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_unsafe(v) for v in value]
+    return value
+
+
+def extravars_yaml(extravars: dict[str, Any]) -> str:
+    """YAML for ansible-runner's env/extravars with every string tagged `!unsafe`."""
+    return yaml.dump(_unsafe(extravars), Dumper=_UnsafeDumper, default_flow_style=False, sort_keys=True)
+
+
+def map_state(slurm_state: str, exit_code: int | None) -> RunState:
+    """Slurm's state of the run's last job, as a RunState."""
+    base = (slurm_state or "").split()[0].rstrip("+") if slurm_state else ""
+    return SLURM_STATES.get(base, RunState.UNKNOWN)
+
+
+@register("slurm")
+class SlurmTarget(Target):
+    """Submit, watch, collect and cancel runs on a Slurm cluster via ansible/ playbooks."""
+
+    def __init__(self, env: Environment) -> None:
+        super().__init__(env)
+        self.repo: Path = REPO_ROOT  # whose commits are archived to the cluster
+        self.state_dir: Path = STATE_DIR / env.name
+
+    # -- configuration -------------------------------------------------------------
+    @property
+    def inventory(self) -> Path:
+        return self.env.folder / str(self.env.get("inventory", "inventory.yml"))
+
+    def check_settings(self) -> None:
+        where = f"{self.env.folder}/env.yaml"
+        problems: list[str] = []
+        inventory = self.env.folder / str(self.env.get("inventory", "inventory.yml"))
+        if not inventory.is_file():
+            problems.append(f"inventory: {inventory} does not exist (an Ansible inventory with group slurm_login)")
+        slurm = self.env.get("slurm", {})
+        if not isinstance(slurm, dict):
+            problems.append("slurm: must be a mapping (partition, nodes, gpus_per_node, time_limit, ...)")
+            slurm = {}
+        for key in _INT_KEYS:
+            if key in slurm and (not isinstance(slurm[key], int) or isinstance(slurm[key], bool) or slurm[key] < 0):
+                problems.append(f"slurm.{key}: must be a non-negative integer, got {slurm[key]!r}")
+        if "exclusive" in slurm and not isinstance(slurm["exclusive"], bool):
+            problems.append(f"slurm.exclusive: must be true or false, got {slurm['exclusive']!r}")
+        runtime = self.env.get("runtime", {})
+        if not isinstance(runtime, dict):
+            problems.append("runtime: must be a mapping with mode: venv, conda or singularity")
+        elif runtime.get("mode", "venv") not in ("venv", "conda", "singularity"):
+            problems.append(f"runtime.mode: must be venv, conda or singularity, got {runtime.get('mode')!r}")
+        elif runtime.get("mode") == "conda" and not (runtime.get("conda_setup") and runtime.get("conda_env")):
+            problems.append("runtime: mode conda needs conda_setup (path of conda.sh) and conda_env")
+        elif runtime.get("mode") == "singularity" and not runtime.get("singularity_image"):
+            problems.append("runtime: mode singularity needs singularity_image (a ppc64le .sif path)")
+        if problems:
+            raise ConfigError(f"{where}: " + "; ".join(problems))
+
+    def available(self) -> str | None:
+        try:
+            import ansible_runner  # noqa: F401
+        except ModuleNotFoundError:
+            return "ansible-runner is not installed: run `make setup` (extra `slurm`)"
+        if not self.env.get("local"):
+            return None
+        try:
+            proc = subprocess.run([str(LOCAL_SLURM_SCRIPT), "status"], capture_output=True, text=True, timeout=60)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return f"cannot ask {LOCAL_SLURM_SCRIPT} whether the local Slurm runs: {exc}"
+        if proc.returncode != 0:
+            return "the local Slurm is not running: start it with `make slurm-up` (scripts/local-slurm.sh up, as root)"
+        return None
+
+    # -- Ansible -------------------------------------------------------------------
+    def _run(self, playbook: str, extravars: dict[str, Any], timeout_s: int = 600) -> dict[str, Any]:
+        """Run one playbook; return its set_stats data, or raise AtlasError naming the failed task."""
+        import ansible_runner
+
+        variables = {k: v for k, v in self.env.settings.items() if k not in ("local",)}
+        variables.update(atlas_env_name=self.env.name, **extravars)
+        bin_dir = str(Path(sys.executable).parent)
+        envvars = {
+            "PATH": bin_dir + os.pathsep + os.environ.get("PATH", ""),
+            "ANSIBLE_NOCOLOR": "1",
+            "ANSIBLE_RETRY_FILES_ENABLED": "0",
+            "ANSIBLE_LOCALHOST_WARNING": "0",
+            "ANSIBLE_INVENTORY_UNPARSED_WARNING": "0",
+        }
+        with tempfile.TemporaryDirectory(prefix="atlas-ansible-") as tmp:
+            (Path(tmp) / "env").mkdir()
+            (Path(tmp) / "env" / "extravars").write_text(extravars_yaml(variables))
+            result = ansible_runner.run(
+                private_data_dir=tmp, project_dir=str(PLAYBOOKS), playbook=playbook,
+                inventory=str(self.inventory), envvars=envvars, quiet=True, timeout=timeout_s,
+            )
+            events = list(result.events)
+        stats: dict[str, Any] = {}
+        failures: list[dict[str, Any]] = []
+        for event in events:
+            data = event.get("event_data", {})
+            if event.get("event") == "playbook_on_stats":
+                stats = dict(data.get("artifact_data") or {})
+            elif event.get("event") in ("runner_on_failed", "runner_on_unreachable") and not data.get("ignore_errors"):
+                failures.append(data)
+        if result.status == "successful" and not failures:
+            return stats
+        raise AtlasError(self._failure_message(playbook, result.status, failures, events))
+
+    def _failure_message(self, playbook: str, status: str, failures: list[dict[str, Any]],
+                         events: list[dict[str, Any]]) -> str:
+        hint = (f"check that the cluster answers (`ansible -i {self.inventory} slurm_login -m ping`)"
+                " and that Slurm runs there (`sinfo`)")
+        if self.env.get("local"):
+            hint = "check the local Slurm (`scripts/local-slurm.sh status`; start it with `make slurm-up`)"
+        if not failures:
+            tail = "".join(e.get("stdout", "") + "\n" for e in events[-5:]).strip()
+            return (f"{self.env.name}: ansible/{playbook} ended with status {status!r}: {tail[-800:]}\n"
+                    f"What to check: {hint}")
+        data = failures[0]
+        res = data.get("res") or {}
+        if str(data.get("task", "")).startswith(("Validate", "Check where", "Fail when the commit")):
+            hint = f"fix the value named above (the run's arguments or {self.env.folder}/env.yaml)"
+        words = [str(res.get(k)).strip() for k in ("msg", "stderr", "module_stderr") if res.get(k)]
+        if res.get("assertion"):
+            words.append(f"failed check: {res['assertion']}")
+        message = "; ".join(dict.fromkeys(w for w in words if w)) or json.dumps(res)[:800]
+        return (f"{self.env.name}: Ansible task {data.get('task', '?')!r} of ansible/{playbook} failed "
+                f"on {data.get('host', '?')}: {message[-1500:]}\nWhat to check: {hint}")
+
+    # -- bookkeeping ---------------------------------------------------------------
+    def _ledger(self, run_id: str) -> Path:
+        return self.state_dir / f"{run_id}.json"
+
+    def _resolve_commit(self, commit: str) -> str:
+        try:
+            proc = subprocess.run(["git", "-C", str(self.repo), "rev-parse", "--verify", "--quiet",
+                                   "--end-of-options", f"{commit}^{{commit}}"],
+                                  capture_output=True, text=True, timeout=30)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise AtlasError(f"cannot run git in {self.repo}: {exc}") from exc
+        sha = proc.stdout.strip()
+        if proc.returncode != 0 or len(sha) != 40:
+            raise AtlasError(f"commit {commit!r} is not in {self.repo}: commit your change (the cluster "
+                             "runs `git archive` of a commit, never the working tree)")
+        return sha
+
+    # -- Target --------------------------------------------------------------------
+    def submit(self, job: JobSpec) -> RunStatus:
+        sha = self._resolve_commit(job.commit)
+        stats = self._run("submit.yml", {
+            "atlas_run_id": job.run_id, "atlas_commit": sha, "atlas_experiment": job.experiment,
+            "atlas_overrides": list(job.overrides), "atlas_repo": str(self.repo),
+        })
+        job_id = str(stats.get("job_id") or "")
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        entry = {"run_id": job.run_id, "commit": sha, "experiment": job.experiment,
+                 "overrides": list(job.overrides), "job_id": job_id, "submitted_at": time.time(),
+                 "run_dir": stats.get("run_dir")}
+        tmp = self._ledger(job.run_id).with_suffix(".tmp")
+        tmp.write_text(json.dumps(entry, indent=2) + "\n")
+        tmp.replace(self._ledger(job.run_id))
+        return RunStatus(job.run_id, RunState.PENDING, f"submitted as Slurm job {job_id}",
+                         scheduler_job_id=job_id, commit=sha)
+
+    def _status_from(self, run_id: str, stats: dict[str, Any]) -> RunStatus:
+        jobs = stats.get("jobs") or []
+        commit = self._commit_of(run_id)
+        if not jobs:
+            return RunStatus(run_id, RunState.UNKNOWN, str(stats.get("detail") or "no Slurm job recorded"),
+                             commit=commit)
+        last = jobs[-1]
+        exit_code = last.get("exit_code")
+        state = map_state(str(last.get("state", "")), exit_code)
+        detail = str(stats.get("detail") or last.get("reason") or "")
+        if state is RunState.COMPLETED and exit_code not in (None, 0):
+            state = RunState.FAILED
+        if state is RunState.FAILED and exit_code == EXIT_PREEMPTED:
+            detail = ("checkpointed (exit 75) but not resubmitted: max_segments reached or sbatch "
+                      "failed; submit again with the same run dir to resume")
+        if len(jobs) > 1 and not state.finished:
+            detail = f"segment {len(jobs)} (resumed after a checkpoint); {detail}".rstrip("; ")
+        if state is RunState.FAILED and stats.get("log_tail"):
+            detail = f"{detail}; last lines of slurm-{last['job_id']}.out:\n{stats['log_tail']}"
+        extra = {"slurm_state": str(last.get("state", "")), "job_ids": ",".join(str(j["job_id"]) for j in jobs)}
+        return RunStatus(run_id, state, detail, scheduler_job_id=str(jobs[0]["job_id"]), commit=commit,
+                         extra=extra)
+
+    def _commit_of(self, run_id: str) -> str | None:
+        try:
+            return json.loads(self._ledger(run_id).read_text()).get("commit")
+        except (OSError, ValueError):
+            return None
+
+    def status(self, run_id: str) -> RunStatus:
+        return self._status_from(run_id, self._run("status.yml", {"atlas_run_id": run_id}))
+
+    def list_runs(self, commit: str | None = None) -> list[RunStatus]:
+        runs: list[RunStatus] = []
+        for path in sorted(self.state_dir.glob("*.json")):
+            try:
+                entry = json.loads(path.read_text())
+            except (OSError, ValueError):
+                continue
+            if commit and not str(entry.get("commit", "")).startswith(commit):
+                continue
+            runs.append(self.status(str(entry["run_id"])))
+        return runs
+
+    def wait(self, run_id: str, timeout_s: float, poll_s: float = 5.0) -> RunStatus:
+        """Poll `status` until the run has finished or `timeout_s` passed (then AtlasError)."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            status = self.status(run_id)
+            if status.state.finished:
+                return status
+            if time.monotonic() > deadline:
+                raise AtlasError(f"{self.env.name}: run {run_id} still {status.state.value} after {timeout_s:.0f}s "
+                                 f"({status.detail}); collect it later with `bench collect`")
+            time.sleep(poll_s)
+
+    def collect(self, run_id: str, dest: Path) -> Path:
+        status = self.status(run_id)
+        if not status.state.finished:
+            raise AtlasError(f"{self.env.name}: run {run_id} is {status.state.value} ({status.detail}); "
+                             "collect it once it has finished (`bench status`)")
+        dest = Path(dest).resolve()
+        self._run("collect.yml", {"atlas_run_id": run_id, "atlas_dest": str(dest),
+                                  "atlas_wait_s": 0, "atlas_poll_s": 1})
+        return dest
+
+    def cancel(self, run_id: str) -> None:
+        self._run("cancel.yml", {"atlas_run_id": run_id})
