@@ -1,10 +1,11 @@
 """Commit generated reports and push them, surviving a branch that moved meanwhile.
 
 CI jobs (collect, the local post-receive hook) publish into the same branch, possibly at
-the same moment. A rejected push is never forced: fetch, rebase our one commit on the
-new tip, push again, a bounded number of times. Index files that only gain lines
-(`reports/README.md`) are merged as a union, so two reports written at once both land;
-any other conflict stops with a message, leaving the remote untouched.
+the same moment. A rejected push is never forced: fetch, rebase our commit on the new
+tip, push again, a bounded number of times. The reports index (`reports/README.md`) is
+generated from the report folders, so when both sides changed it, it is regenerated
+(`bench.report.write_index`) from the union of folders and the rebase goes on: two reports
+written at once both land. Any other conflict stops with a message, the remote untouched.
 """
 from __future__ import annotations
 
@@ -12,11 +13,10 @@ import os
 import random
 import re
 import subprocess
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Mapping, Sequence
 
 from bench.errors import AtlasError, ConfigError
 
@@ -24,7 +24,15 @@ BOT_NAME = "atlas-bench[bot]"
 BOT_EMAIL = "atlas-bench-bot@users.noreply.github.com"
 SKIP_CI = "[skip ci]"
 DEFAULT_PATHS = ("reports",)
-DEFAULT_UNION = ("reports/README.md",)
+
+def _regenerate_reports_index(root: Path) -> None:
+    from bench.report import write_index
+
+    write_index(root / "reports")
+
+
+# Generated files that may conflict on rebase -> how to write them again from the tree.
+REGENERATE: dict[str, Callable[[Path], None]] = {"reports/README.md": _regenerate_reports_index}
 DEFAULT_ATTEMPTS = 5
 
 _REJECTED = re.compile(r"\[rejected\]|non-fast-forward|fetch first|failed to update ref|cannot lock ref|"
@@ -65,7 +73,8 @@ def commit_message(subject: str) -> str:
 
 def publish(repo: Path, paths: Sequence[str] = DEFAULT_PATHS, *, message: str = "reports: update",
             remote: str = "origin", branch: str | None = None, attempts: int = DEFAULT_ATTEMPTS,
-            union: Sequence[str] = DEFAULT_UNION, pause_s: float = 0.5) -> PublishResult:
+            regenerate: Mapping[str, Callable[[Path], None]] | None = None,
+            pause_s: float = 0.5) -> PublishResult:
     """Commit `paths` as the bot and push to `remote`/`branch`, rebasing and retrying."""
     repo = Path(repo)
     if attempts < 1:
@@ -106,7 +115,7 @@ def publish(repo: Path, paths: Sequence[str] = DEFAULT_PATHS, *, message: str = 
             break
         time.sleep(pause_s * attempt * (0.5 + random.random()))
         _git(repo, "fetch", "--quiet", remote, branch)
-        _rebase_onto_fetched(repo, union)
+        _rebase_onto_fetched(repo, REGENERATE if regenerate is None else regenerate)
         rebases += 1
     raise AtlasError(f"{remote}/{branch} kept moving: {attempts} pushes were rejected. Nothing was forced; "
                      f"your report commit is still in {repo}: run `bench publish` again")
@@ -119,20 +128,27 @@ def _ahead_of_remote(repo: Path, remote: str, branch: str) -> bool:
     return ahead.returncode == 0 and int(ahead.stdout.strip() or 0) > 0
 
 
-def _rebase_onto_fetched(repo: Path, union: Sequence[str]) -> None:
-    """Replay our commit(s) on the fetched tip; union-merge the index files."""
-    with tempfile.NamedTemporaryFile("w", suffix=".gitattributes", delete=False) as f:
-        f.write("".join(f"/{p.lstrip('/')} merge=union\n" for p in union))
-        attributes = f.name
-    try:
-        rebase = _git(repo, "-c", f"core.attributesFile={attributes}", "rebase", "--autostash", "FETCH_HEAD",
-                      check=False, env=bot_env())
-        if rebase.returncode != 0:
-            conflicted = _git(repo, "diff", "--name-only", "--diff-filter=U", check=False).stdout.split()
+def _conflicts(repo: Path) -> list[str]:
+    return _git(repo, "diff", "--name-only", "--diff-filter=U", check=False).stdout.split()
+
+
+def _rebase_onto_fetched(repo: Path, regenerate: Mapping[str, Callable[[Path], None]]) -> None:
+    """Replay our commit(s) on the fetched tip, regenerating conflicted generated files."""
+    step = _git(repo, "rebase", "--autostash", "FETCH_HEAD", check=False, env=bot_env())
+    for _ in range(100):  # one round per replayed commit at most
+        if step.returncode == 0:
+            return
+        conflicted = _conflicts(repo)
+        if not conflicted or any(path not in regenerate for path in conflicted):
             _git(repo, "rebase", "--abort", check=False)
+            others = [p for p in conflicted if p not in regenerate]
             raise AtlasError(
                 "the branch moved and its new reports conflict with ours in "
-                f"{', '.join(conflicted) or 'some files'}; nothing was pushed or forced. "
+                f"{', '.join(others) or 'some files'}; nothing was pushed or forced. "
                 "Run `bench report` on the updated branch and `bench publish` again")
-    finally:
-        os.unlink(attributes)
+        for path in conflicted:
+            regenerate[path](repo)
+        _git(repo, "add", "--", *conflicted)
+        step = _git(repo, "-c", "core.editor=true", "rebase", "--continue", check=False, env=bot_env())
+    _git(repo, "rebase", "--abort", check=False)
+    raise AtlasError("rebase did not finish; nothing was pushed or forced")

@@ -1,15 +1,16 @@
 """Commit `reports/` as the bot with `[skip ci]` and push it back to the branch.
 
 When the push is rejected because the branch moved (another publisher got there first),
-fetch, rebase, and push again, a bounded number of times; never force. Index files are
-union-merged so that two reports published at once both land.
+fetch, rebase, and push again, a bounded number of times; never force. A conflicting
+`reports/README.md` index is regenerated from the report folders, so two reports
+published at once both land.
 """
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
 
-from bench.publish import DEFAULT_ATTEMPTS, DEFAULT_PATHS, DEFAULT_UNION
+from bench.publish import DEFAULT_ATTEMPTS, DEFAULT_PATHS
 
 HELP = "commit reports/ as the bot ([skip ci]) and push, rebasing and retrying if the branch moved"
 
@@ -23,15 +24,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--message", "-m", default="reports: update", help="commit subject; `[skip ci]` is appended")
     p.add_argument("--attempts", type=int, default=DEFAULT_ATTEMPTS,
                    help=f"pushes to try before giving up (default: {DEFAULT_ATTEMPTS})")
-    p.add_argument("--union", action="append", metavar="PATH",
-                   help=f"index file merged as a union of lines on rebase (default: {' '.join(DEFAULT_UNION)})")
 
 
 def run(args: argparse.Namespace) -> int:
     from bench.publish import publish
 
     result = publish(args.repo_dir, args.paths or DEFAULT_PATHS, message=args.message, remote=args.remote,
-                     branch=args.branch, attempts=args.attempts, union=args.union or DEFAULT_UNION)
+                     branch=args.branch, attempts=args.attempts)
     if result.status == "nothing":
         print("bench publish: nothing new to publish")
     else:

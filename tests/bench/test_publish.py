@@ -1,6 +1,7 @@
 """`bench publish` against real git: a local bare repository stands in for GitHub."""
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -10,11 +11,11 @@ import pytest
 
 from bench.errors import AtlasError
 from bench.publish import BOT_NAME, publish
+from bench.report import SUMMARY_JSON, write_index
 
 ROOT = Path(__file__).resolve().parents[2]
 ENV = {**os.environ, "GIT_AUTHOR_NAME": "dev", "GIT_AUTHOR_EMAIL": "dev@example.org",
        "GIT_COMMITTER_NAME": "dev", "GIT_COMMITTER_EMAIL": "dev@example.org", "GIT_CONFIG_NOSYSTEM": "1"}
-INDEX_HEAD = "# Reports\n\n| commit | report |\n|---|---|\n"
 
 
 def git(cwd: Path, *args: str) -> str:
@@ -30,7 +31,7 @@ def origin(tmp_path: Path) -> Path:
     seed = tmp_path / "seed"
     git(tmp_path, "clone", "--quiet", str(bare), str(seed))
     (seed / "reports").mkdir()
-    (seed / "reports" / "README.md").write_text(INDEX_HEAD)
+    write_index(seed / "reports")
     (seed / "code.py").write_text("print('hello')\n")
     git(seed, "add", ".")
     git(seed, "commit", "--quiet", "-m", "seed")
@@ -39,13 +40,16 @@ def origin(tmp_path: Path) -> Path:
 
 
 def clone_with_report(origin: Path, name: str, commit: str) -> Path:
+    """A clone where a report folder was written and the index regenerated, as `bench report` does."""
     work = origin.parent / name
     git(origin.parent, "clone", "--quiet", str(origin), str(work))
-    folder = work / "reports" / commit
+    folder = work / "reports" / f"2026-11-22-{commit}"
     folder.mkdir(parents=True)
     (folder / "README.md").write_text(f"# Report for {commit}\n")
-    index = work / "reports" / "README.md"
-    index.write_text(index.read_text() + f"| {commit} | [report]({commit}/README.md) |\n")
+    (folder / SUMMARY_JSON).write_text(json.dumps({
+        "folder": folder.name, "commit": commit * 5, "envs": ["local"], "runs": 1, "problems": 0,
+        "images_per_s": {"local": 12.5}}))
+    write_index(work / "reports")
     return work
 
 
@@ -65,10 +69,14 @@ def test_two_racing_publishers_both_land(origin: Path):
 
     check = origin.parent / "check"
     git(origin.parent, "clone", "--quiet", str(origin), str(check))
-    assert (check / "reports" / "1111111" / "README.md").is_file()
-    assert (check / "reports" / "2222222" / "README.md").is_file()
+    assert (check / "reports" / "2026-11-22-1111111" / "README.md").is_file()
+    assert (check / "reports" / "2026-11-22-2222222" / "README.md").is_file()
     index = (check / "reports" / "README.md").read_text()
-    assert index.startswith(INDEX_HEAD) and "| 1111111 |" in index and "| 2222222 |" in index
+    # the conflicting index was regenerated from both folders, not merged line by line
+    assert "[2026-11-22-1111111](2026-11-22-1111111/README.md)" in index
+    assert "[2026-11-22-2222222](2026-11-22-2222222/README.md)" in index
+    assert "<<<<<<<" not in index
+    assert index == write_index(check / "reports").read_text()
     log = git(check, "log", "--format=%an|%cn|%s", "main").splitlines()
     assert len(log) == 3  # seed + two report commits, linear: nothing rewritten
     for line in log[:2]:
@@ -81,10 +89,10 @@ def test_two_racing_publishers_both_land(origin: Path):
 def test_conflicting_report_is_not_forced(origin: Path):
     a = clone_with_report(origin, "a", "3333333")
     b = clone_with_report(origin, "b", "3333333")
-    (b / "reports" / "3333333" / "README.md").write_text("# a different report for the same commit\n")
+    (b / "reports" / "2026-11-22-3333333" / "README.md").write_text("# a different report for the same commit\n")
     assert publish(a, message="reports: a", pause_s=0).status == "pushed"
     tip = git(origin, "rev-parse", "main")
-    with pytest.raises(AtlasError, match=r"conflict with ours in reports/3333333/README.md.*nothing was pushed or forced"):
+    with pytest.raises(AtlasError, match=r"conflict with ours in reports/2026-11-22-3333333/README.md.*nothing was pushed or forced"):
         publish(b, message="reports: b", pause_s=0)
     assert git(origin, "rev-parse", "main") == tip
     assert "rebase" not in git(b, "status")  # the rebase was aborted, the clone is usable
