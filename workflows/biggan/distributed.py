@@ -84,3 +84,12 @@ def barrier(world: World) -> None:
 def shutdown(world: World) -> None:
     if world.active and dist.is_initialized():
         dist.destroy_process_group()
+
+
+def same_on_all_ranks(value: str, world: World) -> bool:
+    """True when every rank holds the same string (e.g. the digest of G's weights)."""
+    if not world.active:
+        return True
+    values: list[str | None] = [None] * world.world_size
+    dist.all_gather_object(values, value)
+    return len(set(values)) == 1

@@ -23,7 +23,7 @@ import torch
 from workflows.biggan import checkpoint as ckpt
 from workflows.biggan.config import config_sha256, nested
 from workflows.biggan.data import build_dataset, build_loader
-from workflows.biggan.distributed import World, any_rank, average_gradients, barrier, gather_states, init_world
+from workflows.biggan.distributed import World, any_rank, average_gradients, barrier, gather_states, init_world, same_on_all_ranks
 from workflows.biggan.errors import WorkloadConfigError
 from workflows.biggan.losses import d_hinge, g_hinge, ortho_penalty
 from workflows.biggan.models import Discriminator, Generator, build_models
@@ -336,6 +336,7 @@ def train(c: dict[str, Any], run_dir: Path, experiment: str) -> Outcome:
     progress = _Progress(c["runtime.progress"], max_iters, trainer.iteration, world.main)
     started = False
     outcome = Outcome("failed", trainer.iteration, "")
+    extra: dict[str, Any] = {}
     try:
         real = trainer.batches()
         barrier(world)
@@ -381,6 +382,10 @@ def train(c: dict[str, Any], run_dir: Path, experiment: str) -> Outcome:
             if c["eval.at_end"]:
                 _evaluate(trainer, log)
         outcome = Outcome(status, trainer.iteration, trainer.g_sha256())
+        if world.active:  # data parallelism must keep every replica's weights bit-identical
+            params = ckpt.state_sha256({**{f"G.{k}": v for k, v in trainer.G.named_parameters()},
+                                        **{f"D.{k}": v for k, v in trainer.D.named_parameters()}})
+            extra["replicas_identical"] = same_on_all_ranks(params, world)
         if status == "preempted" and world.main:
             line(f"stop requested ({stop.signal_name or 'by another rank'}): checkpoint saved at iteration "
                  f"{trainer.iteration}; run again with the same --run-dir to resume (exit {EXIT_PREEMPTED})")
@@ -392,7 +397,7 @@ def train(c: dict[str, Any], run_dir: Path, experiment: str) -> Outcome:
         progress.close()
         if started:
             log.write("run_stop", iteration=outcome.iteration, status=outcome.status,
-                      g_sha256=outcome.g_sha256, images_seen=trainer.images_seen)
+                      g_sha256=outcome.g_sha256, images_seen=trainer.images_seen, **extra)
             if world.main:
                 line(f"run_stop {outcome.status} at iteration {outcome.iteration} g_sha256 {outcome.g_sha256[:16]}")
         log.close()
