@@ -1,0 +1,222 @@
+"""The slurm target against a real single-node Slurm, through the real Ansible playbooks.
+
+Mechanics (complete, fail, cancel, checkpoint and resume, GPU request, hostile values)
+run a test double of the workload from a throw-away git repo (tests/ansible/local_slurm.py)
+so each job takes seconds; test_slurm_smoke.py runs the real workload end to end.
+"""
+from __future__ import annotations
+
+import copy
+import json
+import secrets
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from bench.envs import Environment, load_env
+from bench.errors import AtlasError
+from bench.targets import target_for
+from bench.targets.base import JobSpec, RunState, new_run_id
+from bench.targets.slurm import SlurmTarget, extravars_yaml
+from tests.ansible.local_slurm import REPO, head, local_slurm, slurm_env, standin_repo  # noqa: F401
+
+pytestmark = [pytest.mark.slurm]
+RUNS = REPO / ".slurm" / "work" / "runs"
+
+
+def make_target(tmp_path: Path, repo: Path, name: str = "local-slurm", **slurm: object) -> SlurmTarget:
+    base = load_env("local-slurm")
+    settings = copy.deepcopy(base.settings)
+    settings["slurm"].update(slurm)
+    target = SlurmTarget(Environment(name=name, kind="slurm", folder=base.folder, settings=settings))
+    target.repo = repo
+    target.state_dir = tmp_path / "ledger"
+    return target
+
+
+def submit(target: SlurmTarget, repo: Path, *overrides: str) -> JobSpec:
+    sha = head(repo)
+    job = JobSpec(run_id=new_run_id(sha), experiment="smoke", commit=sha, overrides=tuple(overrides))
+    status = target.submit(job)
+    assert status.state is RunState.PENDING and status.scheduler_job_id and status.scheduler_job_id.isdigit()
+    return job
+
+
+def train_events(run_dir: Path) -> list[dict]:
+    path = run_dir / "train.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def wait_for(predicate, timeout_s: float, what: str) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout_s}s waiting for {what}")
+        time.sleep(0.5)
+
+
+def test_target_registry_builds_the_slurm_target_for_local_slurm() -> None:
+    target = target_for("local-slurm")
+    assert isinstance(target, SlurmTarget)
+    assert target.inventory == REPO / "clusters" / "local-slurm" / "inventory.yml"
+
+
+def test_extravars_mark_every_string_unsafe() -> None:
+    text = extravars_yaml({"a": "{{ lookup('pipe', 'id') }}", "b": ["x; y"], "c": {"d": 1, "e": True}})
+    assert text.count("!unsafe") == 2 and "d: 1" in text and "e: true" in text
+
+
+def test_completed_run_is_collected_with_scheduler_times(local_slurm, standin_repo, tmp_path) -> None:
+    target = make_target(tmp_path, standin_repo)
+    job = submit(target, standin_repo, "standin.iters=5")
+    final = target.wait(job.run_id, timeout_s=120, poll_s=1)
+    assert final.state is RunState.COMPLETED, final.detail
+    assert final.commit == head(standin_repo)
+    assert [r.run_id for r in target.list_runs(commit=head(standin_repo)[:8])] == [job.run_id]
+
+    dest = target.collect(job.run_id, tmp_path / "results" / job.run_id)
+    names = {p.name for p in dest.iterdir()}
+    assert {"run.json", "train.jsonl", "job.sbatch", "slurm-jobs.tsv", f"slurm-{final.scheduler_job_id}.out"} <= names
+    assert any(n.startswith("samples-") and n.endswith(".csv") for n in names)
+    assert "checkpoint.json" not in names  # only the record comes back
+    record = json.loads((dest / "run.json").read_text())
+    sched = record["scheduler"]
+    assert sched["kind"] == "slurm" and sched["job_id"] == final.scheduler_job_id
+    assert sched["submit_time"] <= sched["start_time"] <= sched["end_time"]
+    assert sched["queue_wait_s"] >= 0 and sched["queue_wait_s"] == round(sched["start_time"] - sched["submit_time"], 3)
+    assert record["git"]["sha"] == head(standin_repo) and record["git"]["dirty"] is False
+    assert record["run_id"] == job.run_id and record["env"] == "local-slurm"
+    assert train_events(dest)[-1]["status"] == "success"
+    # Collecting twice changes nothing.
+    before = (dest / "run.json").read_bytes()
+    target.collect(job.run_id, dest)
+    assert (dest / "run.json").read_bytes() == before
+
+
+def test_failed_run_is_reported_with_its_log_tail(local_slurm, standin_repo, tmp_path) -> None:
+    target = make_target(tmp_path, standin_repo)
+    job = submit(target, standin_repo, "standin.iters=2", "standin.exit=3")
+    final = target.wait(job.run_id, timeout_s=120, poll_s=1)
+    assert final.state is RunState.FAILED
+    assert "exit code 3" in final.detail and "standin: failed at iteration 2" in final.detail
+    dest = target.collect(job.run_id, tmp_path / "failed")
+    assert json.loads((dest / "run.json").read_text())["scheduler"]["exit_code"] == 3
+
+
+def test_cancelled_run_does_not_resubmit_itself(local_slurm, standin_repo, tmp_path) -> None:
+    target = make_target(tmp_path, standin_repo)
+    job = submit(target, standin_repo, "standin.iters=3000")
+    run_dir = RUNS / job.run_id
+    wait_for(lambda: any(e["event"] == "run_start" for e in train_events(run_dir)), 90, "the job to start")
+    with pytest.raises(AtlasError, match="collect it once it has finished"):
+        target.collect(job.run_id, tmp_path / "early")
+    target.cancel(job.run_id)
+    final = target.wait(job.run_id, timeout_s=90, poll_s=1)
+    assert final.state is RunState.CANCELLED, final.detail
+    assert final.extra["job_ids"] == final.scheduler_job_id  # no dependent job was chained
+    assert (run_dir / "CANCELLED").exists()
+
+
+def test_usr1_checkpoints_and_a_dependent_job_resumes_to_completion(local_slurm, standin_repo, tmp_path) -> None:
+    target = make_target(tmp_path, standin_repo)
+    job = submit(target, standin_repo, "standin.iters=80")
+    run_dir = RUNS / job.run_id
+    wait_for(lambda: any(e["event"] == "run_start" for e in train_events(run_dir)), 90, "the job to start")
+    first = target.status(job.run_id).scheduler_job_id
+    # What Slurm does at `--signal=B:USR1@N` before the time limit: USR1 to the batch shell.
+    subprocess.run(["scancel", "--signal=USR1", "--batch", first], env=slurm_env(), check=True, timeout=30)
+    final = target.wait(job.run_id, timeout_s=150, poll_s=1)
+    assert final.state is RunState.COMPLETED, final.detail
+    job_ids = final.extra["job_ids"].split(",")
+    assert len(job_ids) == 2 and job_ids[0] == first
+    events = train_events(run_dir)
+    stops = [e for e in events if e["event"] == "run_stop"]
+    assert [s["status"] for s in stops] == ["preempted", "success"]
+    starts = [e for e in events if e["event"] == "run_start"]
+    assert starts[1]["resumed_from"] == "checkpoint.json" and starts[1]["iteration"] == stops[0]["iteration"] > 0
+    dest = target.collect(job.run_id, tmp_path / "resumed")
+    sched = json.loads((dest / "run.json").read_text())["scheduler"]
+    assert sched["job_ids"] == job_ids and sched["segments"] == 2 and sched["job_id"] == first
+    assert sched["end_time"] >= sched["start_time"] and sched["queue_wait_total_s"] >= 0
+    assert (dest / f"slurm-{job_ids[0]}.out").exists() and (dest / f"slurm-{job_ids[1]}.out").exists()
+
+
+def test_gpu_request_lands_on_the_fake_gpu(local_slurm, standin_repo, tmp_path) -> None:
+    target = make_target(tmp_path, standin_repo, gpus_per_node=1)
+    job = submit(target, standin_repo, "standin.iters=1")
+    assert "#SBATCH --gres=gpu:1\n" in (RUNS / job.run_id / "job.sbatch").read_text()
+    final = target.wait(job.run_id, timeout_s=120, poll_s=1)
+    assert final.state is RunState.COMPLETED, final.detail
+    start = [e for e in train_events(RUNS / job.run_id) if e["event"] == "run_start"][0]
+    assert start["gpus"]["SLURM_JOB_GPUS"] == "0" and start["gpus"]["CUDA_VISIBLE_DEVICES"] == "0"
+
+
+def test_hostile_env_name_and_overrides_stay_literal_text(local_slurm, standin_repo, tmp_path) -> None:
+    tag = secrets.token_hex(4)
+    canaries = [Path(f"/tmp/atlas-pwned-{tag}-{i}") for i in range(6)]
+    env_name = f"local-slurm; touch {canaries[0]} $(touch {canaries[1]})"
+    overrides = (
+        "standin.iters=1",
+        f"a=x; touch {canaries[2]}",
+        f"b=$(touch {canaries[3]})`touch {canaries[4]}`",
+        f"c={{{{ lookup('pipe', 'touch {canaries[5]}') }}}}",
+        "d=it's \"quoted\"\nsecond line\\",
+    )
+    target = make_target(tmp_path, standin_repo, name=env_name)
+    job = submit(target, standin_repo, *overrides)
+    final = target.wait(job.run_id, timeout_s=120, poll_s=1)
+    assert final.state is RunState.COMPLETED, final.detail
+    assert [c for c in canaries if c.exists()] == []
+    run_dir = RUNS / job.run_id
+    script = (run_dir / "job.sbatch").read_text()
+    assert f"touch {canaries[2]}" in script and "lookup('pipe'" in script  # present, as text
+    start = [e for e in train_events(run_dir) if e["event"] == "run_start"][0]
+    assert start["overrides"] == list(overrides)  # arrived byte for byte
+    assert json.loads((run_dir / "run.json").read_text())["env"] == env_name
+
+
+def test_sbatch_refusal_names_the_task_and_the_scheduler_message(local_slurm, standin_repo, tmp_path) -> None:
+    target = make_target(tmp_path, standin_repo, partition="nosuchpartition")
+    with pytest.raises(AtlasError) as err:
+        submit(target, standin_repo)
+    text = str(err.value)
+    assert "sbatch refused the job" in text and "invalid partition" in text.lower()
+    assert "What to check" in text
+
+
+def test_bad_settings_and_commits_are_clear_errors(local_slurm, standin_repo, tmp_path) -> None:
+    target = make_target(tmp_path, standin_repo, time_limit="1; reboot")
+    with pytest.raises(AtlasError, match="Validate the Slurm request"):
+        submit(target, standin_repo)
+    target = make_target(tmp_path, standin_repo)
+    with pytest.raises(AtlasError, match="is not in"):
+        target.submit(JobSpec(run_id="r1", experiment="smoke", commit="no-such-branch"))
+    assert target.status("never-submitted").state is RunState.UNKNOWN
+
+
+def test_unreachable_controller_is_reported_not_hung(standin_repo, tmp_path) -> None:
+    base = load_env("local-slurm")
+    settings = copy.deepcopy(base.settings)
+    target = SlurmTarget(Environment(name="local-slurm", kind="slurm", folder=base.folder, settings=settings))
+    target.state_dir = tmp_path
+    # Point every Slurm command at a config whose controller does not exist.
+    bad = tmp_path / "slurm.conf"
+    conf = (REPO / ".slurm" / "etc" / "slurm.conf")
+    if not conf.exists():
+        pytest.skip("no local slurm.conf yet (scripts/local-slurm.sh up writes it)")
+    bad.write_text(conf.read_text().replace("SlurmctldPort=6817", "SlurmctldPort=6999")
+                   .replace("SlurmctldTimeout=30", "SlurmctldTimeout=5").replace("MessageTimeout", "#"))
+    run_dir = RUNS / "unreachable-check"
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / "slurm-jobs.tsv").write_text("999999\t0\n")
+    target._run = _with_slurm_conf(target._run, str(bad))  # type: ignore[method-assign]
+    with pytest.raises(AtlasError, match="squeue failed"):
+        target.status("unreachable-check")
+
+
+def _with_slurm_conf(run, conf: str):
+    def wrapped(playbook, extravars, timeout_s=600):
+        return run(playbook, {**extravars, "atlas_slurm_env": {"SLURM_CONF": conf}}, timeout_s=180)
+    return wrapped
