@@ -68,7 +68,7 @@ class Verdict:
 
     def describe(self) -> str:
         """One sentence a reader of the PR comment can act on."""
-        if self.status in (NO_BASELINE, NO_DATA):
+        if self.change is None:
             return self.note
         assert self.change is not None
         if self.method == "mann-whitney":
@@ -95,7 +95,8 @@ def judge(env: str, metric: str, baseline: Sequence[float], candidate: Sequence[
     if not threshold >= 0:
         raise ConfigError(f"threshold for {metric!r} must be a fraction >= 0 (e.g. 0.05 for 5 %), got {threshold!r}")
     cmp = compare_samples(list(candidate), list(baseline), seed=seed)
-    common = dict(env=env, metric=metric, baseline_n=cmp.n_b, candidate_n=cmp.n_a, threshold=threshold)
+    common = dict(env=env, metric=metric, baseline_n=cmp.n_b, candidate_n=cmp.n_a, threshold=threshold,
+                  baseline_median=median(list(baseline)), candidate_median=median(list(candidate)))
     if cmp.n_b == 0:
         return Verdict(status=NO_BASELINE, **common,
                        note=f"{metric} on {env}: no baseline run to compare with, so no verdict "
@@ -103,9 +104,11 @@ def judge(env: str, metric: str, baseline: Sequence[float], candidate: Sequence[
     if cmp.n_a == 0:
         return Verdict(status=NO_DATA, **common,
                        note=f"{metric} on {env}: the new commit has no finished run with this metric")
-    if cmp.ratio is None:
-        return Verdict(status=NO_BASELINE, **common,
-                       note=f"{metric} on {env}: the baseline median is 0, a relative change is undefined")
+    if cmp.ratio is None:  # the baseline median is 0
+        same = median(list(candidate)) == 0
+        return Verdict(status=UNCHANGED if same else INCONCLUSIVE, change=0.0 if same else None, **common,
+                       note="" if same else f"{metric} on {env}: the baseline median is 0, "
+                                            "so a relative change is undefined")
     change = cmp.ratio - 1.0
     worse = change < 0 if higher_is_better else change > 0
     interval = None if cmp.ci_low is None else (cmp.ci_low - 1.0, cmp.ci_high - 1.0)
@@ -125,8 +128,7 @@ def judge(env: str, metric: str, baseline: Sequence[float], candidate: Sequence[
         status = INCONCLUSIVE
     else:
         status = UNCHANGED
-    return Verdict(status=status, baseline_median=median(list(baseline)),
-                   candidate_median=median(list(candidate)), change=change,
+    return Verdict(status=status, change=change,
                    method=method, p_value=cmp.p_value, interval=interval, significant=significant,
                    note=note, **common)
 

@@ -1,8 +1,11 @@
 """Upsert the pull request's one benchmark comment (found again by a hidden marker).
 
-The comment's Markdown is on disk before anything is sent, so an API failure (bad token,
-fork token, rate limit) loses nothing: fix the cause and run the same command again.
-The token comes from GITHUB_TOKEN and is never printed.
+Either post a Markdown file (`--body-file`, e.g. from a PR job's artifact), or write the
+comparison of the PR's runs with the merge-base's runs from a results tree (`--results
+--head --base`, verdicts within each environment's own history) to `--out` and post that.
+The Markdown is on disk before anything is sent, so an API failure (bad token, fork
+token, rate limit) loses nothing: fix the cause and post the same file again. The token
+comes from GITHUB_TOKEN and is never printed.
 """
 from __future__ import annotations
 
@@ -19,8 +22,20 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--pr", type=int, required=True, metavar="N", help="pull request number")
     p.add_argument("--repo", default=os.environ.get("GITHUB_REPOSITORY", ""), metavar="OWNER/NAME",
                    help="repository (default: $GITHUB_REPOSITORY)")
-    p.add_argument("--body-file", type=Path, required=True, metavar="FILE",
-                   help="Markdown to post, e.g. the comment.md that `bench report` wrote")
+    p.add_argument("--body-file", type=Path, default=None, metavar="FILE",
+                   help="post this Markdown file as it is")
+    p.add_argument("--results", type=Path, default=None,
+                   help="write the comment from this results tree instead (needs --head and --base)")
+    p.add_argument("--head", metavar="SHA", help="the PR's commit (with --results)")
+    p.add_argument("--base", metavar="SHA", help="the merge-base commit (with --results)")
+    p.add_argument("--env", dest="envs", action="append", default=[], metavar="ENV",
+                   help="only this environment (repeatable; default: all in the results)")
+    p.add_argument("--threshold", action="append", default=[], metavar="METRIC=VALUE",
+                   help="regression threshold for one metric, e.g. images_per_s=10%% (default 5%%)")
+    p.add_argument("--report-url", default=None, help="link to the full report (e.g. the workflow run's page)")
+    p.add_argument("--out", type=Path, default=Path("results/pr-comment.md"),
+                   help="where the written comment is kept (default: results/pr-comment.md)")
+    p.add_argument("--no-post", action="store_true", help="only write --out (a fork PR's job uploads it instead)")
     p.add_argument("--api-url", default=os.environ.get("GITHUB_API_URL", "https://api.github.com"),
                    help="GitHub API URL (default: $GITHUB_API_URL or https://api.github.com; "
                         "an Enterprise URL ends in /api/v3)")
@@ -30,16 +45,36 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dry-run", action="store_true", help="print the comment instead of posting it")
 
 
+def _body_path(args: argparse.Namespace) -> Path:
+    from bench import github_comment
+    from bench.regression import parse_thresholds
+
+    if args.body_file is not None:
+        if args.results is not None:
+            raise ConfigError("give either --body-file or --results, not both")
+        if not args.body_file.is_file():
+            raise ConfigError(f"comment body {args.body_file} does not exist: write it first "
+                              "(`bench comment --results ... --no-post`) or pass the file the PR job uploaded")
+        return args.body_file
+    if args.results is None or not args.head or not args.base:
+        raise ConfigError("say what to post: --body-file FILE, or --results DIR --head SHA --base SHA")
+    body = github_comment.render_pr_body(args.results, args.head, args.base, args.envs or None,
+                                         parse_thresholds(args.threshold), args.report_url)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(body)
+    print(f"bench comment: wrote {args.out}")
+    return args.out
+
+
 def run(args: argparse.Namespace) -> int:
     from bench import github_comment
 
-    path: Path = args.body_file
-    if not path.is_file():
-        raise ConfigError(f"comment body {path} does not exist: write it first with `bench report` "
-                          "(or pass the file the PR job uploaded)")
+    path = _body_path(args)
     body = path.read_text()
     if args.dry_run:
         print(github_comment.with_marker(body))
+        return 0
+    if args.no_post:
         return 0
     try:
         token = github_comment.token_from_env()

@@ -121,3 +121,9 @@ def test_worst_first_lists_regressions_then_missing_baselines():
           judge("c", "images_per_s", [100, 101, 99], [50, 51, 49])]
     vs.append(judge("d", "images_per_s", [100], [50]))
     assert [v.status for v in worst_first(vs)] == [REGRESSION, INCONCLUSIVE, NO_BASELINE, UNCHANGED]
+
+
+def test_zero_baseline_median():
+    assert judge("local", "queue_wait_s", [0, 0, 0], [0, 0, 0]).status == UNCHANGED
+    v = judge("local", "queue_wait_s", [0, 0, 0], [5, 6, 7])
+    assert v.status == INCONCLUSIVE and "undefined" in v.describe()

@@ -1,0 +1,179 @@
+"""Local GitOps: `git push` to a bare repository runs the local environments.
+
+`install` writes a post-receive hook into a bare repository. For every push to the
+watched branch (except report commits, which carry `[skip ci]`, as on GitHub), the hook
+runs `bench hooks received`, which does what CI does for a commit, with the same
+commands: clone the bare repository at the pushed sha into a scratch folder, `bench run`
+each local environment there (the pushed code runs, not the installed one), `bench
+report`, and `bench publish` the report back to the bare repository. It prints the time
+from the push reaching the repository to the job's start.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TextIO
+
+from bench.errors import AtlasError, ConfigError
+from bench.publish import SKIP_CI
+
+HOOK_MARKER = "# atlas-bench post-receive hook"
+ZERO_SHA = "0" * 40
+DEFAULT_ENVS = ("local",)
+DEFAULT_EXPERIMENT = "smoke"
+LOG_DIR = "atlas-hook-logs"
+
+
+@dataclass(frozen=True)
+class HookSettings:
+    envs: tuple[str, ...] = DEFAULT_ENVS
+    experiment: str = DEFAULT_EXPERIMENT
+    branch: str = "main"
+    foreground: bool = False
+    overrides: tuple[str, ...] = ()
+
+
+def _is_bare(repo: Path) -> bool:
+    proc = subprocess.run(["git", "rev-parse", "--is-bare-repository"], cwd=repo, capture_output=True, text=True)
+    return proc.returncode == 0 and proc.stdout.strip() == "true"
+
+
+def hook_script(bare: Path, settings: HookSettings, python: str = sys.executable) -> str:
+    """The post-receive script: read the pushed refs, hand each to `bench hooks received`."""
+    args = ["-m", "bench", "hooks", "received", "--repo", str(bare), "--branch", settings.branch,
+            "--experiment", settings.experiment]
+    for env in settings.envs:
+        args += ["--env", env]
+    for item in settings.overrides:
+        args += ["--set", item]
+    cmd = " ".join(shlex.quote(a) for a in [python, *args])
+    log_dir = shlex.quote(str(bare / LOG_DIR))
+    if settings.foreground:
+        run = f'{cmd} --old "$old" --new "$new" --ref "$ref" --pushed-at "$pushed_at"'
+    else:
+        run = (f'mkdir -p {log_dir}; log={log_dir}/"$new".log\n'
+               f'    nohup {cmd} --old "$old" --new "$new" --ref "$ref" --pushed-at "$pushed_at" '
+               f'>"$log" 2>&1 </dev/null &\n'
+               f'    echo "atlas: running {settings.experiment} on {", ".join(settings.envs)} for $new '
+               f'in the background; log: $log"')
+    return f"""#!/bin/sh
+{HOOK_MARKER} (written by `bench hooks install`; edit with that command, not by hand)
+pushed_at=$(date +%s.%N)
+unset GIT_DIR GIT_QUARANTINE_PATH
+while read -r old new ref; do
+    {run}
+done
+"""
+
+
+def install(bare: Path, settings: HookSettings, python: str = sys.executable, replace: bool = False) -> Path:
+    """Write `hooks/post-receive`; refuse to overwrite a hook we did not write."""
+    bare = Path(bare).resolve()
+    if not bare.is_dir() or not _is_bare(bare):
+        raise ConfigError(f"{bare} is not a bare git repository: create one with `git init --bare {bare}`")
+    if not settings.envs:
+        raise ConfigError("name at least one environment with --env")
+    hook = bare / "hooks" / "post-receive"
+    if hook.exists() and HOOK_MARKER not in hook.read_text(errors="replace") and not replace:
+        raise ConfigError(f"{hook} exists and was not written by bench: move it away, or pass --replace")
+    hook.parent.mkdir(exist_ok=True)
+    tmp = hook.with_suffix(".tmp")
+    tmp.write_text(hook_script(bare, settings, python))
+    tmp.chmod(0o755)
+    os.replace(tmp, hook)
+    return hook
+
+
+def _git(cwd: Path, *args: str) -> str:
+    proc = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise AtlasError(f"`git {' '.join(args)}` failed: {proc.stderr.strip()}")
+    return proc.stdout
+
+
+def should_run(bare: Path, old: str, new: str, ref: str, branch: str) -> str | None:
+    """None when this pushed ref must be run, else why not."""
+    if ref != f"refs/heads/{branch}":
+        return f"{ref} is not the watched branch {branch}"
+    if new == ZERO_SHA:
+        return "branch deleted"
+    subject = _git(bare, "log", "-1", "--format=%s", new).strip()
+    if SKIP_CI in subject:
+        return f"commit says {SKIP_CI} (a published report)"
+    return None
+
+
+def _bench(work: Path, *args: str, out: TextIO) -> None:
+    """`python -m bench ARGS` in the pushed checkout, so the pushed code is what runs."""
+    print(f"$ bench {' '.join(args)}", file=out, flush=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    proc = subprocess.run([sys.executable, "-m", "bench", *args], cwd=work, env=env,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    out.write(proc.stdout)
+    out.flush()
+    if proc.returncode != 0:
+        raise AtlasError(f"`bench {' '.join(args)}` failed with exit code {proc.returncode} (output above)")
+
+
+def job_start_time(results: Path) -> float | None:
+    """Earliest start recorded by any run in the results tree (run.json, else train.jsonl)."""
+    starts = []
+    for run_json in results.glob("*/*/run.json"):
+        try:
+            meta = json.loads(run_json.read_text())
+        except (OSError, ValueError):
+            continue
+        sched = meta.get("scheduler") or {}
+        for key in ("start", "start_time", "started_at"):
+            value = sched.get(key) if isinstance(sched, dict) else None
+            if isinstance(value, (int, float)):
+                starts.append(float(value))
+                break
+    return min(starts) if starts else None
+
+
+def received(bare: Path, old: str, new: str, ref: str, pushed_at: float, settings: HookSettings,
+             out: TextIO = sys.stdout, keep: bool = False) -> int:
+    """Run the local environments for one pushed commit and publish the report back."""
+    bare = Path(bare).resolve()
+    why_not = should_run(bare, old, new, ref, settings.branch)
+    if why_not:
+        print(f"atlas: not running {new[:12]}: {why_not}", file=out)
+        return 0
+    work = Path(tempfile.mkdtemp(prefix=f"atlas-{new[:12]}-"))
+    try:
+        _git(work, "clone", "--quiet", "--no-hardlinks", str(bare), ".")
+        _git(work, "checkout", "--quiet", "-B", settings.branch, new)
+        print(f"atlas: commit {new[:12]} checked out in {work}", file=out, flush=True)
+        submitted_at = time.time()
+        for env in settings.envs:
+            args = ["run", "--env", env, "--experiment", settings.experiment]
+            for item in settings.overrides:
+                args += ["--set", item]
+            _bench(work, *args, out=out)
+        started = job_start_time(work / "results")
+        if started is not None:
+            print(f"atlas: time from push to job start: {started - pushed_at:.2f} s "
+                  f"(job start as recorded in run.json)", file=out)
+        else:
+            print(f"atlas: time from push to job submission: {submitted_at - pushed_at:.2f} s "
+                  "(no run.json recorded a start time)", file=out)
+        _bench(work, "report", out=out)
+        _bench(work, "publish", "--branch", settings.branch, "-m", f"reports: {new[:12]} on {', '.join(settings.envs)}",
+               out=out)
+        print(f"atlas: report for {new[:12]} published to {bare}", file=out)
+        return 0
+    finally:
+        if keep:
+            print(f"atlas: checkout kept at {work}", file=out)
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+
