@@ -20,6 +20,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from bench.errors import AtlasError, ConfigError
 from bench.targets import register
 from bench.targets.base import JobSpec, RunState, RunStatus, Target
@@ -471,6 +473,49 @@ class OpenShiftTarget(Target):
     TAR_SCRIPT = ('set -e; t=$(mktemp); trap \'rm -f "$t"\' EXIT; '
                   'tar -C "$1" -cf "$t" "$2"; sha256sum "$t" >&2; cat "$t"')
 
+    def _read_exec(self, ws: Any, sink: Any) -> tuple[Any, bytes, int]:
+        """Drain an exec WebSocket frame by frame: stdout to `sink`, stderr, exit code.
+
+        WSClient's own buffering concatenates every waiting frame into one bytes object,
+        which is quadratic for a record of tens of MB; reading frames here is linear.
+        """
+        from websocket import ABNF, WebSocketException
+
+        digest, err, status = hashlib.sha256(), bytearray(), b""
+        sock = ws.sock
+        sock.settimeout(float(self.env.get("collect_timeout_s", 1800)))
+        try:
+            while True:
+                opcode, frame = sock.recv_data_frame(True)
+                if opcode == ABNF.OPCODE_CLOSE:
+                    break
+                if opcode not in (ABNF.OPCODE_BINARY, ABNF.OPCODE_TEXT) or not frame.data:
+                    continue
+                data = frame.data if isinstance(frame.data, bytes) else frame.data.encode()
+                channel, payload = data[0], data[1:]
+                if channel == 1:
+                    sink.write(payload)
+                    digest.update(payload)
+                elif channel == 2:
+                    err += payload
+                elif channel == 3:
+                    status += payload
+        except (WebSocketException, OSError) as exc:
+            if not status:
+                raise AtlasError(f"{self.env.name}: the exec stream broke while copying the record: {exc}; collect again") from None
+        finally:
+            ws.close()
+        code = 0
+        if status:
+            parsed = yaml.safe_load(status.decode("utf-8", "replace")) or {}
+            if parsed.get("status") != "Success":
+                causes = (parsed.get("details") or {}).get("causes") or [{}]
+                try:
+                    code = int(causes[0].get("message", 1))
+                except ValueError:
+                    code = 1
+        return digest, bytes(err), code
+
     def _copy_out(self, pod: str, run_id: str, dest: Path) -> None:
         from kubernetes.stream import stream
 
@@ -479,24 +524,10 @@ class OpenShiftTarget(Target):
                         pod, self.namespace, command=command, stderr=True, stdin=False, stdout=True, tty=False,
                         binary=True, _preload_content=False)
         dest.parent.mkdir(parents=True, exist_ok=True)
-        digest, err = hashlib.sha256(), b""
         with tempfile.TemporaryDirectory(prefix=f".{run_id}.", dir=dest.parent) as tmp:
             tar_path = Path(tmp) / "record.tar"
             with open(tar_path, "wb") as fh:
-                while ws.is_open():
-                    ws.update(timeout=5)
-                    for chunk in (ws.read_channel(1, timeout=0),):
-                        if chunk:
-                            fh.write(chunk)
-                            digest.update(chunk)
-                    err += ws.read_channel(2, timeout=0) or b""
-                chunk = ws.read_channel(1, timeout=0)
-                if chunk:
-                    fh.write(chunk)
-                    digest.update(chunk)
-                err += ws.read_channel(2, timeout=0) or b""
-            code = ws.returncode
-            ws.close()
+                digest, err, code = self._read_exec(ws, fh)
             text = err.decode("utf-8", "replace").strip()
             if code != 0:
                 raise AtlasError(f"{self.env.name}: reading {run_id} from the results volume failed (exit {code}): "
