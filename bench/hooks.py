@@ -131,12 +131,10 @@ def job_start_time(results: Path) -> float | None:
             meta = json.loads(run_json.read_text())
         except (OSError, ValueError):
             continue
-        sched = meta.get("scheduler") or {}
-        for key in ("start", "start_time", "started_at"):
-            value = sched.get(key) if isinstance(sched, dict) else None
-            if isinstance(value, (int, float)):
-                starts.append(float(value))
-                break
+        sched = meta.get("scheduler") if isinstance(meta.get("scheduler"), dict) else {}
+        value = sched.get("start_time", meta.get("start_time"))
+        if isinstance(value, (int, float)):
+            starts.append(float(value))
     return min(starts) if starts else None
 
 
