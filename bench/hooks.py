@@ -24,6 +24,7 @@ from typing import TextIO
 
 from bench.errors import AtlasError, ConfigError
 from bench.publish import SKIP_CI
+from bench.targets.base import RunStatus
 
 HOOK_MARKER = "# atlas-bench post-receive hook"
 ZERO_SHA = "0" * 40
@@ -175,3 +176,23 @@ def received(bare: Path, old: str, new: str, ref: str, pushed_at: float, setting
         else:
             shutil.rmtree(work, ignore_errors=True)
 
+
+
+def deploy(env: str, experiment: str, commit: str, overrides: tuple[str, ...] = ()) -> RunStatus:
+    """Submit one run of `commit` to `env` and return at once (the push-to-deploy step of CI).
+
+    The target does the environment's own work (OpenShift: the build of that commit, then
+    a Job; Slurm: the playbook); training goes on after this returns, and a later
+    `bench collect` fetches the record.
+    """
+    from bench.targets import JobSpec, target_for
+    from bench.targets.base import new_run_id
+
+    if not commit or len(commit) < 7:
+        raise ConfigError(f"deploy needs the commit to run (a full sha), got {commit!r}")
+    target = target_for(env)
+    reason = target.available()
+    if reason:
+        raise AtlasError(f"environment {env} cannot be used from here: {reason}")
+    job = JobSpec(run_id=new_run_id(commit), experiment=experiment, commit=commit, overrides=tuple(overrides))
+    return target.submit(job)

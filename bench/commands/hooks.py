@@ -7,6 +7,10 @@ commands CI runs, and prints the time from push to job start. By default the hoo
 in the background (the push returns at once; the log is under BARE_REPO/atlas-hook-logs/);
 `--foreground` makes the push wait and shows the output to the pusher.
 `bench hooks received` is what the hook calls.
+
+`bench hooks deploy --env ENV --commit SHA` is the push-to-deploy step of CI for one
+remote environment: it submits one run of that commit and returns without waiting for
+training (`bench collect` fetches the record later).
 """
 from __future__ import annotations
 
@@ -44,6 +48,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     rec.add_argument("--pushed-at", type=float, default=None, help="Unix time the push arrived (default: now)")
     rec.add_argument("--keep", action="store_true", help="keep the scratch checkout for inspection")
     _common(rec)
+    dep = sub.add_parser("deploy", help="submit one run of a commit to an environment and return at once (CI deploy)")
+    dep.add_argument("--env", required=True, help="environment (clusters/<env>/)")
+    dep.add_argument("--commit", required=True, metavar="SHA", help="the commit to run (the pushed sha)")
+    dep.add_argument("--experiment", default="imagenet128", help="experiment preset (default: imagenet128)")
+    dep.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                     help="workload setting override, repeatable")
 
 
 def _settings(args: argparse.Namespace, foreground: bool = False):
@@ -56,6 +66,12 @@ def _settings(args: argparse.Namespace, foreground: bool = False):
 def run(args: argparse.Namespace) -> int:
     from bench import hooks
 
+    if args.hooks_command == "deploy":
+        st = hooks.deploy(args.env, args.experiment, args.commit, tuple(args.overrides))
+        print(f"bench hooks: deployed {args.env}/{st.run_id} at {args.commit[:12]} "
+              f"(job {st.scheduler_job_id}): {st.state.value}, {st.detail}. Training goes on; "
+              f"fetch the record later with `bench collect --env {args.env}`")
+        return 0
     if args.hooks_command == "install":
         settings = _settings(args, args.foreground)
         path = hooks.install(args.bare_repo, settings, replace=args.replace)

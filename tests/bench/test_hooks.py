@@ -133,3 +133,32 @@ def test_push_runs_the_local_env_and_commits_a_report(tmp_path: Path):
     report = git(bare, "show", f"{report_sha}:{folder}")
     assert sha[:12] in report and "local" in report
     assert "reports/README.md" in files
+
+
+@pytest.mark.skipif(not (ROOT / "workflows/biggan/__main__.py").is_file(), reason="needs the workload")
+def test_deploy_submits_and_returns_before_training_ends():
+    import shutil
+
+    from bench.hooks import deploy
+    from bench.targets import target_for
+
+    sha = git(ROOT, "rev-parse", "HEAD").strip()
+    st = deploy("local", "smoke", sha, SHORT)
+    assert st.state.value in ("pending", "running"), st  # returned while the job goes on
+    target = target_for("local")
+    deadline = time.monotonic() + 600
+    while not target.status(st.run_id).state.finished and time.monotonic() < deadline:
+        time.sleep(1)
+    final = target.status(st.run_id)
+    assert final.state.value == "completed", final
+    shutil.rmtree(target.runs_dir / st.run_id, ignore_errors=True)
+
+
+def test_deploy_to_an_unreachable_env_is_a_clear_error():
+    from bench.errors import AtlasError
+    from bench.hooks import deploy
+
+    with pytest.raises(AtlasError, match="cannot be used from here"):
+        deploy("moc", "smoke", "a" * 40)
+    with pytest.raises(ConfigError, match="needs the commit"):
+        deploy("local", "smoke", "")
