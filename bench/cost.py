@@ -85,10 +85,10 @@ def run_cost(cfg: dict[str, Any] | None, wall_s: float | None, gpus: int, nodes:
     model = cfg["model"]
     if model == "cloud":
         usd = float(cfg["usd_per_gpu_hour"]) * max(gpus, 0) * hours
-        note = f"{gpus} GPU x {hours:.4f} h x ${cfg['usd_per_gpu_hour']}/GPU-h"
+        note = f"cloud: {gpus} GPU x job hours x ${cfg['usd_per_gpu_hour']}/GPU-h"
         if cfg.get("usd_per_cpu_hour") and cpu_cores:
             usd += float(cfg["usd_per_cpu_hour"]) * cpu_cores * hours
-            note += f" + {cpu_cores:g} cores x ${cfg['usd_per_cpu_hour']}/core-h"
+            note += f" + {cpu_cores:g} cores x job hours x ${cfg['usd_per_cpu_hour']}/core-h"
         return Cost(usd, note)
     life = float(cfg.get("node_life_years") or 5)
     util = float(cfg.get("utilisation") or 1.0)
@@ -96,7 +96,8 @@ def run_cost(cfg: dict[str, Any] | None, wall_s: float | None, gpus: int, nodes:
     per_node = cfg.get("gpus_per_node")
     share = gpus / float(per_node) if per_node and gpus else float(max(nodes, 1))
     usd = per_node_hour * share * hours
-    note = f"capex ${per_node_hour:.3f}/node-h x {share:g} node x {hours:.4f} h"
+    note = (f"on-prem: capex ${per_node_hour:.3f}/node-h (${cfg['node_capex_usd']:,} / {life:g} y / "
+            f"utilisation {util:g}) x {share:g} node x job hours")
     if energy_wh is not None:
         usd += energy_wh / 1000.0 * float(cfg["pue"]) * float(cfg["electricity_usd_per_kwh"])
         note += " + GPU energy x PUE x $/kWh"

@@ -130,14 +130,25 @@ def _history(all_runs: list[RunData], envs: list[str], allow_different: bool) ->
 
 def write_report(results: Path, out: Path, commit: str | None = None, envs: list[str] | None = None,
                  allow_different: bool = False, baseline: str | None = None,
-                 cost_for: Callable[[str], dict[str, Any] | None] = env_cost_config) -> ReportResult:
+                 cost_for: Callable[[str], dict[str, Any] | None] = env_cost_config,
+                 only: set[Path] | None = None) -> ReportResult:
+    """Report one commit's runs (or exactly the run folders in `only`, as `bench demo`
+    does for the runs it just made); the history chart uses every run in `results`."""
     results, out = Path(results), Path(out)
     all_runs = find_runs(results, envs)
     if not all_runs:
         raise AtlasError(f"no runs under {results} (expected {results}/<env>/<run_id>/run.json); "
                          "run `bench run` or `bench collect` first")
-    sha = choose_commit(all_runs, commit)
-    runs = [r for r in all_runs if r.git_sha is None or r.git_sha == sha]
+    if only is not None:
+        wanted = {Path(p).resolve() for p in only}
+        runs = [r for r in all_runs if r.path.resolve() in wanted]
+        if not runs:
+            raise AtlasError(f"none of the {len(wanted)} requested run folder(s) is under {results}")
+        shas = Counter(r.git_sha for r in runs if r.git_sha)
+        sha = sorted(shas.items(), key=lambda kv: (-kv[1], kv[0]))[0][0] if shas else None
+    else:
+        sha = choose_commit(all_runs, commit)
+        runs = [r for r in all_runs if r.git_sha is None or r.git_sha == sha]
     result = compare_runs(runs, allow_different=allow_different, baseline=baseline, cost_for=cost_for)
     starts = [r.start_time for r in runs if r.start_time is not None]
     date = _utc(max(starts), "%Y-%m-%d") if starts else "undated"

@@ -52,6 +52,9 @@ class Target(ABC):
     """One environment kind. Subclasses register with `@register("kind")`."""
 
     kind: ClassVar[str]
+    # True when runs execute on the machine `bench` runs on (local, container): `bench
+    # run` then runs them one after another so they do not compete for its cores.
+    runs_share_host: ClassVar[bool] = False
 
     def __init__(self, env: Environment) -> None:
         self.env = env

@@ -1,0 +1,63 @@
+"""The main job on one machine: run the smoke experiment several times on every local
+environment that is available here (env.yaml `local: true`; each one skipped is named
+with its reason), then compare and report into reports/, and print the report's path."""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+HELP = "everything below, on the local environments"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--experiment", default="smoke", help="workload preset (default smoke: seconds on 2 cores)")
+    parser.add_argument("--runs", type=int, default=3, help="runs per environment (default 3: enough for the tests)")
+    parser.add_argument("--results", type=Path, default=Path("results"), help="results tree (default results/)")
+    parser.add_argument("--out", type=Path, default=Path("reports"), help="reports folder (default reports/)")
+    parser.add_argument("--env", dest="envs", action="append", default=[], metavar="ENV",
+                        help="only this local environment (repeatable; default: every local one)")
+    parser.add_argument("--clusters", type=Path, default=None, help="clusters folder (default: the repository's)")
+    parser.add_argument("--timeout", type=float, default=600, metavar="SECONDS",
+                        help="per environment, stop waiting after this long (default 600)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from bench.envs import CLUSTERS_DIR, known_envs, load_env
+    from bench.errors import AtlasError
+    from bench.report import write_report
+    from bench.runner import run_and_collect
+    from bench.targets import target_for
+
+    clusters = args.clusters or CLUSTERS_DIR
+    names = args.envs or known_envs(clusters)
+    used: list[str] = []
+    collected: set[Path] = set()
+    for name in names:
+        try:
+            env = load_env(name, clusters)
+        except AtlasError as exc:
+            print(f"skip {name}: {exc}")
+            continue
+        if env.get("local") is not True:
+            if args.envs:
+                print(f"skip {name}: not a local environment (env.yaml has no `local: true`)")
+            continue
+        try:
+            target = target_for(env)
+            reason = target.available()
+        except AtlasError as exc:
+            reason = str(exc)
+        if reason:
+            print(f"skip {name}: {reason}")
+            continue
+        print(f"== {name}: {args.runs} x {args.experiment}")
+        collected.update(run_and_collect(target, args.experiment, args.runs, args.results, timeout_s=args.timeout))
+        used.append(name)
+    if not used:
+        raise AtlasError("no local environment is available here (see the reasons above); "
+                         "`make setup` installs what the `local` environment needs")
+    # Exactly the runs made now (another commit may land while a demo runs).
+    res = write_report(args.results, args.out, envs=used, only=collected)
+    print(f"report: {res.readme}")
+    print(f"index:  {res.index}")
+    return 0

@@ -1,0 +1,36 @@
+"""Submit an experiment to an environment, wait with a progress display, and collect
+each finished run into RESULTS/<env>/<run_id>/."""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+HELP = "submit to an environment, wait, collect"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--env", required=True, help="environment: a folder clusters/<env>/ with env.yaml")
+    parser.add_argument("--experiment", required=True, help="workload preset (workflows/biggan/experiments/NAME.yaml)")
+    parser.add_argument("--runs", type=int, default=1, help="how many runs (default 1)")
+    parser.add_argument("--results", type=Path, default=Path("results"), help="results tree (default results/)")
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                        help="workload setting override, repeatable (passed to --set of the workload)")
+    parser.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
+                        help="stop waiting after this long (the runs go on; collect them later)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from bench.errors import AtlasError
+    from bench.runner import run_and_collect
+    from bench.targets import target_for
+
+    target = target_for(args.env)
+    reason = target.available()
+    if reason:
+        raise AtlasError(f"environment {args.env} cannot be used from here: {reason}")
+    paths = run_and_collect(target, args.experiment, args.runs, args.results, tuple(args.overrides),
+                            timeout_s=args.timeout)
+    from bench.records import load_run
+
+    ok = sum(1 for p in paths if (load_run(p).meta.get("exit") or {}).get("code") == 0)
+    return 0 if ok == len(paths) else 1

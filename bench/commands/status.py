@@ -1,0 +1,28 @@
+"""Show the runs an environment knows of: state, scheduler job id, commit, detail."""
+from __future__ import annotations
+
+import argparse
+
+HELP = "how are the runs of an environment doing"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--env", required=True, help="environment (clusters/<env>/)")
+    parser.add_argument("--run", dest="run_ids", action="append", default=[], metavar="RUN_ID",
+                        help="only this run (repeatable)")
+    parser.add_argument("--commit", default=None, help="only runs of this commit (prefix)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from bench.targets import target_for
+
+    target = target_for(args.env)
+    runs = [target.status(r) for r in args.run_ids] if args.run_ids else target.list_runs(args.commit)
+    if not runs:
+        print(f"{args.env}: no runs")
+        return 0
+    print(f"{'run':<32} {'state':<10} {'job':<12} {'commit':<9} detail")
+    for st in runs:
+        print(f"{st.run_id:<32} {st.state.value:<10} {str(st.scheduler_job_id or '-'):<12} "
+              f"{(st.commit or '-')[:8]:<9} {st.detail}")
+    return 0

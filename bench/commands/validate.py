@@ -1,0 +1,46 @@
+"""Check environment folders (clusters/<env>/env.yaml) and the workload's experiment
+presets; print every problem with its file and key. Exit 0 when all are valid, 1 when not."""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+HELP = "check env folders and experiment files"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("envs", nargs="*", metavar="ENV", help="environments to check (default: all)")
+    parser.add_argument("--clusters", type=Path, default=None, help="clusters folder (default: the repository's)")
+    parser.add_argument("--experiment", dest="experiments", action="append", default=[], metavar="NAME",
+                        help="experiment preset to check (repeatable; default: all)")
+    parser.add_argument("--no-experiments", action="store_true", help="check env folders only")
+
+
+def run(args: argparse.Namespace) -> int:
+    from bench.envcheck import check_env, check_experiments
+    from bench.envs import CLUSTERS_DIR, known_envs
+
+    clusters = args.clusters or CLUSTERS_DIR
+    names = args.envs or known_envs(clusters)
+    failed = 0
+    if not names:
+        print(f"no environments under {clusters} (expected {clusters}/<env>/env.yaml)")
+        failed += 1
+    for name in names:
+        problems = check_env(name, clusters)
+        if problems:
+            failed += 1
+            print(f"FAIL env {name}")
+            for p in problems:
+                print(f"  {p}")
+        else:
+            print(f"ok   env {name}")
+    if not args.no_experiments:
+        checked, problems = check_experiments(args.experiments or None)
+        bad = {p.split("'")[1] for p in problems if p.startswith("experiment '")}
+        for name in checked:
+            print(f"{'FAIL' if name in bad else 'ok  '} experiment {name}")
+        for p in problems:
+            print(f"  {p}")
+        failed += len(problems)
+    return 1 if failed else 0

@@ -1,0 +1,86 @@
+"""`bench validate`'s checks: every env folder and every experiment file.
+
+Each problem is one line naming the file, the key and the fix, so a CI log says exactly
+what is wrong. Keys shared by all kinds are checked here; kind-specific keys by the
+target's own `check_settings()`.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from bench.cost import check_cost
+from bench.envs import CLUSTERS_DIR, load_env
+from bench.errors import AtlasError
+
+COMMON_KEYS = ("kind", "description", "local", "hardware", "cost")
+HARDWARE_TYPES: dict[str, tuple[type, ...]] = {
+    "cpu_model": (str,),
+    "cores_per_node": (int,),
+    "memory_gb": (int, float),
+    "gpus_per_node": (int,),
+    "gpu_model": (str, type(None)),
+}
+
+
+def check_common(settings: dict[str, Any], where: str) -> list[str]:
+    errors: list[str] = []
+    desc = settings.get("description")
+    if desc is not None and not isinstance(desc, str):
+        errors.append(f"{where}: description must be a string, got {type(desc).__name__}")
+    local = settings.get("local")
+    if local is not None and not isinstance(local, bool):
+        errors.append(f"{where}: local must be true or false (marks an env `bench demo` runs), got {local!r}")
+    hw = settings.get("hardware")
+    if hw is not None:
+        if not isinstance(hw, dict):
+            errors.append(f"{where}: hardware must be a mapping ({', '.join(HARDWARE_TYPES)})")
+        else:
+            for key, types in HARDWARE_TYPES.items():
+                if key in hw and (isinstance(hw[key], bool) or not isinstance(hw[key], types)):
+                    want = " or ".join("null" if t is type(None) else t.__name__ for t in types)
+                    errors.append(f"{where}: hardware.{key} must be {want}, got {hw[key]!r}")
+            for key in ("cores_per_node", "gpus_per_node", "memory_gb"):
+                value = hw.get(key)
+                if isinstance(value, (int, float)) and not isinstance(value, bool) and value < 0:
+                    errors.append(f"{where}: hardware.{key} must be >= 0, got {value!r}")
+    errors.extend(check_cost(settings.get("cost"), where))
+    return errors
+
+
+def check_env(name: str, clusters_dir: Path = CLUSTERS_DIR) -> list[str]:
+    """All problems of one env folder (empty list: valid)."""
+    from bench.targets import target_class
+
+    where = str(clusters_dir / name / "env.yaml")
+    try:
+        env = load_env(name, clusters_dir)
+    except AtlasError as exc:
+        return [str(exc)]
+    errors = check_common(env.settings, where)
+    try:
+        cls = target_class(env.kind)
+    except AtlasError as exc:
+        return errors + [f"{where}: kind: {exc}"]
+    try:
+        cls(env)  # runs check_settings()
+    except AtlasError as exc:
+        errors.append(str(exc) if where in str(exc) else f"{where}: {exc}")
+    return errors
+
+
+def check_experiments(names: list[str] | None = None) -> tuple[list[str], list[str]]:
+    """(checked names, problems) for the workload's experiment presets."""
+    try:
+        from workflows.biggan import config as wconfig
+        from workflows.biggan.errors import WorkloadConfigError
+    except ImportError as exc:
+        return [], [f"cannot import the workload's config module to check experiments: {exc}"]
+    names = names or wconfig.known_experiments()
+    problems: list[str] = []
+    for name in names:
+        try:
+            wconfig.resolve(name)
+        except WorkloadConfigError as exc:
+            problems.append(f"experiment {name!r}: {exc}")
+    return names, problems

@@ -1,0 +1,225 @@
+"""The `local` target: the recorded job as a detached subprocess on this machine.
+
+Run folders live under `<repo>/.atlas/runs/<env>/<run_id>/` (ignored by git; env.yaml
+`runs_dir` changes it). The job is `bench record -- python -m workflows.biggan ...`,
+started in its own session so it outlives the `bench` process that submitted it;
+state is read back from the run record itself (`run.json`), never from memory, so
+`bench status` in another shell sees the same thing.
+"""
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, ClassVar
+
+from bench.envs import REPO_ROOT
+from bench.errors import AtlasError, ConfigError
+from bench.runrecord import EXIT_RUNNING, RUN_JSON, TRAIN_JSONL, samples_files
+from bench.targets import register
+from bench.targets.base import JobSpec, RunState, RunStatus, Target, recorded_command
+
+SUBMIT_JSON = "submit.json"   # written by submit(): pid, times, commit, command
+CANCELLED = "cancelled"       # marker file written by cancel()
+JOB_LOG = "job.log"           # the job's stdout + stderr
+FINISHED_OK = ("success", "max_seconds")
+LOCAL_KEYS = {"kind", "description", "local", "hardware", "cost", "runs_dir", "interval_s"}
+
+
+@register("local")
+class LocalTarget(Target):
+    # Runs on this machine compete for its cores: run them one after another.
+    runs_share_host: ClassVar[bool] = True
+    _children: ClassVar[dict[int, subprocess.Popen[bytes]]] = {}
+
+    def check_settings(self) -> None:
+        where = self.env.folder / "env.yaml"
+        unknown = sorted(set(self.env.settings) - LOCAL_KEYS)
+        if unknown:
+            raise ConfigError(f"{where}: unknown key(s) {', '.join(unknown)} for kind local "
+                              f"(allowed: {', '.join(sorted(LOCAL_KEYS))})")
+        runs_dir = self.env.get("runs_dir")
+        if runs_dir is not None and not isinstance(runs_dir, str):
+            raise ConfigError(f"{where}: runs_dir must be a path (string), got {runs_dir!r}")
+        interval = self.env.get("interval_s", 1.0)
+        if isinstance(interval, bool) or not isinstance(interval, (int, float)) or interval <= 0:
+            raise ConfigError(f"{where}: interval_s must be a number of seconds > 0, got {interval!r}")
+
+    @property
+    def runs_dir(self) -> Path:
+        configured = self.env.get("runs_dir")
+        base = Path(configured) if configured else REPO_ROOT / ".atlas" / "runs"
+        if not base.is_absolute():
+            base = REPO_ROOT / base
+        return base / self.env.name
+
+    def available(self) -> str | None:
+        if importlib.util.find_spec("torch") is None:
+            return "PyTorch is not installed in this Python (run `make setup`)"
+        if not (REPO_ROOT / "workflows" / "biggan" / "__main__.py").is_file():
+            return "the workload (workflows/biggan) is not in this checkout"
+        return None
+
+    def submit(self, job: JobSpec) -> RunStatus:
+        run_dir = self.runs_dir / job.run_id
+        if run_dir.exists():
+            raise AtlasError(f"run {job.run_id} already exists in {run_dir}; pick a new run id")
+        run_dir.mkdir(parents=True)
+        command = recorded_command(self.env.name, job, str(run_dir), python=sys.executable)
+        interval = self.env.get("interval_s")
+        if interval:
+            command.insert(command.index("--run-dir"), f"--interval={float(interval)}")
+        submit_time = time.time()
+        env = dict(os.environ, ATLAS_SUBMIT_TIME=repr(submit_time), ATLAS_RUN_ID=job.run_id,
+                   PYTHONUNBUFFERED="1")
+        with (run_dir / JOB_LOG).open("wb") as log:
+            proc = subprocess.Popen(command, cwd=REPO_ROOT, env=env, stdin=subprocess.DEVNULL, stdout=log,
+                                    stderr=subprocess.STDOUT, start_new_session=True)
+        self._children[proc.pid] = proc
+        (run_dir / SUBMIT_JSON).write_text(json.dumps({
+            "run_id": job.run_id, "pid": proc.pid, "submit_time": submit_time, "commit": job.commit,
+            "experiment": job.experiment, "overrides": list(job.overrides), "command": command,
+        }, indent=2) + "\n")
+        return RunStatus(job.run_id, RunState.PENDING, "started", str(proc.pid), job.commit)
+
+    def _submit_info(self, run_dir: Path) -> dict[str, Any]:
+        try:
+            return json.loads((run_dir / SUBMIT_JSON).read_text())
+        except (OSError, ValueError):
+            return {}
+
+    def _alive(self, pid: int | None) -> bool:
+        if not pid:
+            return False
+        child = self._children.get(pid)
+        if child is not None:
+            return child.poll() is None  # also reaps it, so no zombie lingers
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        try:  # a zombie of another process still "exists": look at its state
+            with open(f"/proc/{pid}/stat") as fh:
+                return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+        except OSError:
+            return True
+
+    @staticmethod
+    def _progress(run_dir: Path) -> str:
+        """'iteration N, X img/s' from the last complete train line (cheap tail read)."""
+        path = run_dir / TRAIN_JSONL
+        try:
+            with path.open("rb") as fh:
+                fh.seek(0, os.SEEK_END)
+                fh.seek(max(0, fh.tell() - 4096))
+                tail = fh.read().split(b"\n")
+        except OSError:
+            return ""
+        for raw in reversed(tail[:-1]):
+            try:
+                ev = json.loads(raw)
+            except ValueError:
+                continue
+            if ev.get("event") == "train":
+                return f"iteration {ev.get('iteration')}, {ev.get('images_per_s')} img/s"
+            if ev.get("event") == "run_start":
+                return "training started"
+        return ""
+
+    def status(self, run_id: str) -> RunStatus:
+        run_dir = self.runs_dir / run_id
+        if not run_dir.is_dir():
+            raise AtlasError(f"no run {run_id!r} in environment {self.env.name} (looked in {run_dir})")
+        info = self._submit_info(run_dir)
+        pid = info.get("pid")
+        alive = self._alive(pid)
+        commit = info.get("commit")
+        job_id = str(pid) if pid else None
+        try:
+            record = json.loads((run_dir / RUN_JSON).read_text())
+        except (OSError, ValueError):
+            record = None
+        cancelled = (run_dir / CANCELLED).exists()
+        if record is None:
+            if alive:
+                return RunStatus(run_id, RunState.PENDING, "starting", job_id, commit)
+            return RunStatus(run_id, RunState.CANCELLED if cancelled else RunState.FAILED,
+                             f"the job ended without writing {RUN_JSON}; see {run_dir / JOB_LOG}", job_id, commit)
+        exit_info = record.get("exit") or {}
+        state = exit_info.get("status")
+        if state == EXIT_RUNNING:
+            if alive:
+                return RunStatus(run_id, RunState.RUNNING, self._progress(run_dir), job_id, commit)
+            return RunStatus(run_id, RunState.FAILED, "the recorder died before the job ended "
+                             f"(run.json still says running); see {run_dir / JOB_LOG}", job_id, commit)
+        if alive:  # run.json final, process still exiting
+            return RunStatus(run_id, RunState.RUNNING, "finishing", job_id, commit)
+        detail = f"{state}, exit code {exit_info.get('code')}"
+        if exit_info.get("signal"):
+            detail += f", signal {exit_info['signal']}"
+        if cancelled:
+            return RunStatus(run_id, RunState.CANCELLED, detail, job_id, commit)
+        if state in FINISHED_OK and exit_info.get("code") == 0:
+            return RunStatus(run_id, RunState.COMPLETED, detail, job_id, commit)
+        if state == "preempted":
+            detail += f" (a checkpoint was saved: run the same command again in {run_dir} to resume)"
+        return RunStatus(run_id, RunState.FAILED, detail, job_id, commit)
+
+    def list_runs(self, commit: str | None = None) -> list[RunStatus]:
+        if not self.runs_dir.is_dir():
+            return []
+        out = []
+        for run_dir in sorted(p for p in self.runs_dir.iterdir() if p.is_dir() and not p.name.startswith(".")):
+            st = self.status(run_dir.name)
+            if commit and not (st.commit or "").startswith(commit):
+                continue
+            out.append(st)
+        return out
+
+    def collect(self, run_id: str, dest: Path) -> Path:
+        """Copy the record (run.json, samples, train.jsonl, job.log) into `dest`, once.
+
+        An existing `dest` is left untouched (collected records are immutable), so
+        collecting twice changes nothing. The copy is made beside `dest` and renamed
+        into place, so an interrupted collect leaves no half record.
+        """
+        dest = Path(dest)
+        if (dest / RUN_JSON).is_file():
+            return dest
+        st = self.status(run_id)
+        if not st.state.finished:
+            raise AtlasError(f"run {run_id} is {st.state.value} ({st.detail}); collect it when it has finished")
+        src = self.runs_dir / run_id
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{run_id}.", dir=dest.parent))
+        try:
+            files = [src / RUN_JSON, src / TRAIN_JSONL, src / JOB_LOG, *samples_files(src)]
+            for f in files:
+                if f.is_file():
+                    shutil.copy2(f, tmp / f.name)
+            os.replace(tmp, dest)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        return dest
+
+    def cancel(self, run_id: str) -> None:
+        """SIGTERM to the recorder, which forwards it: the workload checkpoints and exits 75."""
+        run_dir = self.runs_dir / run_id
+        info = self._submit_info(run_dir)
+        pid = info.get("pid")
+        (run_dir / CANCELLED).write_text(f"{time.time()}\n")
+        if pid and self._alive(pid):
+            try:
+                os.kill(pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
