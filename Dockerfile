@@ -60,6 +60,13 @@ RUN mkdir -p ${HOME}/.cache/torch ${HOME}/.cache/matplotlib /results /data \
  && chmod -R g=u ${HOME} /results /data ${APP_ROOT}/bench ${APP_ROOT}/workflows ${APP_ROOT}/clusters \
  && chgrp 0 ${APP_ROOT} && chmod g=u ${APP_ROOT}
 
+# The commit the image was built from, for run.json (images have no .git). OpenShift's
+# Docker builds also set OPENSHIFT_BUILD_COMMIT; bench's Job sets ATLAS_GIT_SHA itself.
+ARG ATLAS_GIT_SHA=""
+ARG ATLAS_GIT_DIRTY=0
+ENV ATLAS_GIT_SHA=${ATLAS_GIT_SHA} \
+    ATLAS_GIT_DIRTY=${ATLAS_GIT_DIRTY}
+
 # Any numeric non-root UID works; OpenShift replaces it with one from the namespace range.
 USER 1001
 

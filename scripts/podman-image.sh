@@ -26,6 +26,9 @@ fi
 if [ -n "${WHEELS:-}" ] && [ -d "$WHEELS" ]; then
     set -- "$@" -v "$WHEELS:/opt/wheels:ro" --build-arg "PIP_EXTRA_ARGS=--find-links /opt/wheels"
 fi
-commit=$(git rev-parse HEAD 2>/dev/null || echo unknown)
-podman build --format docker --label "atlas.commit=$commit" "$@" -t "$IMAGE" -f Dockerfile .
+commit=$(git rev-parse HEAD 2>/dev/null || echo "")
+dirty=0
+[ -n "$commit" ] && [ -n "$(git status --porcelain -- Dockerfile bench workflows clusters pyproject.toml 2>/dev/null)" ] && dirty=1
+podman build --format docker --label "atlas.commit=$commit" --label "atlas.dirty=$dirty" \
+    --build-arg "ATLAS_GIT_SHA=$commit" --build-arg "ATLAS_GIT_DIRTY=$dirty" "$@" -t "$IMAGE" -f Dockerfile .
 echo "podman-image.sh: built $IMAGE ($(podman image inspect --format '{{.Id}}' "$IMAGE"))"

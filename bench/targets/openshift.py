@@ -256,7 +256,8 @@ class OpenShiftTarget(Target):
         train["args"] = [a for item in job.overrides for a in ("--set", item)]
         run_dir = f"{s['results_mount'].rstrip('/')}/{job.run_id}"
         values = {"ATLAS_ENV": self.env.name, "ATLAS_EXPERIMENT": job.experiment, "ATLAS_RUN_DIR": run_dir,
-                  "ATLAS_IMAGE_REF": image, "ATLAS_IMAGE_DIGEST": digest, "ATLAS_COMMIT": job.commit}
+                  "ATLAS_IMAGE_REF": image, "ATLAS_IMAGE_DIGEST": digest, "ATLAS_GIT_SHA": job.commit,
+                  "ATLAS_GIT_DIRTY": "0", "ATLAS_RUN_ID": job.run_id, "ATLAS_SUBMIT_TIME": repr(time.time())}
         env = [e for e in train.get("env", []) if e.get("name") not in values]
         train["env"] = env + [{"name": k, "value": v} for k, v in values.items()]
         self._validate(manifest)

@@ -1,0 +1,295 @@
+"""Container target (kind `container`): the training image under podman on this machine.
+
+It runs the image the MOC BuildConfig builds (the repository's Dockerfile, built here
+by `make image`) the way OpenShift would: an arbitrary UID with group 0, CPU and
+memory limits in the Kubernetes quantity syntax of the Job (`requests = limits`),
+`/dev/shm` sized, the run folder bind-mounted at the Job's `/results/<run_id>`. So
+`bench demo` can set bare process, Slurm and container side by side on one machine.
+The container's state comes from `podman inspect`; when the container is gone, from
+the run record itself.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from bench.envs import REPO_ROOT
+from bench.errors import AtlasError, ConfigError
+from bench.runrecord import EXIT_RUNNING, RUN_JSON, TRAIN_JSONL, samples_files, update_run_json
+from bench.targets import register
+from bench.targets.base import JobSpec, RunState, RunStatus, Target
+
+SUBMIT_JSON = "submit.json"
+CANCELLED = "cancelled"
+JOB_LOG = "job.log"
+CONTAINER_KEYS = {"kind", "description", "local", "hardware", "cost", "image", "build_command", "user",
+                  "limits", "shm_size", "runs_dir", "results_mount", "podman"}
+_CPU = re.compile(r"^(\d+(?:\.\d+)?)(m?)$")
+_MEM = re.compile(r"^(\d+)(Ki|Mi|Gi|Ti|k|M|G|T)?$")
+_MEM_FACTOR = {None: 1, "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12,
+               "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40}
+
+
+def cpu_quantity(value: Any) -> float:
+    """Kubernetes CPU quantity ("2", "500m", 1.5) -> cores."""
+    match = _CPU.match(str(value).strip())
+    if not match:
+        raise ValueError(f"not a CPU quantity: {value!r} (examples: 2, 1.5, 500m)")
+    number = float(match.group(1))
+    return number / 1000 if match.group(2) else number
+
+
+def memory_quantity(value: Any) -> int:
+    """Kubernetes memory quantity ("4Gi", "512Mi", 1000000) -> bytes."""
+    match = _MEM.match(str(value).strip())
+    if not match:
+        raise ValueError(f"not a memory quantity: {value!r} (examples: 4Gi, 512Mi)")
+    return int(match.group(1)) * _MEM_FACTOR[match.group(2)]
+
+
+def podman_time(value: str | None) -> float | None:
+    """podman's RFC 3339 times with nanoseconds -> Unix seconds; None for the zero time."""
+    if not value or value.startswith("0001-01-01"):
+        return None
+    text = re.sub(r"(\.\d{6})\d+", r"\1", value.strip()).replace("Z", "+00:00")
+    text = re.sub(r" ([+-]\d{4}) \w+$", r"\1", text)  # "2026-11-22 02:16:01.1 +0000 UTC" form
+    try:
+        return datetime.fromisoformat(text.replace(" ", "T", 1)).timestamp()
+    except ValueError:
+        return None
+
+
+@register("container")
+class ContainerTarget(Target):
+    """One container environment: an image, a UID, limits (clusters/<env>/env.yaml)."""
+
+    def check_settings(self) -> None:
+        s, where = self.env.settings, self.env.folder / "env.yaml"
+        problems = [f"unknown key(s) {', '.join(sorted(set(s) - CONTAINER_KEYS))} for kind container "
+                    f"(allowed: {', '.join(sorted(CONTAINER_KEYS))})"] if set(s) - CONTAINER_KEYS else []
+        if not isinstance(s.get("image"), str) or not s.get("image"):
+            problems.append("'image' must name the image to run, e.g. localhost/atlas-biggan:dev")
+        if not re.fullmatch(r"\d+(:\d+)?", str(s.get("user", "1000680000:0"))):
+            problems.append(f"'user' must be numeric UID[:GID] like OpenShift's, got {s.get('user')!r}")
+        limits = s.get("limits")
+        if not isinstance(limits, dict) or set(limits) != {"cpu", "memory"}:
+            problems.append("'limits' must be a mapping with exactly cpu and memory (as in the Job's resources.limits)")
+        else:
+            for key, parse in (("cpu", cpu_quantity), ("memory", memory_quantity)):
+                try:
+                    if parse(limits[key]) <= 0:
+                        raise ValueError(f"{key} must be > 0")
+                except ValueError as exc:
+                    problems.append(f"limits.{key}: {exc}")
+        if "shm_size" in s:
+            try:
+                memory_quantity(s["shm_size"])
+            except ValueError as exc:
+                problems.append(f"shm_size: {exc}")
+        if problems:
+            raise ConfigError(f"{where}: " + "; ".join(problems))
+
+    # -- settings ---------------------------------------------------------------------
+    @property
+    def podman(self) -> str:
+        return str(self.env.get("podman", "podman"))
+
+    @property
+    def image(self) -> str:
+        return str(self.env.settings["image"])
+
+    @property
+    def runs_dir(self) -> Path:
+        configured = self.env.get("runs_dir")
+        base = Path(configured) if configured else REPO_ROOT / ".atlas" / "runs"
+        return (base if base.is_absolute() else REPO_ROOT / base) / self.env.name
+
+    def container_name(self, run_id: str) -> str:
+        return f"atlas-{self.env.name}-{run_id}"
+
+    def _podman(self, *args: str, check: bool = True, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+        try:
+            proc = subprocess.run([self.podman, *args], capture_output=True, text=True, timeout=timeout)
+        except FileNotFoundError:
+            raise AtlasError(f"{self.env.name}: podman is not installed: run `sudo scripts/podman-setup.sh`") from None
+        except subprocess.TimeoutExpired:
+            raise AtlasError(f"{self.env.name}: `podman {args[0]}` did not answer in {timeout:.0f} s") from None
+        if check and proc.returncode != 0:
+            raise AtlasError(f"{self.env.name}: `podman {' '.join(args[:2])}` failed: {proc.stderr.strip()[-400:]}")
+        return proc
+
+    def available(self) -> str | None:
+        if shutil.which(self.podman) is None:
+            return "podman is not installed (run `sudo scripts/podman-setup.sh`)"
+        info = self._podman("info", "--format", "{{.Host.OCIRuntime.Name}}", check=False, timeout=60)
+        if info.returncode != 0:
+            return (f"podman cannot run containers here ({info.stderr.strip()[-200:]}); "
+                    "run `sudo scripts/podman-setup.sh` (runc + ulimits)")
+        if self._podman("image", "exists", self.image, check=False).returncode != 0:
+            return f"the image {self.image} is not built: run `{self.env.get('build_command', 'make image')}`"
+        return None
+
+    # -- the interface -------------------------------------------------------------------
+    def run_command(self, job: JobSpec, run_dir: Path, digest: str, commit: str) -> list[str]:
+        """The `podman run` line: the Job's limits, OpenShift's UID, the record mounted."""
+        s = self.env.settings
+        mount = f"{str(s.get('results_mount', '/results')).rstrip('/')}/{job.run_id}"
+        memory = memory_quantity(s["limits"]["memory"])
+        env = {"ATLAS_RUN_DIR": mount, "ATLAS_ENV": self.env.name, "ATLAS_EXPERIMENT": job.experiment,
+               "ATLAS_RUN_ID": job.run_id, "ATLAS_SUBMIT_TIME": repr(time.time()),
+               "ATLAS_IMAGE_REF": self.image, "ATLAS_IMAGE_DIGEST": digest,
+               "ATLAS_JOB_ID": self.container_name(job.run_id)}
+        if job.commit:
+            env["ATLAS_GIT_SHA"] = job.commit
+        cmd = ["run", "--detach", "--name", self.container_name(job.run_id),
+               "--user", str(s.get("user", "1000680000:0")),
+               "--cpus", str(cpu_quantity(s["limits"]["cpu"])),
+               "--memory", f"{memory}b", "--memory-swap", f"{memory}b",
+               "--shm-size", f"{memory_quantity(s.get('shm_size', '1Gi'))}b",
+               "--volume", f"{run_dir}:{mount}",
+               "--label", f"atlas.run-id={job.run_id}", "--label", f"atlas.env={self.env.name}",
+               "--label", f"atlas.commit={job.commit}"]
+        for key, value in env.items():
+            cmd += ["--env", f"{key}={value}"]
+        cmd.append(self.image)
+        for item in job.overrides:
+            cmd += ["--set", item]
+        return cmd
+
+    def submit(self, job: JobSpec) -> RunStatus:
+        reason = self.available()
+        if reason:
+            raise AtlasError(f"{self.env.name}: {reason}")
+        run_dir = self.runs_dir / job.run_id
+        if run_dir.exists():
+            raise AtlasError(f"run {job.run_id} already exists in {run_dir}; pick a new run id")
+        run_dir.mkdir(parents=True)
+        # The container's UID is not ours: group 0 (root's) or everyone must be able to write.
+        os.chmod(run_dir, 0o775 if os.geteuid() == 0 else 0o777)
+        inspect = json.loads(self._podman("image", "inspect", self.image).stdout)[0]
+        digest = inspect.get("Digest") or f"sha256:{inspect.get('Id', '')}"
+        commit = job.commit or (inspect.get("Labels") or {}).get("atlas.commit", "")
+        command = self.run_command(job, run_dir, digest, commit)
+        submit_time = time.time()
+        container_id = self._podman(*command).stdout.strip()
+        (run_dir / SUBMIT_JSON).write_text(json.dumps({
+            "run_id": job.run_id, "container": container_id, "name": self.container_name(job.run_id),
+            "submit_time": submit_time, "commit": job.commit, "experiment": job.experiment,
+            "overrides": list(job.overrides), "image": self.image, "digest": digest,
+            "command": [self.podman, *command]}, indent=2) + "\n")
+        return RunStatus(job.run_id, RunState.PENDING, "container started", container_id[:12], job.commit)
+
+    def _inspect(self, run_id: str) -> dict[str, Any] | None:
+        proc = self._podman("container", "inspect", self.container_name(run_id), check=False)
+        if proc.returncode != 0:
+            return None
+        return json.loads(proc.stdout)[0]
+
+    def _submit_info(self, run_id: str) -> dict[str, Any]:
+        try:
+            return json.loads((self.runs_dir / run_id / SUBMIT_JSON).read_text())
+        except (OSError, ValueError):
+            return {}
+
+    def status(self, run_id: str) -> RunStatus:
+        run_dir = self.runs_dir / run_id
+        if not run_dir.is_dir():
+            raise AtlasError(f"no run {run_id!r} in environment {self.env.name} (looked in {run_dir})")
+        info = self._submit_info(run_id)
+        commit, job_id = info.get("commit"), (info.get("container") or "")[:12] or None
+        cancelled = (run_dir / CANCELLED).exists()
+        state = self._inspect(run_id)
+        if state is not None:
+            st = state.get("State", {})
+            status = st.get("Status")
+            if status in ("created", "configured", "initialized"):
+                return RunStatus(run_id, RunState.PENDING, status, job_id, commit)
+            if status in ("running", "paused", "stopping"):
+                return RunStatus(run_id, RunState.RUNNING, status, job_id, commit)
+            code = st.get("ExitCode")
+            if st.get("OOMKilled"):
+                return RunStatus(run_id, RunState.FAILED, f"OOMKilled: the container hit its memory limit "
+                                 f"({self.env.settings['limits']['memory']}); raise limits.memory in env.yaml", job_id, commit)
+            if cancelled:
+                return RunStatus(run_id, RunState.CANCELLED, f"stopped, exit code {code}", job_id, commit)
+            if code == 0:
+                return RunStatus(run_id, RunState.COMPLETED, "exit code 0", job_id, commit)
+            words = {75: "preempted: a checkpoint was saved; submitting the same run again resumes",
+                     2: "bad configuration (see job.log)", 137: "killed (SIGKILL)"}
+            return RunStatus(run_id, RunState.FAILED, f"exit code {code}: {words.get(code, 'see job.log')}",
+                             job_id, commit)
+        # The container is gone (removed after collect, or by hand): the record decides.
+        try:
+            record = json.loads((run_dir / RUN_JSON).read_text())
+        except (OSError, ValueError):
+            return RunStatus(run_id, RunState.CANCELLED if cancelled else RunState.FAILED,
+                             f"the container is gone and left no {RUN_JSON}", job_id, commit)
+        exit_info = record.get("exit") or {}
+        if exit_info.get("status") == EXIT_RUNNING:
+            return RunStatus(run_id, RunState.FAILED, "the container is gone but run.json says running", job_id, commit)
+        if cancelled:
+            return RunStatus(run_id, RunState.CANCELLED, str(exit_info.get("status")), job_id, commit)
+        ok = exit_info.get("code") == 0
+        return RunStatus(run_id, RunState.COMPLETED if ok else RunState.FAILED,
+                         f"{exit_info.get('status')}, exit code {exit_info.get('code')}", job_id, commit)
+
+    def list_runs(self, commit: str | None = None) -> list[RunStatus]:
+        if not self.runs_dir.is_dir():
+            return []
+        runs = [self.status(p.name) for p in sorted(self.runs_dir.iterdir())
+                if p.is_dir() and not p.name.startswith(".")]
+        return [r for r in runs if not commit or (r.commit or "").startswith(commit)]
+
+    def collect(self, run_id: str, dest: Path) -> Path:
+        """Copy the record once (immutable after), add podman's times, remove the container."""
+        dest = Path(dest)
+        if (dest / RUN_JSON).is_file():
+            return dest
+        st = self.status(run_id)
+        if not st.state.finished:
+            raise AtlasError(f"run {run_id} is {st.state.value} ({st.detail}); collect it when it has finished")
+        src = self.runs_dir / run_id
+        state = self._inspect(run_id)
+        if state is not None:
+            with (src / JOB_LOG).open("wb") as log:  # the job's stdout and stderr, interleaved
+                subprocess.run([self.podman, "logs", self.container_name(run_id)], stdout=log,
+                               stderr=subprocess.STDOUT, timeout=120, check=False)
+        if not (src / RUN_JSON).is_file():
+            raise AtlasError(f"run {run_id} left no {RUN_JSON} in {src}; see {src / JOB_LOG}")
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{run_id}.", dir=dest.parent))
+        try:
+            for f in [src / RUN_JSON, src / TRAIN_JSONL, src / JOB_LOG, *samples_files(src)]:
+                if f.is_file():
+                    shutil.copy2(f, tmp / f.name)
+            info = self._submit_info(run_id)
+            sched: dict[str, Any] = {"kind": "container", "job_id": (info.get("container") or "")[:12] or None,
+                                     "submit_time": info.get("submit_time")}
+            if state is not None:
+                sched["start_time"] = podman_time(state.get("State", {}).get("StartedAt"))
+                sched["end_time"] = podman_time(state.get("State", {}).get("FinishedAt"))
+            update_run_json(tmp, scheduler={k: v for k, v in sched.items() if v is not None})
+            os.replace(tmp, dest)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        if state is not None:
+            self._podman("rm", "--force", self.container_name(run_id), check=False)
+        return dest
+
+    def cancel(self, run_id: str) -> None:
+        """SIGTERM (podman stop): the recorder forwards it, the workload checkpoints, exits 75."""
+        run_dir = self.runs_dir / run_id
+        if not run_dir.is_dir():
+            raise AtlasError(f"no run {run_id!r} in environment {self.env.name}")
+        (run_dir / CANCELLED).write_text(f"{time.time()}\n")
+        if self._inspect(run_id) is not None:
+            self._podman("stop", "--time", "120", self.container_name(run_id), check=False, timeout=180)
