@@ -62,7 +62,7 @@ _UnsafeDumper.add_representer(
 
 def _unsafe(value: Any) -> Any:
     if isinstance(value, str):
-        return _Unsafe(value)
+        return _Unsafe(value) if value else value  # Ansible reads `!unsafe ""` as null
     if isinstance(value, dict):
         return {str(k): _unsafe(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):

@@ -171,7 +171,7 @@ def test_hostile_env_name_and_overrides_stay_literal_text(local_slurm, standin_r
     assert [c for c in canaries if c.exists()] == []
     run_dir = RUNS / job.run_id
     script = (run_dir / "job.sbatch").read_text()
-    assert f"touch {canaries[2]}" in script and "lookup('pipe'" in script  # present, as text
+    assert f"touch {canaries[2]}" in script and f"touch {canaries[5]}" in script  # present, as text
     start = [e for e in train_events(run_dir) if e["event"] == "run_start"][0]
     assert start["overrides"] == list(overrides)  # arrived byte for byte
     assert json.loads((run_dir / "run.json").read_text())["env"] == env_name

@@ -1,0 +1,69 @@
+"""Shared fixtures for tests that need the real local Slurm (tests/ansible, tests/bench/targets).
+
+`local_slurm` starts the single-node Slurm once per session with scripts/local-slurm.sh
+(installing Debian's packages when missing, which needs root) and stops it at the end
+if this session started it. `standin_repo` is a throw-away git repository holding this
+working tree's `bench` package and a test double of the workload, so the Slurm/Ansible
+mechanics are tested in seconds; the end-to-end test uses the real repository.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+SCRIPT = REPO / "scripts" / "local-slurm.sh"
+SLURM_CONF = REPO / ".slurm" / "etc" / "slurm.conf"
+STANDIN = Path(__file__).with_name("standin_workload.py")
+
+
+def _script(*args: str, timeout: int = 1800) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(SCRIPT), *args], capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture(scope="session")
+def local_slurm() -> Iterator[dict[str, str]]:
+    """SLURM_CONF of a running local Slurm; skips (with the reason) only where it cannot run."""
+    if shutil.which("sbatch") is None and os.geteuid() != 0:
+        pytest.skip("Slurm is not installed and this user is not root: "
+                    "run `sudo scripts/local-slurm.sh up` (or `make slurm-up` as root)")
+    was_up = _script("status", timeout=60).returncode == 0
+    if not was_up:
+        up = _script("up")
+        if up.returncode != 0:
+            if os.geteuid() != 0:
+                pytest.skip(f"cannot start the local Slurm without root: {up.stderr.strip()}")
+            pytest.fail(f"scripts/local-slurm.sh up failed:\n{up.stderr}")
+    yield {"SLURM_CONF": str(SLURM_CONF)}
+    if not was_up:
+        _script("down", timeout=120)
+
+
+def slurm_env() -> dict[str, str]:
+    return {**os.environ, "SLURM_CONF": str(SLURM_CONF)}
+
+
+@pytest.fixture(scope="session")
+def standin_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A git repo with this tree's `bench` package and the workload test double, committed."""
+    repo = tmp_path_factory.mktemp("standin-repo")
+    shutil.copytree(REPO / "bench", repo / "bench", ignore=shutil.ignore_patterns("__pycache__"))
+    (repo / "workflows" / "biggan").mkdir(parents=True)
+    (repo / "workflows" / "__init__.py").write_text("")
+    (repo / "workflows" / "biggan" / "__init__.py").write_text('"""Test double of the workload."""\n')
+    shutil.copy(STANDIN, repo / "workflows" / "biggan" / "__main__.py")
+    git = ["git", "-C", str(repo), "-c", "user.name=atlas-test", "-c", "user.email=atlas@test.invalid"]
+    subprocess.run([*git, "init", "-q", "-b", "main"], check=True)
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "stand-in workload"], check=True)
+    return repo
+
+
+def head(repo: Path) -> str:
+    return subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True,
+                          check=True).stdout.strip()

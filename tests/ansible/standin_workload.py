@@ -1,0 +1,59 @@
+"""TEST DOUBLE of the BigGAN workload (`python -m workflows.biggan`), stdlib only.
+
+Copied as `workflows/biggan/__main__.py` into a throw-away git repository so the Slurm
+and Ansible mechanics (submit, fail, cancel, checkpoint on USR1 and resume) can be
+tested in seconds. It keeps the workload's contract (workflows/biggan/README.md):
+train.jsonl events, exit 0 / 1 / 2 / 75, SIGUSR1 or SIGTERM -> checkpoint + exit 75,
+a second start in the same --run-dir resumes. Knobs come as --set standin.KEY=VALUE:
+  standin.iters   iterations to reach (one every 0.1 s; default 20)
+  standin.exit    exit with this code at the end instead of 0
+"""
+import argparse
+import hashlib
+import json
+import os
+import signal
+import sys
+import time
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--experiment", required=True)
+parser.add_argument("--run-dir", required=True)
+parser.add_argument("--set", action="append", default=[])
+args = parser.parse_args()
+knobs = dict(item.split("=", 1) for item in args.set if "=" in item)
+iters = int(knobs.get("standin.iters", 20))
+exit_code = int(knobs.get("standin.exit", 0))
+os.makedirs(args.run_dir, exist_ok=True)
+log_path = os.path.join(args.run_dir, "train.jsonl")
+ckpt = os.path.join(args.run_dir, "checkpoint.json")
+
+
+def log(event, **fields):
+    with open(log_path, "a") as fh:
+        fh.write(json.dumps({"event": event, "time": time.time(), **fields}) + "\n")
+
+
+start = json.load(open(ckpt))["iteration"] if os.path.exists(ckpt) else 0
+stop = {"signal": None}
+for sig in (signal.SIGUSR1, signal.SIGTERM):
+    signal.signal(sig, lambda s, _f: stop.update(signal=s))
+log("run_start", iteration=start, resumed_from="checkpoint.json" if start else None,
+    experiment=args.experiment, overrides=args.set, world_size=1,
+    gpus={k: os.environ.get(k) for k in ("CUDA_VISIBLE_DEVICES", "SLURM_JOB_GPUS")})
+i = start
+while i < iters:
+    if stop["signal"] is not None:
+        with open(ckpt + ".tmp", "w") as fh:
+            json.dump({"iteration": i}, fh)
+        os.replace(ckpt + ".tmp", ckpt)
+        log("checkpoint", iteration=i, path="checkpoint.json", seconds=0.0)
+        log("run_stop", iteration=i, status="preempted", g_sha256=None, images_seen=i)
+        sys.exit(75)
+    time.sleep(0.1)
+    i += 1
+g = hashlib.sha256(f"standin-{iters}".encode()).hexdigest()
+status = "success" if exit_code == 0 else "failed"
+log("run_stop", iteration=i, status=status, g_sha256=g, images_seen=i)
+print(f"standin: {status} at iteration {i}", flush=True)
+sys.exit(exit_code)
