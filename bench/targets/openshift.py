@@ -96,9 +96,20 @@ class OpenShiftTarget(Target):
             problems.append(f"job_template {s['job_template']!r} does not exist in {self.env.folder}")
         if problems:
             raise ConfigError(f"{self.env.folder / 'env.yaml'}: " + "; ".join(problems))
+        # The Job template is what every run sends: check it strictly now (no cluster needed).
+        template = self.env.folder / s["job_template"]
+        problems = validate_objects([load_job_template(template)], self.env.folder / SCHEMA_FILE)
+        if problems:
+            raise ConfigError(f"{template}: " + "; ".join(problems))
         self.namespace: str = s["namespace"]
         self.poll_s: float = float(s.get("poll_interval_s", 10))
         self._client: Any = None
+
+    def validate_manifests(self) -> list[dict[str, Any]]:
+        """Render the env's Kustomization (kubectl/oc) and validate every object strictly."""
+        from bench.targets.openshift_manifests import validate_env_folder
+
+        return validate_env_folder(self.env.folder, self.env.settings["job_template"])
 
     # -- connection -----------------------------------------------------------------
     def _kubeconfig(self) -> str | None:

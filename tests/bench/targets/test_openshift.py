@@ -38,7 +38,7 @@ def double(tmp_path: Path):
 def make_target(tmp_path: Path, double: OpenShiftApiDouble, token: str | None = None, **settings):
     kubeconfig = double.write_kubeconfig(tmp_path / f"kubeconfig-{token or 'ok'}", token=token)
     data = yaml.safe_load((MOC / "env.yaml").read_text())
-    data.update(kubeconfig=str(kubeconfig), poll_interval_s=0.01, build_timeout_s=5, **settings)
+    data.update(kubeconfig=str(kubeconfig), poll_interval_s=0.01, build_timeout_s=settings.pop("build_timeout_s", 5), **settings)
     return target_class("openshift")(Environment("moc", "openshift", MOC, data))
 
 
@@ -61,10 +61,11 @@ def test_submit_builds_the_commit_and_creates_a_job_by_digest(tmp_path, double):
     digest = double.builds["atlas-biggan-1"]["status"]["output"]["to"]["imageDigest"]
     container = job["spec"]["template"]["spec"]["containers"][0]
     assert container["image"] == f"image-registry.openshift-image-registry.svc:5000/atlas-biggan/atlas-biggan@{digest}"
-    env = {e["name"]: e["value"] for e in container["env"]}
+    env = {e["name"]: e.get("value") for e in container["env"]}
     assert env["ATLAS_IMAGE_DIGEST"] == digest and env["ATLAS_RUN_DIR"] == f"/results/{RUN_ID}"
     assert env["ATLAS_ENV"] == "moc" and env["ATLAS_EXPERIMENT"] == "smoke"
     assert "NVIDIA_VISIBLE_DEVICES" not in env
+    assert env["ATLAS_GIT_SHA"] == COMMIT and env["ATLAS_RUN_ID"] == RUN_ID and float(env["ATLAS_SUBMIT_TIME"]) > 0
     assert container["args"] == ["--set", "train.max_iters=2"]
     for labels in (job["metadata"]["labels"], job["spec"]["template"]["metadata"]["labels"]):
         assert labels["atlas/commit"] == COMMIT and labels["atlas/run-id"] == RUN_ID
@@ -221,3 +222,56 @@ def test_bad_settings_are_named(tmp_path):
     data.update(namespace="", poll_interval_s=-1, job_template="nope.yaml")
     with pytest.raises(AtlasError, match=r"'namespace' must be.*'poll_interval_s' must be.*nope.yaml"):
         target_class("openshift")(Environment("moc", "openshift", MOC, data))
+
+
+def test_invalid_job_template_is_rejected_before_any_call(tmp_path):
+    folder = tmp_path / "moc"
+    import shutil
+    shutil.copytree(MOC, folder)
+    job = folder / "job.yaml"
+    job.write_text(job.read_text().replace("backoffLimit: 3", "backoffLimit: 3\n  restartPolicy: Never"))
+    data = yaml.safe_load((folder / "env.yaml").read_text())
+    with pytest.raises(AtlasError, match=r"job.yaml: Job/atlas-biggan-train-: spec: .*'restartPolicy' was unexpected"):
+        target_class("openshift")(Environment("moc", "openshift", folder, data))
+
+
+def test_no_credentials_is_a_reason_not_a_crash(tmp_path, monkeypatch):
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    data = yaml.safe_load((MOC / "env.yaml").read_text())
+    data["kubeconfig"] = str(tmp_path / "missing-kubeconfig")
+    reason = target_class("openshift")(Environment("moc", "openshift", MOC, data)).available()
+    assert reason and "no usable OpenShift credentials" in reason and "oc login" in reason
+
+
+def test_waits_for_the_build_a_github_push_started(tmp_path, double):
+    """The webhook already started a build of the commit: bench waits for it, builds nothing."""
+    double.add_buildconfig("atlas-biggan")
+    build = {"apiVersion": "build.openshift.io/v1", "kind": "Build",
+             "metadata": {"name": "atlas-biggan-7", "namespace": "atlas-biggan", "creationTimestamp": "2026-11-22T02:00:00Z",
+                          "labels": {"buildconfig": "atlas-biggan"}},
+             "spec": {"revision": {"type": "Git", "git": {"commit": COMMIT}}, "strategy": {"type": "Docker"},
+                      "triggeredBy": [{"message": "GitHub WebHook"}]},
+             "status": {"phase": "Running"}}
+    double.builds["atlas-biggan-7"] = build
+    target = make_target(tmp_path, double)
+    gets = []
+
+    def finish_later():
+        while len([r for r in double.requests if r[1].endswith("/builds/atlas-biggan-7")]) < 3:
+            time.sleep(0.01)
+        gets.append(True)
+        double.complete_build(build)
+
+    import threading
+    threading.Thread(target=finish_later, daemon=True).start()
+    target.submit(job_spec())
+    assert gets and posts(double, "/instantiate") == []
+    (job,) = double.jobs.values()
+    assert job["metadata"]["annotations"]["atlas/build"] == "atlas-biggan-7"
+
+
+def test_build_timeout_names_the_setting(tmp_path, double):
+    double.add_buildconfig("atlas-biggan")
+    double.on_build = lambda build: build["status"].update(phase="Pending")
+    with pytest.raises(AtlasError, match=r"still Pending after 0.2 s.*build_timeout_s"):
+        make_target(tmp_path, double, build_timeout_s=0.2).submit(job_spec())
