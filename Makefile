@@ -33,3 +33,14 @@ bench-train: setup
 
 clean:
 	rm -rf $(VENV) .pytest_cache
+
+# MOC / OpenShift path (see clusters/moc/README.md). podman-setup needs root.
+.PHONY: podman-setup image moc-render
+podman-setup:
+	scripts/podman-setup.sh
+
+image:
+	scripts/podman-image.sh localhost/atlas-biggan:dev
+
+moc-render:
+	kubectl kustomize clusters/moc
