@@ -96,6 +96,7 @@ SETTINGS: dict[str, Setting] = {
     "runtime.channels_last": Setting("auto", str, "channels_last memory format (auto = on with CUDA)", choices=("auto", "true", "false")),
     "runtime.fused_adam": Setting("auto", str, "fused Adam kernels (auto = on with CUDA)", choices=("auto", "true", "false")),
     "runtime.compile": Setting(False, bool, "torch.compile G and D (CUDA only; ignored on CPU)"),
+    "runtime.threads": Setting(0, int, "CPU threads for PyTorch (0 = its default)", check=_non_negative),
     "runtime.deterministic": Setting(True, bool, "deterministic algorithms (bit-exact resume on CPU)"),
     "runtime.progress": Setting("auto", str, "progress bar: auto (when stderr is a terminal), bar or lines", choices=("auto", "bar", "lines")),
     # eval
@@ -109,7 +110,7 @@ SETTINGS: dict[str, Setting] = {
 # config_sha256. Everything else defines what is trained.
 RUNTIME_KEYS: frozenset[str] = frozenset({
     "runtime.device", "runtime.precision", "runtime.channels_last", "runtime.fused_adam",
-    "runtime.compile", "runtime.deterministic", "runtime.progress",
+    "runtime.compile", "runtime.deterministic", "runtime.threads", "runtime.progress",
     "data.path", "data.workers", "data.pin_memory", "data.prefetch_factor",
     "train.max_seconds", "train.checkpoint_every", "train.checkpoint_keep", "train.log_every",
     "train.sample_grid",

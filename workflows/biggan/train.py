@@ -65,6 +65,19 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
+def set_deterministic(warn_only: bool, compiling: bool) -> None:
+    """Deterministic kernels (warn-only on CUDA, where a few ops have none).
+
+    The public call also imports TorchInductor's config, which costs seconds of start-up;
+    without torch.compile the flag of the core library is all that matters.
+    """
+    setter = getattr(torch._C, "_set_deterministic_algorithms", None)
+    if compiling or setter is None:
+        torch.use_deterministic_algorithms(True, warn_only=warn_only)
+    else:
+        setter(True, warn_only=warn_only)
+
+
 class Trainer:
     """Owns the models, optimizers, data stream and counters of one training process."""
 
@@ -72,10 +85,12 @@ class Trainer:
         self.c, self.run_dir, self.experiment = c, run_dir, experiment
         self.device = resolve_device(c)
         cuda = self.device.type == "cuda"
+        if c["runtime.threads"]:
+            torch.set_num_threads(c["runtime.threads"])
         if c["runtime.deterministic"]:
             if cuda:
                 os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
-            torch.use_deterministic_algorithms(True, warn_only=cuda)
+            set_deterministic(warn_only=cuda, compiling=c["runtime.compile"] and cuda)
             torch.backends.cudnn.benchmark = False
         elif cuda:
             torch.backends.cudnn.benchmark = True

@@ -1,0 +1,26 @@
+"""Two gloo processes under torchrun: one log, one set of checkpoints, identical replicas."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.workflows.biggan.conftest import REPO, env, events
+
+
+def test_two_process_gloo_run(tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
+           "-m", "workflows.biggan", "--experiment", "smoke", "--run-dir", str(run_dir),
+           "--set", "train.max_iters=6", "--set", "train.checkpoint_every=3", "--set", "train.log_every=3"]
+    proc = subprocess.run(cmd, cwd=REPO, env=env(), capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    evts = events(run_dir)
+    names = [e["event"] for e in evts]
+    assert names.count("run_start") == 1 and names.count("run_stop") == 1  # rank 0 alone writes
+    assert evts[0]["world_size"] == 2
+    stop = evts[-1]
+    assert stop["status"] == "success" and stop["iteration"] == 6
+    assert stop["replicas_identical"] is True  # gradients were averaged across the two processes
+    assert stop["images_seen"] == 6 * 2 * 8  # global batch 8 = 2 processes x 4
+    assert sorted(p.name for p in (run_dir / "checkpoints").iterdir()) == ["ckpt-00000003.pt", "ckpt-00000006.pt"]
