@@ -355,8 +355,9 @@ class OpenShiftTarget(Target):
         for cs in (pod.status.container_statuses or []) if pod.status else []:
             waiting = cs.state.waiting if cs.state else None
             if waiting is not None and waiting.reason in STUCK_REASONS:
+                owner = (pod.metadata.labels or {}).get("job-name", pod.metadata.name)
                 return (f"{waiting.reason}: {STUCK_REASONS[waiting.reason]} ({waiting.message or cs.image}); "
-                        "the Job keeps retrying until cancelled (`bench` cancel) or its deadline")
+                        f"it retries until its deadline: delete it with `oc delete job {owner}`")
         return ""
 
     @staticmethod
