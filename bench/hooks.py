@@ -124,6 +124,32 @@ def _bench(work: Path, *args: str, out: TextIO) -> None:
         raise AtlasError(f"`bench {' '.join(args)}` failed with exit code {proc.returncode} (output above)")
 
 
+def checkout_at(source: Path, sha: str, branch: str | None, out: TextIO) -> Path:
+    """A scratch clone of `source` at `sha` (on `branch` when given, so publish can push it)."""
+    work = Path(tempfile.mkdtemp(prefix=f"atlas-{sha[:12]}-"))
+    try:
+        _git(work, "clone", "--quiet", "--no-hardlinks", str(source), ".")
+        if branch:
+            _git(work, "checkout", "--quiet", "-B", branch, sha)
+        else:
+            _git(work, "checkout", "--quiet", "--detach", sha)
+    except AtlasError:
+        shutil.rmtree(work, ignore_errors=True)
+        raise
+    print(f"atlas: commit {sha[:12]} checked out in {work}", file=out, flush=True)
+    return work
+
+
+def run_envs(work: Path, envs: tuple[str, ...], experiment: str, overrides: tuple[str, ...], results: Path,
+             out: TextIO) -> None:
+    """`bench run` on each environment inside the checkout `work`, records into `results`."""
+    for env in envs:
+        args = ["run", "--env", env, "--experiment", experiment, "--results", str(Path(results).resolve())]
+        for item in overrides:
+            args += ["--set", item]
+        _bench(work, *args, out=out)
+
+
 def job_start_time(results: Path) -> float | None:
     """Earliest start recorded by any run in the results tree (run.json, else train.jsonl)."""
     starts = []
@@ -147,17 +173,10 @@ def received(bare: Path, old: str, new: str, ref: str, pushed_at: float, setting
     if why_not:
         print(f"atlas: not running {new[:12]}: {why_not}", file=out)
         return 0
-    work = Path(tempfile.mkdtemp(prefix=f"atlas-{new[:12]}-"))
+    work = checkout_at(bare, new, settings.branch, out)
     try:
-        _git(work, "clone", "--quiet", "--no-hardlinks", str(bare), ".")
-        _git(work, "checkout", "--quiet", "-B", settings.branch, new)
-        print(f"atlas: commit {new[:12]} checked out in {work}", file=out, flush=True)
         submitted_at = time.time()
-        for env in settings.envs:
-            args = ["run", "--env", env, "--experiment", settings.experiment]
-            for item in settings.overrides:
-                args += ["--set", item]
-            _bench(work, *args, out=out)
+        run_envs(work, settings.envs, settings.experiment, settings.overrides, work / "results", out)
         started = job_start_time(work / "results")
         if started is not None:
             print(f"atlas: time from push to job start: {started - pushed_at:.2f} s "
@@ -196,3 +215,56 @@ def deploy(env: str, experiment: str, commit: str, overrides: tuple[str, ...] = 
         raise AtlasError(f"environment {env} cannot be used from here: {reason}")
     job = JobSpec(run_id=new_run_id(commit), experiment=experiment, commit=commit, overrides=tuple(overrides))
     return target.submit(job)
+
+
+# -- pull requests: the PR's head and its merge-base, on the same machine ------------------
+
+LABEL_PREFIX = "bench:"
+PR_JSON = "pr.json"
+COMMENT_MD = "comment.md"
+
+
+def envs_from_labels(labels_json: str, default: tuple[str, ...] = DEFAULT_ENVS) -> tuple[str, ...]:
+    """`["bench:local", "bug"]` -> ("local",); no `bench:` label -> the default envs."""
+    try:
+        labels = json.loads(labels_json or "[]")
+    except ValueError:
+        raise ConfigError(f"--labels-json: not a JSON list of label names: {labels_json[:80]!r}") from None
+    if not isinstance(labels, list):
+        raise ConfigError("--labels-json: expected a JSON list of label names")
+    envs = [str(x)[len(LABEL_PREFIX):].strip() for x in labels if str(x).startswith(LABEL_PREFIX)]
+    return tuple(dict.fromkeys(e for e in envs if e)) or default
+
+
+def pr_run(repo: Path, pr: int, base_ref: str, envs: tuple[str, ...], experiment: str, results: Path,
+           out_dir: Path, overrides: tuple[str, ...] = (), report_url: str | None = None,
+           out: TextIO = sys.stdout) -> Path:
+    """Run the PR's head and its merge-base on `envs`, write the comment and `pr.json` to `out_dir`.
+
+    Both commits run here, one after the other, so each environment is judged against its
+    own runs only. `out_dir` is what a fork PR's job uploads for the workflow_run job.
+    """
+    from bench.github_comment import render_pr_body
+
+    repo = Path(repo).resolve()
+    head = _git(repo, "rev-parse", "HEAD").strip()
+    try:
+        base = _git(repo, "merge-base", "HEAD", base_ref).strip()
+    except AtlasError as exc:
+        raise AtlasError(f"no merge-base of HEAD and {base_ref!r} ({exc}); check out with full history "
+                         "(actions/checkout `fetch-depth: 0`)") from None
+    results = Path(results).resolve()
+    for sha in dict.fromkeys([head, base]):
+        work = checkout_at(repo, sha, None, out)
+        try:
+            run_envs(work, envs, experiment, overrides, results, out)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / COMMENT_MD).write_text(render_pr_body(results, head, base, list(envs), report_url=report_url))
+    (out_dir / PR_JSON).write_text(json.dumps({"pr": pr, "head_sha": head, "base_sha": base,
+                                               "envs": list(envs), "experiment": experiment}, indent=2) + "\n")
+    print(f"atlas: PR #{pr}: {head[:12]} vs merge-base {base[:12]} on {', '.join(envs)}: {out_dir / COMMENT_MD}",
+          file=out)
+    return out_dir / COMMENT_MD

@@ -1,6 +1,7 @@
 """Upsert the pull request's one benchmark comment (found again by a hidden marker).
 
-Either post a Markdown file (`--body-file`, e.g. from a PR job's artifact), or write the
+Either post a Markdown file (`--body-file`; `--artifact DIR` takes the file and the PR
+number from what `bench hooks pr-run` wrote, e.g. a fork PR's uploaded artifact), or write the
 comparison of the PR's runs with the merge-base's runs from a results tree (`--results
 --head --base`, verdicts within each environment's own history) to `--out` and post that.
 The Markdown is on disk before anything is sent, so an API failure (bad token, fork
@@ -19,11 +20,14 @@ HELP = "create or update the pull request's benchmark comment (GITHUB_TOKEN)"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--pr", type=int, required=True, metavar="N", help="pull request number")
+    p.add_argument("--pr", type=int, default=None, metavar="N", help="pull request number")
     p.add_argument("--repo", default=os.environ.get("GITHUB_REPOSITORY", ""), metavar="OWNER/NAME",
                    help="repository (default: $GITHUB_REPOSITORY)")
     p.add_argument("--body-file", type=Path, default=None, metavar="FILE",
                    help="post this Markdown file as it is")
+    p.add_argument("--artifact", type=Path, default=None, metavar="DIR",
+                   help="post DIR/comment.md to the PR named in DIR/pr.json (what `bench hooks pr-run` "
+                        "writes; read as data only)")
     p.add_argument("--results", type=Path, default=None,
                    help="write the comment from this results tree instead (needs --head and --base)")
     p.add_argument("--head", metavar="SHA", help="the PR's commit (with --results)")
@@ -45,19 +49,49 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dry-run", action="store_true", help="print the comment instead of posting it")
 
 
+def _read_artifact(args: argparse.Namespace) -> Path:
+    """PR number and measured sha from pr.json; checked, since a fork's job wrote them."""
+    import json
+    import re
+
+    meta_path, body = args.artifact / "pr.json", args.artifact / "comment.md"
+    try:
+        meta = json.loads(meta_path.read_text())
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"{meta_path}: missing or not JSON ({exc}); is {args.artifact} the PR job's artifact?") from None
+    pr, head = meta.get("pr") if isinstance(meta, dict) else None, meta.get("head_sha") if isinstance(meta, dict) else None
+    if not isinstance(pr, int) or isinstance(pr, bool) or pr <= 0:
+        raise ConfigError(f"{meta_path}: 'pr' must be a positive integer, got {pr!r}")
+    if not isinstance(head, str) or not re.fullmatch(r"[0-9a-f]{40}", head):
+        raise ConfigError(f"{meta_path}: 'head_sha' must be a 40-hex commit sha, got {head!r}")
+    if args.pr is not None and args.pr != pr:
+        raise ConfigError(f"{meta_path} is for PR #{pr}, not #{args.pr}")
+    if args.expect_head_sha and args.expect_head_sha != head:
+        raise ConfigError(f"{meta_path} measured {head}, not the expected {args.expect_head_sha}: not commenting")
+    args.pr = pr
+    args.expect_head_sha = args.expect_head_sha or head
+    if not body.is_file():
+        raise ConfigError(f"{body} does not exist: the PR job did not write its comment")
+    return body
+
+
 def _body_path(args: argparse.Namespace) -> Path:
     from bench import github_comment
     from bench.regression import parse_thresholds
 
+    if sum(x is not None for x in (args.body_file, args.results, args.artifact)) > 1:
+        raise ConfigError("give one of --body-file, --artifact or --results")
+    if args.artifact is not None:
+        return _read_artifact(args)
+    if args.pr is None:
+        raise ConfigError("--pr N is required (except with --artifact, whose pr.json names the PR)")
     if args.body_file is not None:
-        if args.results is not None:
-            raise ConfigError("give either --body-file or --results, not both")
         if not args.body_file.is_file():
             raise ConfigError(f"comment body {args.body_file} does not exist: write it first "
                               "(`bench comment --results ... --no-post`) or pass the file the PR job uploaded")
         return args.body_file
     if args.results is None or not args.head or not args.base:
-        raise ConfigError("say what to post: --body-file FILE, or --results DIR --head SHA --base SHA")
+        raise ConfigError("say what to post: --body-file FILE, --artifact DIR, or --results DIR --head SHA --base SHA")
     body = github_comment.render_pr_body(args.results, args.head, args.base, args.envs or None,
                                          parse_thresholds(args.threshold), args.report_url)
     args.out.parent.mkdir(parents=True, exist_ok=True)

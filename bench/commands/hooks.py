@@ -8,6 +8,11 @@ in the background (the push returns at once; the log is under BARE_REPO/atlas-ho
 `--foreground` makes the push wait and shows the output to the pusher.
 `bench hooks received` is what the hook calls.
 
+`bench hooks pr-run --pr N --base REF` is the pull-request step of CI: it runs the PR's
+head and its merge-base on the environments named by `bench:<env>` labels (default:
+local), one after the other on this machine, and writes `comment.md` + `pr.json` for
+`bench comment --artifact`.
+
 `bench hooks deploy --env ENV --commit SHA` is the push-to-deploy step of CI for one
 remote environment: it submits one run of that commit and returns without waiting for
 training (`bench collect` fetches the record later).
@@ -48,6 +53,20 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     rec.add_argument("--pushed-at", type=float, default=None, help="Unix time the push arrived (default: now)")
     rec.add_argument("--keep", action="store_true", help="keep the scratch checkout for inspection")
     _common(rec)
+    pr = sub.add_parser("pr-run", help="run a PR's head and merge-base here and write the PR comment (CI)")
+    pr.add_argument("--pr", type=int, required=True, metavar="N", help="pull request number")
+    pr.add_argument("--base", required=True, metavar="REF", help="the PR's base (branch or sha); its merge-base is run")
+    pr.add_argument("--labels-json", default="[]", metavar="JSON",
+                    help="the PR's label names as a JSON list; `bench:<env>` labels choose the environments")
+    pr.add_argument("--env", dest="envs", action="append", metavar="NAME",
+                    help="environment, repeatable (overrides the labels; default: local)")
+    pr.add_argument("--experiment", default="smoke", help="experiment preset (default: smoke)")
+    pr.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                    help="workload setting override, repeatable")
+    pr.add_argument("--results", type=Path, default=Path("results"), help="results tree (default: results/)")
+    pr.add_argument("--out", type=Path, default=Path("results/pr"),
+                    help="folder for comment.md and pr.json (default: results/pr)")
+    pr.add_argument("--report-url", default=None, help="link to the full report, put in the comment")
     dep = sub.add_parser("deploy", help="submit one run of a commit to an environment and return at once (CI deploy)")
     dep.add_argument("--env", required=True, help="environment (clusters/<env>/)")
     dep.add_argument("--commit", required=True, metavar="SHA", help="the commit to run (the pushed sha)")
@@ -66,6 +85,11 @@ def _settings(args: argparse.Namespace, foreground: bool = False):
 def run(args: argparse.Namespace) -> int:
     from bench import hooks
 
+    if args.hooks_command == "pr-run":
+        envs = tuple(args.envs) if args.envs else hooks.envs_from_labels(args.labels_json)
+        hooks.pr_run(Path("."), args.pr, args.base, envs, args.experiment, args.results, args.out,
+                     tuple(args.overrides), args.report_url)
+        return 0
     if args.hooks_command == "deploy":
         st = hooks.deploy(args.env, args.experiment, args.commit, tuple(args.overrides))
         print(f"bench hooks: deployed {args.env}/{st.run_id} at {args.commit[:12]} "

@@ -83,3 +83,27 @@ def test_expect_head_sha_guards_the_workflow_run_path(tmp_path, github_double):
 def test_dry_run_prints_the_marked_body_without_a_token(tmp_path):
     p = bench("--pr", "7", "--repo", REPO, "--body-file", str(body_file(tmp_path)), "--dry-run", token=None)
     assert p.returncode == 0 and p.stdout.startswith("<!-- atlas-bench")
+
+
+def artifact(tmp_path: Path, pr=7, head=HEAD) -> Path:
+    import json
+
+    d = tmp_path / "artifact"
+    d.mkdir(exist_ok=True)
+    (d / "comment.md").write_text("| local | 12.5 |\n")
+    (d / "pr.json").write_text(json.dumps({"pr": pr, "head_sha": head}))
+    return d
+
+
+def test_artifact_names_the_pr_and_is_checked(tmp_path, github_double):
+    d = artifact(tmp_path)
+    p = bench("--artifact", str(d), "--repo", REPO, "--expect-head-sha", HEAD, token=WRITE_TOKEN, double=github_double)
+    assert p.returncode == 0, p.stderr
+    assert "created comment" in p.stdout and len(github_double.comments_on(REPO, 7)) == 1
+    p = bench("--artifact", str(d), "--repo", REPO, "--expect-head-sha", "d" * 40, token=WRITE_TOKEN,
+              double=github_double)
+    assert p.returncode == 2 and "not commenting" in p.stderr
+    for bad_pr, bad_head, message in [("7; rm -rf /", HEAD, "positive integer"), (7, "HEAD", "40-hex")]:
+        d = artifact(tmp_path, bad_pr, bad_head)
+        p = bench("--artifact", str(d), "--repo", REPO, token=WRITE_TOKEN, double=github_double)
+        assert p.returncode == 2 and message in p.stderr, p.stderr
