@@ -44,3 +44,35 @@ image:
 
 moc-render:
 	kubectl kustomize clusters/moc
+
+# GitOps: steps the GitHub workflows run (see .github/workflows/README.md). Secrets come in
+# through environment variables and are written to files only, never echoed.
+.PHONY: lint-workflows ci-kubeconfig ci-ssh
+KUBECONFIG_OUT ?= $(HOME)/.kube/config
+SATORI_HOST    ?= satori-login-001.mit.edu
+
+lint-workflows: setup
+	$(VENV)/bin/actionlint
+
+ci-kubeconfig:
+	@test -n "$$OPENSHIFT_SERVER" || { echo "ci-kubeconfig: set OPENSHIFT_SERVER (https://api.<cluster>:6443)" >&2; exit 2; }
+	@test -n "$$OPENSHIFT_TOKEN" || { echo "ci-kubeconfig: set OPENSHIFT_TOKEN (the CI ServiceAccount's token)" >&2; exit 2; }
+	@mkdir -p "$(dir $(KUBECONFIG_OUT))"
+	@umask 077; { printf '%s\n' 'apiVersion: v1' 'kind: Config' 'clusters:' '- name: moc' '  cluster:' \
+	    "    server: \"$$OPENSHIFT_SERVER\""; \
+	  if [ -n "$$OPENSHIFT_CA_DATA" ]; then printf '%s\n' "    certificate-authority-data: \"$$OPENSHIFT_CA_DATA\""; fi; \
+	  printf '%s\n' 'users:' '- name: atlas-ci' '  user:' "    token: \"$$OPENSHIFT_TOKEN\"" 'contexts:' \
+	    '- name: atlas-ci' '  context: {cluster: moc, user: atlas-ci}' 'current-context: atlas-ci'; \
+	} > "$(KUBECONFIG_OUT)"
+	@echo "ci-kubeconfig: wrote $(KUBECONFIG_OUT) (mode 600)"
+
+ci-ssh:
+	@test -n "$$SATORI_SSH_KEY" || { echo "ci-ssh: set SATORI_SSH_KEY (private key of the CI account)" >&2; exit 2; }
+	@test -n "$$SATORI_KNOWN_HOSTS" || { echo "ci-ssh: set SATORI_KNOWN_HOSTS (the login node's pinned host key line)" >&2; exit 2; }
+	@test -n "$$SATORI_USER" || { echo "ci-ssh: set SATORI_USER (the cluster account)" >&2; exit 2; }
+	@umask 077; mkdir -p "$(HOME)/.ssh" && printf '%s\n' "$$SATORI_SSH_KEY" > "$(HOME)/.ssh/atlas_satori" && \
+	  printf '%s\n' "$$SATORI_KNOWN_HOSTS" > "$(HOME)/.ssh/atlas_known_hosts" && \
+	  if ! grep -qs '^# atlas ci-ssh' "$(HOME)/.ssh/config"; then printf '%s\n' '# atlas ci-ssh' \
+	    "Host $(SATORI_HOST)" "  User $$SATORI_USER" "  IdentityFile $(HOME)/.ssh/atlas_satori" '  IdentitiesOnly yes' \
+	    '  StrictHostKeyChecking yes' "  UserKnownHostsFile $(HOME)/.ssh/atlas_known_hosts" >> "$(HOME)/.ssh/config"; fi
+	@echo "ci-ssh: key and pinned host key for $(SATORI_HOST) written under $(HOME)/.ssh"
