@@ -5,7 +5,7 @@ Ansible that a user can run with `ansible-playbook` too (see ansible/README.md).
 cluster is named by `clusters/<env>/`: `env.yaml` (Slurm request, runtime, data path)
 and an Ansible inventory beside it whose group_vars say where code and runs live.
 
-Every value bench passes to Ansible is marked `!unsafe`, so a hostile env name, branch
+Every value bench passes to Ansible that holds a Jinja delimiter is marked `!unsafe`, so a hostile env name, branch
 or override (`x; touch /tmp/pwned`, `$(...)`, `{{ lookup('pipe', ...) }}`) stays text:
 Ansible does not template it and the batch script quotes it.
 """
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -62,7 +63,9 @@ _UnsafeDumper.add_representer(
 
 def _unsafe(value: Any) -> Any:
     if isinstance(value, str):
-        return _Unsafe(value) if value else value  # Ansible reads `!unsafe ""` as null
+        # Only Jinja delimiters can be templated. Tag only those strings: Ansible's `!unsafe`
+        # re-resolves the scalar (`!unsafe ""` reads as null, `"12:00:00"` as 43200).
+        return _Unsafe(value) if "{" in value else value
     if isinstance(value, dict):
         return {str(k): _unsafe(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
@@ -71,7 +74,7 @@ def _unsafe(value: Any) -> Any:
 
 
 def extravars_yaml(extravars: dict[str, Any]) -> str:
-    """YAML for ansible-runner's env/extravars with every string tagged `!unsafe`."""
+    """YAML for ansible-runner's env/extravars, every templatable string tagged `!unsafe`."""
     return yaml.dump(_unsafe(extravars), Dumper=_UnsafeDumper, default_flow_style=False, sort_keys=True)
 
 
@@ -88,7 +91,10 @@ class SlurmTarget(Target):
     def __init__(self, env: Environment) -> None:
         super().__init__(env)
         self.repo: Path = REPO_ROOT  # whose commits are archived to the cluster
-        self.state_dir: Path = STATE_DIR / env.name
+        self.state_dir: Path = STATE_DIR / re.sub(r"[^A-Za-z0-9._-]", "_", env.name)
+        # A local single-node Slurm shares this machine's few cores: `bench run` then
+        # submits its runs one after another instead of all at once.
+        self.runs_share_host: bool = bool(env.get("local"))
 
     # -- configuration -------------------------------------------------------------
     @property

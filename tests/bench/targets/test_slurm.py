@@ -63,9 +63,11 @@ def test_target_registry_builds_the_slurm_target_for_local_slurm() -> None:
     assert target.inventory == REPO / "clusters" / "local-slurm" / "inventory.yml"
 
 
-def test_extravars_mark_every_string_unsafe() -> None:
-    text = extravars_yaml({"a": "{{ lookup('pipe', 'id') }}", "b": ["x; y"], "c": {"d": 1, "e": True}})
+def test_extravars_mark_templatable_strings_unsafe() -> None:
+    text = extravars_yaml({"a": "{{ lookup('pipe', 'id') }}", "b": ["x; {% y %}", "12:00:00", ""],
+                           "c": {"d": 1, "e": True}})
     assert text.count("!unsafe") == 2 and "d: 1" in text and "e: true" in text
+    assert "'12:00:00'" in text and "''" in text  # plain strings stay strings
 
 
 def test_completed_run_is_collected_with_scheduler_times(local_slurm, standin_repo, tmp_path) -> None:
