@@ -1,0 +1,57 @@
+"""The make targets that carry secrets into CI jobs: files written, values never printed."""
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+TOKEN = "sha256~CItokenVALUE0123456789abcdefSECRET"
+KEY = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAAsecretKEYbody\n-----END OPENSSH PRIVATE KEY-----"
+
+
+def make(target: str, *args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("OPENSHIFT_", "SATORI_"))}
+    return subprocess.run(["make", "--no-print-directory", target, *args], cwd=ROOT, env={**clean, **env},
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_ci_kubeconfig_is_usable_by_the_kubernetes_client_and_silent(tmp_path: Path):
+    from kubernetes import client, config
+
+    out = tmp_path / "kube" / "config"
+    p = make("ci-kubeconfig", f"KUBECONFIG_OUT={out}",
+             env={"OPENSHIFT_SERVER": "https://api.moc.example:6443", "OPENSHIFT_TOKEN": TOKEN})
+    assert p.returncode == 0, p.stderr
+    assert TOKEN not in p.stdout + p.stderr and "CItoken" not in p.stdout + p.stderr
+    assert stat.S_IMODE(out.stat().st_mode) == 0o600
+    cfg = client.Configuration()
+    config.load_kube_config(config_file=str(out), client_configuration=cfg, persist_config=False)
+    assert cfg.host == "https://api.moc.example:6443"
+    assert f"Bearer {TOKEN}" in cfg.api_key.values()
+
+
+def test_ci_kubeconfig_names_what_is_missing(tmp_path: Path):
+    p = make("ci-kubeconfig", f"KUBECONFIG_OUT={tmp_path / 'k'}", env={"OPENSHIFT_SERVER": "https://x:6443"})
+    assert p.returncode != 0 and "set OPENSHIFT_TOKEN" in p.stderr
+    assert not (tmp_path / "k").exists()
+
+
+def test_ci_ssh_pins_the_host_key_and_keeps_the_key_private(tmp_path: Path):
+    env = {"SATORI_SSH_KEY": KEY, "SATORI_KNOWN_HOSTS": "satori-login-001.mit.edu ssh-ed25519 AAAAC3Nza",
+           "SATORI_USER": "atlasci"}
+    for _ in range(2):  # twice: the ssh config entry is written once
+        p = make("ci-ssh", f"HOME={tmp_path}", env=env)
+        assert p.returncode == 0, p.stderr
+        assert "secretKEYbody" not in p.stdout + p.stderr
+    ssh = tmp_path / ".ssh"
+    assert (ssh / "atlas_satori").read_text().strip() == KEY
+    for name in ("atlas_satori", "atlas_known_hosts", "config"):
+        assert stat.S_IMODE((ssh / name).stat().st_mode) == 0o600, name
+    conf = (ssh / "config").read_text()
+    assert conf.count("Host satori-login-001.mit.edu") == 1
+    assert "StrictHostKeyChecking yes" in conf and "User atlasci" in conf
+    assert f"UserKnownHostsFile {ssh / 'atlas_known_hosts'}" in conf
+    p = make("ci-ssh", f"HOME={tmp_path / 'other'}", env={"SATORI_SSH_KEY": KEY, "SATORI_USER": "u"})
+    assert p.returncode != 0 and "SATORI_KNOWN_HOSTS" in p.stderr
