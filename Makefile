@@ -47,12 +47,15 @@ moc-render:
 
 # GitOps: steps the GitHub workflows run (see .github/workflows/README.md). Secrets come in
 # through environment variables and are written to files only, never echoed.
-.PHONY: lint-workflows ci-kubeconfig ci-ssh
+.PHONY: lint-workflows lint-ansible ci-kubeconfig ci-ssh
 KUBECONFIG_OUT ?= $(HOME)/.kube/config
 SATORI_HOST    ?= satori-login-001.mit.edu
 
 lint-workflows: setup
 	$(VENV)/bin/actionlint
+
+lint-ansible: setup
+	$(VENV)/bin/ansible-lint --offline --nocolor ansible/
 
 ci-kubeconfig:
 	@test -n "$$OPENSHIFT_SERVER" || { echo "ci-kubeconfig: set OPENSHIFT_SERVER (https://api.<cluster>:6443)" >&2; exit 2; }
