@@ -147,6 +147,11 @@ def coerce(key: str, value: Any, origin: str) -> Any:
         if isinstance(value, bool) or not isinstance(value, int):
             raise WorkloadConfigError(f"{origin}: {key} must be an integer, got {value!r}")
     elif s.kind is float:
+        if isinstance(value, str):  # YAML 1.1 reads `1e-4` (no dot) as a string
+            try:
+                value = float(value)
+            except ValueError:
+                pass
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise WorkloadConfigError(f"{origin}: {key} must be a number, got {value!r}")
         value = float(value)

@@ -68,7 +68,7 @@ def load_image(path: Path, resolution: int) -> np.ndarray:
             im = im.crop((left, top, left + side, top + side))
             if side != resolution:
                 im = im.resize((resolution, resolution), Image.BICUBIC)
-            return np.asarray(im, dtype=np.uint8)
+            return np.array(im, dtype=np.uint8)  # a writable copy
     except OSError as exc:
         raise WorkloadConfigError(f"{path}: cannot read the image: {exc}") from exc
 

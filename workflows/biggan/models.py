@@ -116,7 +116,7 @@ class Generator(nn.Module):
             h, conds = self.linear(chunks[0]), [torch.cat([emb, zc], 1) for zc in chunks[1:]]
         else:
             cond = torch.cat([emb, z], 1) if self.deep else emb
-            h, conds = self.linear(cond), None
+            h, conds = self.linear(cond if self.deep else z), None
         h = h.view(z.shape[0], self.bottom, 4, 4)
         i = 0
         for block in self.blocks:

@@ -50,6 +50,7 @@ def test_presets_resolve_and_carry_the_reference_settings() -> None:
     deep = config.resolve("imagenet128-deep")
     assert deep["model.arch"] == "biggan-deep" and deep["model.g_ch"] == 128
     assert config.resolve("smoke", ["train.max_seconds=2.5"])["train.max_seconds"] == 2.5
+    assert config.resolve("smoke", ["train.g_lr=1e-4"])["train.g_lr"] == 1e-4  # YAML 1.1 reads this as a string
 
 
 def test_hash_ignores_runtime_keys_only() -> None:
