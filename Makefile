@@ -47,12 +47,19 @@ moc-render:
 
 # GitOps: steps the GitHub workflows run (see .github/workflows/README.md). Secrets come in
 # through environment variables and are written to files only, never echoed.
-.PHONY: lint-workflows lint-ansible ci-kubeconfig ci-ssh
+.PHONY: lint-workflows lint-ansible ci-kubeconfig ci-ssh report-collected
 KUBECONFIG_OUT ?= $(HOME)/.kube/config
+RESULTS        ?= results
+REPORTS        ?= reports
 SATORI_HOST    ?= satori-login-001.mit.edu
 
 lint-workflows: setup
 	$(VENV)/bin/actionlint
+
+# A scheduled collection that found no finished run has nothing to report: not an error.
+report-collected: setup
+	@if ls $(RESULTS)/*/*/run.json >/dev/null 2>&1; then $(VENV)/bin/bench report --results $(RESULTS) --out $(REPORTS); \
+	else echo "report-collected: no finished run in $(RESULTS)/, no report written"; fi
 
 lint-ansible: setup
 	$(VENV)/bin/ansible-lint --offline --nocolor ansible/
