@@ -115,3 +115,12 @@ def test_nothing_to_publish_then_an_unpushed_commit_is_pushed_later(origin: Path
 def test_bad_setup_is_a_clear_error(tmp_path: Path):
     with pytest.raises(AtlasError, match="not a git working tree"):
         publish(tmp_path)
+
+
+def test_push_errors_never_show_credentials_in_the_remote_url(tmp_path: Path, origin: Path):
+    work = clone_with_report(origin, "w", "4444444")
+    git(work, "remote", "set-url", "origin", "https://x-access-token:ghs_SECRETtoken42@127.0.0.1:9/o/r.git")
+    with pytest.raises(AtlasError) as info:
+        publish(work, pause_s=0, attempts=2)
+    assert "ghs_SECRETtoken42" not in str(info.value)
+    assert "not retried" in str(info.value)
