@@ -30,6 +30,18 @@ from workflows.biggan.errors import WorkloadConfigError  # noqa: E402
 from workflows.biggan.train import Trainer  # noqa: E402
 
 
+def cpu_model() -> str:
+    """The CPU's marketing name from /proc/cpuinfo (x86 `model name`, POWER `cpu`)."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            key, _, value = line.partition(":")
+            if key.strip() in ("model name", "cpu") and value.strip():
+                return f"{value.strip()} ({platform.machine()})"
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
 class GpuUtilSampler:
     """Mean NVML GPU utilisation of the trainer's device while the timed loop runs."""
 
@@ -94,7 +106,7 @@ def measure(experiment: str, overrides: list[str], iters: int, warmup: int) -> d
     out: dict[str, Any] = {
         "experiment": experiment, "overrides": overrides, "config_sha256": config_sha256(c),
         "device": str(t.device),
-        "device_name": torch.cuda.get_device_name(t.device) if cuda else (platform.processor() or platform.machine()),
+        "device_name": torch.cuda.get_device_name(t.device) if cuda else cpu_model(),
         "torch": torch.__version__, "threads": torch.get_num_threads(),
         "precision": str(t.amp_dtype or torch.float32).replace("torch.", ""),
         "channels_last": t.channels_last, "compile": bool(c["runtime.compile"] and cuda),
