@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from bench.runrecord import EXIT_RUNNING, RUN_JSON, SCHEMA_VERSION, TRAIN_JSONL, samples_files
-from bench.trainlog import TrainLog, read_train_log
+from bench.trainlog import TrainLog, read_train_log, time_to_train
 
 
 @dataclass
@@ -72,10 +72,18 @@ def read_samples(path: Path) -> tuple[pd.DataFrame | None, list[str]]:
     if truncated and len(df):
         df = df.iloc[:-1]
         problems.append(f"{name}: last row is incomplete (job killed while writing?); dropped")
+    bad_cells = 0
     for col in df.columns:
-        if df[col].dtype == object:
-            df[col] = pd.to_numeric(df[col], errors="coerce")
-    df = df[np.isfinite(df["time"].to_numpy(dtype=float, na_value=np.nan))]
+        if not pd.api.types.is_numeric_dtype(df[col]):
+            raw = df[col]
+            df[col] = pd.to_numeric(raw, errors="coerce")
+            bad_cells += int((df[col].isna() & raw.notna()).sum())
+    if bad_cells:
+        problems.append(f"{name}: {bad_cells} value(s) are not numbers (damaged rows?); treated as missing")
+    good_time = np.isfinite(df["time"].to_numpy(dtype=float, na_value=np.nan))
+    if not good_time.all():
+        problems.append(f"{name}: {int((~good_time).sum())} row(s) without a readable time; dropped")
+    df = df[good_time]
     if df.empty:
         problems.append(f"{name} has no complete sample rows")
         return None, problems
@@ -129,6 +137,8 @@ def load_run(run_dir: Path, env: str | None = None) -> RunData:
             data.problems.append(f"{TRAIN_JSONL} has no run_start event")
         if not data.train.of("train"):
             data.problems.append(f"{TRAIN_JSONL} has no train lines (no images/s)")
+        _, unfinished = time_to_train(data.train)
+        data.problems.extend(f"{TRAIN_JSONL}: {p}" for p in unfinished)
     return data
 
 
