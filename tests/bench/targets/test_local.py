@@ -1,0 +1,93 @@
+"""The local target with the real workload (smoke experiment: seconds on 2 cores)."""
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from bench.envs import load_env
+from bench.errors import AtlasError, ConfigError
+from bench.runner import collect_run
+from bench.targets import JobSpec, RunState, target_for
+from bench.targets.base import new_run_id
+from bench.targets.local import LocalTarget
+
+pytestmark = pytest.mark.slow
+
+
+def make_env(tmp_path: Path, extra: str = "") -> Path:
+    clusters = tmp_path / "clusters"
+    (clusters / "loc").mkdir(parents=True)
+    (clusters / "loc" / "env.yaml").write_text(
+        f"kind: local\nlocal: true\nruns_dir: {tmp_path / 'runs'}\ninterval_s: 0.5\n{extra}")
+    return clusters
+
+
+def wait_finished(target: LocalTarget, run_id: str, timeout: float = 240) -> None:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if target.status(run_id).state.finished:
+            return
+        time.sleep(0.3)
+    raise AssertionError(f"{run_id} did not finish in {timeout} s: {target.status(run_id)}")
+
+
+def test_submit_status_collect_is_idempotent(tmp_path: Path) -> None:
+    target = target_for(load_env("loc", make_env(tmp_path)))
+    assert target.available() is None
+    job = JobSpec(new_run_id("abc"), "smoke", "abc")
+    first = target.submit(job)
+    assert first.state in (RunState.PENDING, RunState.RUNNING) and first.scheduler_job_id
+    with pytest.raises(AtlasError, match="collect it when it has finished"):
+        target.collect(job.run_id, tmp_path / "results" / "loc" / job.run_id)
+    wait_finished(target, job.run_id)
+    st = target.status(job.run_id)
+    assert st.state == RunState.COMPLETED, st.detail
+    assert [r.run_id for r in target.list_runs("abc")] == [job.run_id]
+    assert target.list_runs("zzz") == []
+    dest = collect_run(target, job.run_id, tmp_path / "results")
+    meta = json.loads((dest / "run.json").read_text())
+    assert meta["env"] == "loc" and meta["experiment"] == "smoke" and meta["exit"]["code"] == 0
+    assert meta["scheduler"]["submit_time"] <= meta["scheduler"]["start_time"]
+    assert meta["scheduler"]["queue_wait_s"] >= 0 and meta["sample_interval_s"] == 0.5
+    assert len(meta["config_sha256"]) == 64
+    before = {p.name: p.stat().st_mtime_ns for p in dest.iterdir()}
+    collect_run(target, job.run_id, tmp_path / "results")  # again: nothing changes
+    assert {p.name: p.stat().st_mtime_ns for p in dest.iterdir()} == before
+    assert sorted(before) == ["job.log", "run.json", "samples-" + meta["hosts"][0] + ".csv", "train.jsonl"]
+
+
+def test_cancel_preempts_the_job(tmp_path: Path) -> None:
+    target = target_for(load_env("loc", make_env(tmp_path)))
+    job = JobSpec(new_run_id("abc"), "smoke", "abc", overrides=("train.max_iters=100000",))
+    target.submit(job)
+    run_dir = target.runs_dir / job.run_id
+    end = time.monotonic() + 180
+    while time.monotonic() < end and '"train"' not in ((run_dir / "train.jsonl").read_text()
+                                                      if (run_dir / "train.jsonl").exists() else ""):
+        time.sleep(0.3)
+    target.cancel(job.run_id)
+    wait_finished(target, job.run_id)
+    st = target.status(job.run_id)
+    assert st.state == RunState.CANCELLED
+    meta = json.loads((run_dir / "run.json").read_text())
+    assert meta["exit"]["code"] == 75 and meta["exit"]["signals_forwarded"] == ["SIGTERM"]
+
+
+def test_bad_settings_name_the_key(tmp_path: Path) -> None:
+    clusters = tmp_path / "clusters"
+    (clusters / "bad").mkdir(parents=True)
+    (clusters / "bad" / "env.yaml").write_text("kind: local\ninterval_s: fast\n")
+    with pytest.raises(ConfigError, match="env.yaml: interval_s must be a number"):
+        target_for(load_env("bad", clusters))
+    (clusters / "bad" / "env.yaml").write_text("kind: local\nnamespace: x\n")
+    with pytest.raises(ConfigError, match="unknown key\\(s\\) namespace"):
+        target_for(load_env("bad", clusters))
+
+
+def test_unknown_run_is_a_clear_error(tmp_path: Path) -> None:
+    target = target_for(load_env("loc", make_env(tmp_path)))
+    with pytest.raises(AtlasError, match="no run 'nope'"):
+        target.status("nope")

@@ -1,0 +1,28 @@
+"""The record's write side: atomic run.json updates that targets use after collection."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from bench.runrecord import samples_name, update_run_json, write_json_atomic
+
+
+def test_update_merges_sections_and_computes_queue_wait(tmp_path: Path) -> None:
+    write_json_atomic(tmp_path / "run.json", {"schema_version": 1, "scheduler": {
+        "kind": "slurm", "job_id": "42", "submit_time": None, "start_time": 1000.0, "end_time": 1100.0,
+        "queue_wait_s": None}, "hosts": ["a"]})
+    record = update_run_json(tmp_path, scheduler={"submit_time": 940.0}, hosts=["a", "b"])
+    assert record["scheduler"]["job_id"] == "42"  # kept
+    assert record["scheduler"]["queue_wait_s"] == 60.0
+    assert record["hosts"] == ["a", "b"]
+    assert json.loads((tmp_path / "run.json").read_text()) == record
+    assert [p.name for p in tmp_path.iterdir()] == ["run.json"]  # no temporary left behind
+
+
+def test_update_creates_a_record_when_none(tmp_path: Path) -> None:
+    assert update_run_json(tmp_path, scheduler={"job_id": "x"})["schema_version"] == 1
+
+
+def test_samples_name_is_a_safe_file_name() -> None:
+    assert samples_name("node-1.mit.edu") == "samples-node-1.mit.edu.csv"
+    assert samples_name("a/b c") == "samples-a_b_c.csv"
