@@ -51,7 +51,7 @@ class SyntheticImages(Dataset):
         phase = float(torch.rand((), generator=g)) * 2 * math.pi
         wave = torch.sin(2 * math.pi * freq * (self.xx * math.cos(angle) + self.yy * math.sin(angle)) + phase)
         noise = torch.randn(3, self.res, self.res, generator=g)
-        img = 0.7 * wave.unsqueeze(0) * self.colors[label] + 0.15 * noise
+        img = self.colors[label] * (0.5 + 0.4 * wave.unsqueeze(0)) + 0.15 * noise
         return img.clamp(-1, 1), label
 
 

@@ -74,8 +74,7 @@ def frechet_distance(a: np.ndarray, b: np.ndarray) -> float:
 
     mu1, mu2 = a.mean(0), b.mean(0)
     s1, s2 = np.cov(a, rowvar=False), np.cov(b, rowvar=False)
-    covmean, _ = linalg.sqrtm(s1 @ s2, disp=False)
-    covmean = covmean.real
+    covmean = np.real(linalg.sqrtm(s1 @ s2))
     return float(((mu1 - mu2) ** 2).sum() + np.trace(s1) + np.trace(s2) - 2 * np.trace(covmean))
 
 

@@ -340,12 +340,16 @@ def train(c: dict[str, Any], run_dir: Path, experiment: str) -> Outcome:
     """Run (or resume) one training job in `run_dir`; returns how it ended."""
     stop = _StopRequest()
     stop.install()  # before the (possibly slow) set-up: a signal then still ends cleanly
-    run_dir.mkdir(parents=True, exist_ok=True)
-    trainer = Trainer(c, run_dir, experiment)
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        trainer = Trainer(c, run_dir, experiment)
+        found = ckpt.load_latest(run_dir)
+        if found is not None:
+            trainer.restore(*found)
+    except BaseException:
+        stop.uninstall()
+        raise
     world = trainer.world
-    found = ckpt.load_latest(run_dir)
-    if found is not None:
-        trainer.restore(*found)
     log = TrainLog(run_dir, enabled=world.main)
     max_iters, log_every = c["train.max_iters"], c["train.log_every"]
     progress = _Progress(c["runtime.progress"], max_iters, trainer.iteration, world.main)
