@@ -112,7 +112,7 @@ def should_run(bare: Path, old: str, new: str, ref: str, branch: str) -> str | N
     return None
 
 
-def _bench(work: Path, *args: str, out: TextIO) -> None:
+def _bench(work: Path, *args: str, out: TextIO, ok: tuple[int, ...] = (0,)) -> int:
     """`python -m bench ARGS` in the pushed checkout, so the pushed code is what runs."""
     print(f"$ bench {' '.join(args)}", file=out, flush=True)
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
@@ -120,8 +120,9 @@ def _bench(work: Path, *args: str, out: TextIO) -> None:
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     out.write(proc.stdout)
     out.flush()
-    if proc.returncode != 0:
+    if proc.returncode not in ok:
         raise AtlasError(f"`bench {' '.join(args)}` failed with exit code {proc.returncode} (output above)")
+    return proc.returncode
 
 
 def checkout_at(source: Path, sha: str, branch: str | None, out: TextIO) -> Path:
@@ -141,13 +142,19 @@ def checkout_at(source: Path, sha: str, branch: str | None, out: TextIO) -> Path
 
 
 def run_envs(work: Path, envs: tuple[str, ...], experiment: str, overrides: tuple[str, ...], results: Path,
-             out: TextIO) -> None:
-    """`bench run` on each environment inside the checkout `work`, records into `results`."""
+             out: TextIO) -> bool:
+    """`bench run` on each environment inside the checkout `work`, records into `results`.
+
+    False when a run did not complete (`bench run` exit 1): its record is collected all
+    the same and belongs in the report. Any other failure raises.
+    """
+    all_ok = True
     for env in envs:
         args = ["run", "--env", env, "--experiment", experiment, "--results", str(Path(results).resolve())]
         for item in overrides:
             args += ["--set", item]
-        _bench(work, *args, out=out)
+        all_ok &= _bench(work, *args, out=out, ok=(0, 1)) == 0
+    return all_ok
 
 
 def job_start_time(results: Path) -> float | None:
@@ -174,9 +181,10 @@ def received(bare: Path, old: str, new: str, ref: str, pushed_at: float, setting
         print(f"atlas: not running {new[:12]}: {why_not}", file=out)
         return 0
     work = checkout_at(bare, new, settings.branch, out)
+    failed = True
     try:
         submitted_at = time.time()
-        run_envs(work, settings.envs, settings.experiment, settings.overrides, work / "results", out)
+        completed = run_envs(work, settings.envs, settings.experiment, settings.overrides, work / "results", out)
         started = job_start_time(work / "results")
         if started is not None:
             print(f"atlas: time from push to job start: {started - pushed_at:.2f} s "
@@ -188,10 +196,13 @@ def received(bare: Path, old: str, new: str, ref: str, pushed_at: float, setting
         _bench(work, "publish", "--branch", settings.branch, "-m", f"reports: {new[:12]} on {', '.join(settings.envs)}",
                out=out)
         print(f"atlas: report for {new[:12]} published to {bare}", file=out)
-        return 0
+        failed = False
+        if not completed:
+            print("atlas: a run did not complete; its record is in the published report", file=out)
+        return 0 if completed else 1
     finally:
-        if keep:
-            print(f"atlas: checkout kept at {work}", file=out)
+        if keep or failed:
+            print(f"atlas: checkout and run records kept at {work}", file=out)
         else:
             shutil.rmtree(work, ignore_errors=True)
 
@@ -257,7 +268,8 @@ def pr_run(repo: Path, pr: int, base_ref: str, envs: tuple[str, ...], experiment
     for sha in dict.fromkeys([head, base]):
         work = checkout_at(repo, sha, None, out)
         try:
-            run_envs(work, envs, experiment, overrides, results, out)
+            if not run_envs(work, envs, experiment, overrides, results, out):
+                print(f"atlas: a run of {sha[:12]} did not complete; its record is compared all the same", file=out)
         finally:
             shutil.rmtree(work, ignore_errors=True)
     out_dir = Path(out_dir)

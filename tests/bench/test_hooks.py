@@ -210,3 +210,25 @@ def test_pr_run_measures_head_and_merge_base_and_writes_the_comment(tmp_path: Pa
     runs = sorted((tmp_path / "results" / "local").iterdir())
     shas = {json.loads((r / "run.json").read_text())["git"]["sha"] for r in runs}
     assert shas == {head, base}  # each commit's own code ran
+
+
+@pytest.mark.skipif(not (ROOT / "workflows/biggan/__main__.py").is_file()
+                    or not (ROOT / "bench/commands/run.py").is_file(),
+                    reason="needs the workload and `bench run`")
+def test_a_failed_run_is_still_reported_and_published(tmp_path: Path):
+    bare = bare_repo(tmp_path)
+    # a setting the workload rejects: the job exits 2 at once, its record is collected
+    p = bench_hooks("install", str(bare), "--foreground", "--set", "train.no_such_key=1")
+    assert p.returncode == 0, p.stderr
+    work = tmp_path / "dev"
+    git(tmp_path, "clone", "--quiet", str(bare), str(work))
+    _project_snapshot(work)
+    git(work, "add", "--all")
+    git(work, "commit", "--quiet", "-m", "the project")
+    push = subprocess.run(["git", "push", "origin", "HEAD:main"], cwd=work, env=ENV, capture_output=True,
+                          text=True, timeout=900)
+    out = push.stdout + push.stderr
+    assert push.returncode == 0, out
+    assert "did not complete" in out and "published" in out, out
+    subjects = git(bare, "log", "--format=%s", "main").splitlines()
+    assert len(subjects) == 2 and subjects[0].endswith("[skip ci]")
