@@ -7,6 +7,10 @@ commands: clone the bare repository at the pushed sha into a scratch folder, `be
 each local environment there (the pushed code runs, not the installed one), `bench
 report`, and `bench publish` the report back to the bare repository. It prints the time
 from the push reaching the repository to the job's start.
+
+The CI workflows use the same pieces: `pr_run` (a PR's head and its merge-base, run one
+after the other in scratch checkouts) and `deploy` (submit one run of a commit to a
+remote environment and return).
 """
 from __future__ import annotations
 
