@@ -267,7 +267,7 @@ class SlurmTarget(Target):
         return self._status_from(run_id, self._run("status.yml", {"atlas_run_id": run_id}))
 
     def list_runs(self, commit: str | None = None) -> list[RunStatus]:
-        runs: list[RunStatus] = []
+        run_ids: list[str] = []
         for path in sorted(self.state_dir.glob("*.json")):
             try:
                 entry = json.loads(path.read_text())
@@ -275,8 +275,13 @@ class SlurmTarget(Target):
                 continue
             if commit and not str(entry.get("commit", "")).startswith(commit):
                 continue
-            runs.append(self.status(str(entry["run_id"])))
-        return runs
+            run_ids.append(str(entry["run_id"]))
+        if not run_ids:
+            return []
+        stats = self._run("list.yml", {"atlas_run_ids": run_ids})  # one Ansible pass for all
+        runs, details, tails = stats.get("runs") or {}, stats.get("details") or {}, stats.get("log_tails") or {}
+        return [self._status_from(r, {"jobs": runs.get(r) or [], "detail": details.get(r, ""),
+                                      "log_tail": tails.get(r, "")}) for r in run_ids]
 
     def wait(self, run_id: str, timeout_s: float, poll_s: float = 5.0) -> RunStatus:
         """Poll `status` until the run has finished or `timeout_s` passed (then AtlasError)."""
