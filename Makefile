@@ -5,12 +5,13 @@ PY     := $(VENV)/bin/python
 EXTRAS := torch,train,slurm,openshift,github,dev
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 
-.PHONY: setup demo test bench-train clean help
+.PHONY: setup demo test bench-train clean help slurm-up slurm-down
 
 help:
 	@echo "make demo   - set up .venv and run the main job on the local environments"
 	@echo "make test   - set up .venv and run the whole test suite"
 	@echo "make bench-train ARGS='--experiment cifar' - training throughput benchmark (JSON)"
+	@echo "make slurm-up / slurm-down - start / stop the local single-node Slurm (env local-slurm; root)"
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -47,19 +48,12 @@ moc-render:
 
 # GitOps: steps the GitHub workflows run (see .github/workflows/README.md). Secrets come in
 # through environment variables and are written to files only, never echoed.
-.PHONY: lint-workflows lint-ansible ci-kubeconfig ci-ssh report-collected
+.PHONY: lint-workflows lint-ansible ci-kubeconfig ci-ssh
 KUBECONFIG_OUT ?= $(HOME)/.kube/config
-RESULTS        ?= results
-REPORTS        ?= reports
 SATORI_HOST    ?= satori-login-001.mit.edu
 
 lint-workflows: setup
 	$(VENV)/bin/actionlint
-
-# A scheduled collection that found no finished run has nothing to report: not an error.
-report-collected: setup
-	@if ls $(RESULTS)/*/*/run.json >/dev/null 2>&1; then $(VENV)/bin/bench report --results $(RESULTS) --out $(REPORTS); \
-	else echo "report-collected: no finished run in $(RESULTS)/, no report written"; fi
 
 lint-ansible: setup
 	$(VENV)/bin/ansible-lint --offline --nocolor ansible/
@@ -86,3 +80,11 @@ ci-ssh:
 	    "Host $(SATORI_HOST)" "  User $$SATORI_USER" "  IdentityFile $(HOME)/.ssh/atlas_satori" '  IdentitiesOnly yes' \
 	    '  StrictHostKeyChecking yes' "  UserKnownHostsFile $(HOME)/.ssh/atlas_known_hosts" >> "$(HOME)/.ssh/config"; fi
 	@echo "ci-ssh: key and pinned host key for $(SATORI_HOST) written under $(HOME)/.ssh"
+
+# The local single-node Slurm behind env local-slurm (installs Debian's packages if
+# missing; needs root). State, config and logs live in .slurm/.
+slurm-up:
+	scripts/local-slurm.sh up
+
+slurm-down:
+	scripts/local-slurm.sh down

@@ -28,6 +28,7 @@ from typing import TextIO
 
 from bench.errors import AtlasError, ConfigError
 from bench.publish import SKIP_CI
+from bench.envs import Environment
 from bench.targets.base import RunStatus
 
 HOOK_MARKER = "# atlas-bench post-receive hook"
@@ -212,7 +213,7 @@ def received(bare: Path, old: str, new: str, ref: str, pushed_at: float, setting
 
 
 
-def deploy(env: str, experiment: str, commit: str, overrides: tuple[str, ...] = ()) -> RunStatus:
+def deploy(env: str | Environment, experiment: str, commit: str, overrides: tuple[str, ...] = ()) -> RunStatus:
     """Submit one run of `commit` to `env` and return at once (the push-to-deploy step of CI).
 
     The target does the environment's own work (OpenShift: the build of that commit, then
@@ -227,7 +228,7 @@ def deploy(env: str, experiment: str, commit: str, overrides: tuple[str, ...] = 
     target = target_for(env)
     reason = target.available()
     if reason:
-        raise AtlasError(f"environment {env} cannot be used from here: {reason}")
+        raise AtlasError(f"environment {target.env.name} cannot be used from here: {reason}")
     job = JobSpec(run_id=new_run_id(commit), experiment=experiment, commit=commit, overrides=tuple(overrides))
     return target.submit(job)
 
@@ -284,3 +285,63 @@ def pr_run(repo: Path, pr: int, base_ref: str, envs: tuple[str, ...], experiment
     print(f"atlas: PR #{pr}: {head[:12]} vs merge-base {base[:12]} on {', '.join(envs)}: {out_dir / COMMENT_MD}",
           file=out)
     return out_dir / COMMENT_MD
+
+
+# -- scheduled collection: only what no report has yet -------------------------------------
+
+def reported_runs(reports: Path) -> set[tuple[str, str]]:
+    """(env, run_id) of every run some report already covers (its `runs.csv`)."""
+    import csv
+
+    seen: set[tuple[str, str]] = set()
+    for table in Path(reports).glob("*/runs.csv"):
+        try:
+            with table.open(newline="") as f:
+                for row in csv.DictReader(f):
+                    if row.get("env") and row.get("run_id"):
+                        seen.add((row["env"], row["run_id"]))
+        except (OSError, csv.Error):
+            continue
+    return seen
+
+
+def collect_unreported(env: str | Environment, results: Path, reports: Path,
+                       out: TextIO = sys.stdout) -> list[str]:
+    """Collect the finished runs of every commit that has a finished run no report covers.
+
+    A commit's report is written from all its runs, so when one run is new, every
+    finished run of that commit is collected again; commits fully reported are skipped.
+    Returns those commits.
+    """
+    from bench.runner import collect_run
+    from bench.targets import target_for
+
+    target = target_for(env)
+    name = target.env.name
+    reason = target.available()
+    if reason:
+        raise AtlasError(f"environment {name} cannot be used from here: {reason}")
+    done = reported_runs(reports)
+    finished = [st for st in target.list_runs() if st.state.finished]
+    fresh = {st.commit for st in finished if (name, st.run_id) not in done}
+    for st in finished:
+        if st.commit in fresh:
+            collect_run(target, st.run_id, results, out)
+    print(f"{name}: {len(finished)} finished run(s), {len(fresh)} commit(s) with runs not reported yet", file=out)
+    return sorted(c or "unknown" for c in fresh)
+
+
+def report_commits(results: Path, reports: Path, out: TextIO = sys.stdout) -> list[Path]:
+    """`bench report` for every commit in the results tree (what `collect_unreported` gathered)."""
+    from bench.records import find_runs
+    from bench.report import write_report
+
+    shas = sorted({r.git_sha for r in find_runs(results) if r.git_sha})
+    written = []
+    for sha in shas:
+        result = write_report(results, reports, commit=sha)
+        print(f"report: {result.readme}", file=out)
+        written.append(result.readme)
+    if not shas:
+        print(f"no collected run with a commit in {results}: no report written", file=out)
+    return written

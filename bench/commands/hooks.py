@@ -13,6 +13,10 @@ head and its merge-base on the environments named by `bench:<env>` labels (defau
 local), one after the other on this machine, and writes `comment.md` + `pr.json` for
 `bench comment --artifact`.
 
+`bench hooks collect-new --env ENV` and `bench hooks report-new` are the scheduled
+collection of CI: collect the finished runs of every commit that a report in reports/
+does not cover yet, then write one report per such commit.
+
 `bench hooks deploy --env ENV --commit SHA` is the push-to-deploy step of CI for one
 remote environment: it submits one run of that commit and returns without waiting for
 training (`bench collect` fetches the record later).
@@ -67,6 +71,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     pr.add_argument("--out", type=Path, default=Path("results/pr"),
                     help="folder for comment.md and pr.json (default: results/pr)")
     pr.add_argument("--report-url", default=None, help="link to the full report, put in the comment")
+    col = sub.add_parser("collect-new", help="collect finished runs of commits no report covers yet (CI collect)")
+    col.add_argument("--env", dest="envs", action="append", required=True, metavar="NAME",
+                     help="environment, repeatable")
+    col.add_argument("--results", type=Path, default=Path("results"), help="results tree (default: results/)")
+    col.add_argument("--reports", type=Path, default=Path("reports"),
+                     help="reports folder whose runs.csv files say what is reported (default: reports/)")
+    rep = sub.add_parser("report-new", help="write a report for every commit in the results tree (CI collect)")
+    rep.add_argument("--results", type=Path, default=Path("results"), help="results tree (default: results/)")
+    rep.add_argument("--reports", type=Path, default=Path("reports"), help="reports folder (default: reports/)")
     dep = sub.add_parser("deploy", help="submit one run of a commit to an environment and return at once (CI deploy)")
     dep.add_argument("--env", required=True, help="environment (clusters/<env>/)")
     dep.add_argument("--commit", required=True, metavar="SHA", help="the commit to run (the pushed sha)")
@@ -89,6 +102,13 @@ def run(args: argparse.Namespace) -> int:
         envs = tuple(args.envs) if args.envs else hooks.envs_from_labels(args.labels_json)
         hooks.pr_run(Path("."), args.pr, args.base, envs, args.experiment, args.results, args.out,
                      tuple(args.overrides), args.report_url)
+        return 0
+    if args.hooks_command == "collect-new":
+        for env in args.envs:
+            hooks.collect_unreported(env, args.results, args.reports)
+        return 0
+    if args.hooks_command == "report-new":
+        hooks.report_commits(args.results, args.reports)
         return 0
     if args.hooks_command == "deploy":
         st = hooks.deploy(args.env, args.experiment, args.commit, tuple(args.overrides))

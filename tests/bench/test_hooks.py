@@ -232,3 +232,40 @@ def test_a_failed_run_is_still_reported_and_published(tmp_path: Path):
     assert "did not complete" in out and "published" in out, out
     subjects = git(bare, "log", "--format=%s", "main").splitlines()
     assert len(subjects) == 2 and subjects[0].endswith("[skip ci]")
+
+
+def test_report_commits_writes_one_report_per_commit(tmp_path: Path):
+    from bench.hooks import report_commits, reported_runs
+    from bench.synthetic import RunSpec, write_run
+
+    for i, sha in enumerate(["a" * 40, "b" * 40]):
+        write_run(tmp_path / "results", RunSpec(env="local", run_id=f"r{i}", sha=sha, start=1_790_000_000 + i * 86400))
+    written = report_commits(tmp_path / "results", tmp_path / "reports")
+    assert len(written) == 2 and all(p.is_file() for p in written)
+    assert reported_runs(tmp_path / "reports") == {("local", "r0"), ("local", "r1")}
+    assert report_commits(tmp_path / "empty", tmp_path / "reports") == []
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not (ROOT / "workflows/biggan/__main__.py").is_file(), reason="needs the workload")
+def test_collect_new_skips_commits_already_reported(tmp_path: Path):
+    from bench.envs import Environment, load_env
+    from bench.hooks import collect_unreported, deploy, report_commits
+    from bench.targets import target_for
+
+    local = load_env("local")
+    env = Environment(name="local", kind="local", folder=local.folder,
+                      settings={**local.settings, "runs_dir": str(tmp_path / "runs")})
+    sha = git(ROOT, "rev-parse", "HEAD").strip()
+    st = deploy(env, "smoke", sha, SHORT)
+    target = target_for(env)
+    deadline = time.monotonic() + 600
+    while not target.status(st.run_id).state.finished and time.monotonic() < deadline:
+        time.sleep(1)
+    reports = tmp_path / "reports"
+    assert collect_unreported(env, tmp_path / "results", reports) == [sha]
+    assert (tmp_path / "results" / "local" / st.run_id / "run.json").is_file()
+    assert len(report_commits(tmp_path / "results", reports)) == 1
+    # next scheduled collection, fresh results tree: nothing new, nothing collected
+    assert collect_unreported(env, tmp_path / "results2", reports) == []
+    assert not (tmp_path / "results2").exists()

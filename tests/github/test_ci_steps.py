@@ -56,15 +56,3 @@ def test_ci_ssh_pins_the_host_key_and_keeps_the_key_private(tmp_path: Path):
     p = make("ci-ssh", f"HOME={tmp_path / 'other'}", env={"SATORI_SSH_KEY": KEY, "SATORI_USER": "u"})
     assert p.returncode != 0 and "SATORI_KNOWN_HOSTS" in p.stderr
 
-
-def test_report_collected_skips_an_empty_collection_and_reports_a_full_one(tmp_path: Path):
-    from bench.synthetic import RunSpec, write_run
-
-    p = make("report-collected", f"RESULTS={tmp_path / 'results'}", f"REPORTS={tmp_path / 'reports'}", env={})
-    assert p.returncode == 0, p.stderr
-    assert "no finished run" in p.stdout and not (tmp_path / "reports").exists()
-    write_run(tmp_path / "results", RunSpec(env="local", run_id="r1"))
-    p = make("report-collected", f"RESULTS={tmp_path / 'results'}", f"REPORTS={tmp_path / 'reports'}", env={})
-    assert p.returncode == 0, p.stdout + p.stderr
-    assert (tmp_path / "reports" / "README.md").is_file()
-    assert list((tmp_path / "reports").glob("*/README.md"))
