@@ -35,9 +35,10 @@ ENV PATH=${APP_ROOT}/venv/bin:${PATH}
 
 WORKDIR ${APP_ROOT}
 # Dependencies first (this layer is reused while only code changes) ...
-# Empty package folders stand in for the code so the editable install can resolve.
-COPY pyproject.toml README.md ./
-RUN mkdir -p bench workflows && touch bench/__init__.py workflows/__init__.py
+# Empty package folders (and README, which pyproject names) stand in for the code so
+# the editable install resolves; editing them then does not reinstall dependencies.
+COPY pyproject.toml ./
+RUN mkdir -p bench workflows && touch README.md bench/__init__.py workflows/__init__.py
 # A venv that sees the base image's site-packages: the base's CUDA torch stays as it
 # is, and torch from the `torch` extra is installed only where the base has none.
 RUN python3 -m venv --system-site-packages ${APP_ROOT}/venv \
@@ -49,6 +50,7 @@ RUN python3 -m venv --system-site-packages ${APP_ROOT}/venv \
     fi
 
 # ... then the code, copied in at build time (no git clone when the job starts).
+COPY README.md ./
 COPY bench bench
 COPY workflows workflows
 COPY clusters clusters

@@ -26,9 +26,16 @@ fi
 if [ -n "${WHEELS:-}" ] && [ -d "$WHEELS" ]; then
     set -- "$@" -v "$WHEELS:/opt/wheels:ro" --build-arg "PIP_EXTRA_ARGS=--find-links /opt/wheels"
 fi
+previous=$(podman image inspect --format '{{.Id}}' "$IMAGE" 2>/dev/null || true)
 commit=$(git rev-parse HEAD 2>/dev/null || echo "")
 dirty=0
 [ -n "$commit" ] && [ -n "$(git status --porcelain -- Dockerfile bench workflows clusters pyproject.toml 2>/dev/null)" ] && dirty=1
 podman build --format docker --label "atlas.commit=$commit" --label "atlas.dirty=$dirty" \
     --build-arg "ATLAS_GIT_SHA=$commit" --build-arg "ATLAS_GIT_DIRTY=$dirty" "$@" -t "$IMAGE" -f Dockerfile .
-echo "podman-image.sh: built $IMAGE ($(podman image inspect --format '{{.Id}}' "$IMAGE"))"
+current=$(podman image inspect --format '{{.Id}}' "$IMAGE")
+# The image this tag pointed at before is now untagged: remove it unless something uses it.
+if [ -n "$previous" ] && [ "$previous" != "$current" ] \
+   && [ -z "$(podman image inspect --format '{{.RepoTags}}' "$previous" 2>/dev/null | tr -d '[]')" ]; then
+    podman image rm "$previous" >/dev/null 2>&1 || true
+fi
+echo "podman-image.sh: built $IMAGE ($current)"

@@ -138,8 +138,12 @@ class ContainerTarget(Target):
         return None
 
     # -- the interface -------------------------------------------------------------------
-    def run_command(self, job: JobSpec, run_dir: Path, digest: str, commit: str) -> list[str]:
-        """The `podman run` line: the Job's limits, OpenShift's UID, the record mounted."""
+    def run_command(self, job: JobSpec, run_dir: Path, digest: str, commit: str, dirty: str = "") -> list[str]:
+        """The `podman run` line: the Job's limits, OpenShift's UID, the record mounted.
+
+        `commit`/`dirty` describe the code inside the image (its labels), which is what
+        run.json must record, even when the image is older than the checkout.
+        """
         s = self.env.settings
         mount = f"{str(s.get('results_mount', '/results')).rstrip('/')}/{job.run_id}"
         memory = memory_quantity(s["limits"]["memory"])
@@ -147,8 +151,10 @@ class ContainerTarget(Target):
                "ATLAS_RUN_ID": job.run_id, "ATLAS_SUBMIT_TIME": repr(time.time()),
                "ATLAS_IMAGE_REF": self.image, "ATLAS_IMAGE_DIGEST": digest,
                "ATLAS_JOB_ID": self.container_name(job.run_id)}
-        if job.commit:
-            env["ATLAS_GIT_SHA"] = job.commit
+        if commit:
+            env["ATLAS_GIT_SHA"] = commit
+        if dirty in ("0", "1"):
+            env["ATLAS_GIT_DIRTY"] = dirty
         cmd = ["run", "--detach", "--name", self.container_name(job.run_id),
                "--user", str(s.get("user", "1000680000:0")),
                "--cpus", str(cpu_quantity(s["limits"]["cpu"])),
@@ -176,8 +182,9 @@ class ContainerTarget(Target):
         os.chmod(run_dir, 0o775 if os.geteuid() == 0 else 0o777)
         inspect = json.loads(self._podman("image", "inspect", self.image).stdout)[0]
         digest = inspect.get("Digest") or f"sha256:{inspect.get('Id', '')}"
-        commit = job.commit or (inspect.get("Labels") or {}).get("atlas.commit", "")
-        command = self.run_command(job, run_dir, digest, commit)
+        labels = inspect.get("Labels") or {}
+        commit = labels.get("atlas.commit") or job.commit
+        command = self.run_command(job, run_dir, digest, commit, str(labels.get("atlas.dirty", "")))
         submit_time = time.time()
         container_id = self._podman(*command).stdout.strip()
         (run_dir / SUBMIT_JSON).write_text(json.dumps({
@@ -185,7 +192,10 @@ class ContainerTarget(Target):
             "submit_time": submit_time, "commit": job.commit, "experiment": job.experiment,
             "overrides": list(job.overrides), "image": self.image, "digest": digest,
             "command": [self.podman, *command]}, indent=2) + "\n")
-        return RunStatus(job.run_id, RunState.PENDING, "container started", container_id[:12], job.commit)
+        detail = "container started"
+        if job.commit and commit and not commit.startswith(job.commit) and not job.commit.startswith(commit):
+            detail += f"; the image holds commit {commit[:12]}, not {job.commit[:12]}: rebuild it with `make image`"
+        return RunStatus(job.run_id, RunState.PENDING, detail, container_id[:12], job.commit)
 
     def _inspect(self, run_id: str) -> dict[str, Any] | None:
         proc = self._podman("container", "inspect", self.container_name(run_id), check=False)

@@ -135,7 +135,7 @@ def test_smoke_run_through_the_container_target(image, tmp_path):
     assert target.available() is None
     job = JobSpec(new_run_id("0" * 40), "smoke", "0" * 40,
                   ("train.max_iters=4", "train.log_every=2", "train.checkpoint_every=2", "train.ema_start=2"))
-    status = target.submit(job)
+    status = status_at_submit = target.submit(job)
     assert status.state is RunState.PENDING
     deadline = time.time() + 480
     while not (status := target.status(job.run_id)).state.finished:
@@ -147,7 +147,11 @@ def test_smoke_run_through_the_container_target(image, tmp_path):
     record = json.loads((dest / "run.json").read_text())
     assert record["exit"]["status"] == "success" and record["exit"]["code"] == 0
     assert record["image"]["ref"] == image and record["image"]["digest"].startswith("sha256:")
-    assert record["git"]["sha"] == "0" * 40
+    # run.json records the code inside the image (its label), not what bench was asked for.
+    label = subprocess.run(["podman", "image", "inspect", "--format", '{{index .Labels "atlas.commit"}}', image],
+                           capture_output=True, text=True).stdout.strip()
+    assert record["git"]["sha"] == label and label
+    assert "rebuild it with `make image`" in status_at_submit.detail
     cgroup = record["hardware"]["cgroup"]
     assert cgroup["memory_limit_bytes"] == 6 * 2**30 and cgroup["cpu_limit_cores"] == 2.0
     sched = record["scheduler"]
