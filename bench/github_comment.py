@@ -197,6 +197,9 @@ def render_pr_body(results: Path, head: str, base: str, envs: list[str] | None =
         else "No regression found (each environment is compared with its own merge-base runs only)."
     lines.insert(2, head_line)
     lines.insert(3, "")
+    custom = ", ".join(f"{k} {v:.0%}" for k, v in sorted((thresholds or {}).items()))
+    lines.append(f"A regression is a change past the threshold (5 %{'; ' + custom if custom else ''}) that is also "
+                 "significant (Mann-Whitney U with >= 3 runs a side, else a bootstrap interval excluding zero).")
     if report_url:
-        lines.append(f"Full report, charts and run records: {report_url}")
+        lines += ["", f"Full report, charts and run records: {report_url}"]
     return "\n".join(lines).rstrip() + "\n"

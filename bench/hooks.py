@@ -254,7 +254,7 @@ def envs_from_labels(labels_json: str, default: tuple[str, ...] = DEFAULT_ENVS) 
 
 def pr_run(repo: Path, pr: int, base_ref: str, envs: tuple[str, ...], experiment: str, results: Path,
            out_dir: Path, overrides: tuple[str, ...] = (), report_url: str | None = None,
-           out: TextIO = sys.stdout) -> Path:
+           thresholds: dict[str, float] | None = None, out: TextIO = sys.stdout) -> Path:
     """Run the PR's head and its merge-base on `envs`, write the comment and `pr.json` to `out_dir`.
 
     Both commits run here, one after the other, so each environment is judged against its
@@ -279,7 +279,8 @@ def pr_run(repo: Path, pr: int, base_ref: str, envs: tuple[str, ...], experiment
             shutil.rmtree(work, ignore_errors=True)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / COMMENT_MD).write_text(render_pr_body(results, head, base, list(envs), report_url=report_url))
+    (out_dir / COMMENT_MD).write_text(render_pr_body(results, head, base, list(envs), thresholds,
+                                                          report_url=report_url))
     (out_dir / PR_JSON).write_text(json.dumps({"pr": pr, "head_sha": head, "base_sha": base,
                                                "envs": list(envs), "experiment": experiment}, indent=2) + "\n")
     print(f"atlas: PR #{pr}: {head[:12]} vs merge-base {base[:12]} on {', '.join(envs)}: {out_dir / COMMENT_MD}",

@@ -71,6 +71,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     pr.add_argument("--out", type=Path, default=Path("results/pr"),
                     help="folder for comment.md and pr.json (default: results/pr)")
     pr.add_argument("--report-url", default=None, help="link to the full report, put in the comment")
+    pr.add_argument("--threshold", action="append", default=[], metavar="METRIC=VALUE",
+                    help="regression threshold for one metric, e.g. images_per_s=10%% (default 5%%)")
     col = sub.add_parser("collect-new", help="collect finished runs of commits no report covers yet (CI collect)")
     col.add_argument("--env", dest="envs", action="append", required=True, metavar="NAME",
                      help="environment, repeatable")
@@ -100,8 +102,10 @@ def run(args: argparse.Namespace) -> int:
 
     if args.hooks_command == "pr-run":
         envs = tuple(args.envs) if args.envs else hooks.envs_from_labels(args.labels_json)
+        from bench.regression import parse_thresholds
+
         hooks.pr_run(Path("."), args.pr, args.base, envs, args.experiment, args.results, args.out,
-                     tuple(args.overrides), args.report_url)
+                     tuple(args.overrides), args.report_url, parse_thresholds(args.threshold))
         return 0
     if args.hooks_command == "collect-new":
         for env in args.envs:

@@ -36,6 +36,15 @@ def test_regression_on_one_env_is_flagged_and_envs_are_not_mixed(tmp_path: Path)
     assert "unchanged" in ips_slurm and "regression" not in ips_slurm
     assert "1 regression(s)" in body or "regression(s)" in body.splitlines()[2]
     assert body.rstrip().endswith("https://example.org/run/1")
+    assert "threshold (5 %)" in body
+
+
+def test_per_metric_threshold_changes_the_verdict_and_is_shown(tmp_path: Path):
+    runs(tmp_path, "local", BASE, [100, 101, 99], 1_790_000_000)
+    runs(tmp_path, "local", HEAD, [80, 81, 79], 1_790_001_000)
+    body = render_pr_body(tmp_path, HEAD, BASE, thresholds={"images_per_s": 0.25})
+    ips = next(line for line in body.splitlines() if line.startswith("| images/s"))
+    assert "unchanged" in ips and "images_per_s 25%" in body
 
 
 def test_missing_baseline_is_said_plainly(tmp_path: Path):

@@ -195,7 +195,8 @@ def test_pr_run_measures_head_and_merge_base_and_writes_the_comment(tmp_path: Pa
     head = git(repo, "rev-parse", "HEAD").strip()
     args = [sys.executable, "-m", "bench", "hooks", "pr-run", "--pr", "12", "--base", "main",
             "--labels-json", '["bench:local"]', "--results", str(tmp_path / "results"),
-            "--out", str(tmp_path / "pr"), "--report-url", "https://example.org/runs/1"]
+            "--out", str(tmp_path / "pr"), "--report-url", "https://example.org/runs/1",
+            "--threshold", "images_per_s=50%"]
     for item in SHORT:
         args += ["--set", item]
     p = subprocess.run(args, cwd=repo, env=ENV, capture_output=True, text=True, timeout=900)
@@ -206,6 +207,7 @@ def test_pr_run_measures_head_and_merge_base_and_writes_the_comment(tmp_path: Pa
     assert f"`{head[:12]}` vs merge-base `{base[:12]}`" in body
     assert "### local" in body and "1 run(s) of the PR, 1 of the merge-base" in body
     assert "| images/s" in body
+    assert "images_per_s 50%" in body  # the threshold reached the verdicts
     assert body.rstrip().endswith("https://example.org/runs/1")
     runs = sorted((tmp_path / "results" / "local").iterdir())
     shas = {json.loads((r / "run.json").read_text())["git"]["sha"] for r in runs}
