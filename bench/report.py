@@ -20,6 +20,7 @@ from bench.advisor import advise
 from bench.compare import (HEADLINE, METRIC_BY_KEY, CompareResult, compare_runs, env_cost_config, fmt,
                            pairs_table, runs_table, summary_table, verdicts)
 from bench.errors import AtlasError
+from bench.metrics import RunMetrics, run_metrics
 from bench.records import RunData, find_runs
 from bench.stats import BOOTSTRAP_RESAMPLES, median
 
@@ -111,17 +112,16 @@ def _provenance(runs: list[RunData], envs: list[str]) -> list[tuple[str, list[st
     return [(label, [distinct(env, get) for env in envs]) for label, get in rows]
 
 
-def _history(all_runs: list[RunData], envs: list[str], allow_different: bool) -> list[tuple[str, int, str, float]]:
+def _history(all_runs: list[RunData], envs: list[str], known: dict[tuple[str, str], RunMetrics]
+             ) -> list[tuple[str, int, str, float]]:
     """(env, position, short sha, median images/s) for every commit with rated runs."""
-    from bench.metrics import run_metrics
-
     first_seen: dict[str, float] = {}
     by_key: dict[tuple[str, str], list[float]] = {}
     for r in all_runs:
         if r.env not in envs or not r.git_sha:
             continue
         first_seen[r.git_sha] = min(first_seen.get(r.git_sha, float("inf")), r.start_time or 0.0)
-        m = run_metrics(r, None)
+        m = known.get((r.env, r.run_id)) or run_metrics(r, None)
         if m.images_per_s is not None:
             by_key.setdefault((r.env, r.git_sha), []).append(m.images_per_s)
     order = {sha: i for i, sha in enumerate(sorted(first_seen, key=lambda s: (first_seen[s], s)))}
@@ -175,7 +175,8 @@ def write_report(results: Path, out: Path, commit: str | None = None, envs: list
                            folder / "summary.png"):
         chart_list.append({"title": "Summary: median per environment, whiskers min–max", "file": "summary.png",
                            "note": "Median per environment; whiskers span the fastest to the slowest run."})
-    if charts.history_chart(_history(all_runs, result.envs, allow_different), folder / "history.png"):
+    known = {(m.env, m.run_id): m for m in result.runs}
+    if charts.history_chart(_history(all_runs, result.envs, known), folder / "history.png"):
         chart_list.append({"title": "History of images/s across commits", "file": "history.png", "note": ""})
 
     problems = [(f"{r.env}/{r.run_id}", r.problems) for r in sorted(runs, key=lambda r: (r.env, r.run_id)) if r.problems]

@@ -17,9 +17,17 @@ import numpy as np
 class TrainLog:
     events: list[dict[str, Any]] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    _by_kind: dict[str, list[dict[str, Any]]] | None = field(default=None, repr=False, compare=False)
+    _segments: list[Any] | None = field(default=None, repr=False, compare=False)
 
     def of(self, kind: str) -> list[dict[str, Any]]:
-        return [e for e in self.events if e.get("event") == kind]
+        """Events of one kind (indexed once: a 48-hour log has 10^5 events)."""
+        if self._by_kind is None:
+            index: dict[str, list[dict[str, Any]]] = {}
+            for e in self.events:
+                index.setdefault(e["event"], []).append(e)
+            self._by_kind = index
+        return self._by_kind.get(kind, [])
 
 
 def read_train_log(path: Path) -> TrainLog:
@@ -40,16 +48,28 @@ def read_train_log(path: Path) -> TrainLog:
     truncated = lines[-1] != b""
     if not truncated:
         lines = lines[:-1]
+    if truncated:
+        log.problems.append(f"{Path(path).name}: last line ({len(lines)}) is incomplete (job killed while writing?); ignored")
+        lines = lines[:-1]
+    # Fast path: one parse of the whole file as a JSON array (a 48-hour log has 10^5
+    # lines); any bad line sends us to the line-by-line path, which names it.
+    parsed: list[Any] | None = None
+    try:
+        parsed = json.loads(b"[" + b",".join(lines) + b"]") if lines else []
+        if len(parsed) != len(lines):
+            parsed = None
+    except (ValueError, UnicodeDecodeError):
+        parsed = None
     bad = 0
     first_bad = None
     for number, raw in enumerate(lines, 1):
-        if truncated and number == len(lines):
-            log.problems.append(f"{Path(path).name}: last line ({number}) is incomplete (job killed while writing?); ignored")
-            break
-        try:
-            event = json.loads(raw)
-        except (ValueError, UnicodeDecodeError):
-            event = None
+        if parsed is not None:
+            event = parsed[number - 1]
+        else:
+            try:
+                event = json.loads(raw)
+            except (ValueError, UnicodeDecodeError):
+                event = None
         if not isinstance(event, dict) or not isinstance(event.get("event"), str) \
                 or not isinstance(event.get("time"), (int, float)) or isinstance(event.get("time"), bool):
             bad += 1
@@ -63,6 +83,8 @@ def read_train_log(path: Path) -> TrainLog:
 
 def segments(log: TrainLog) -> list[tuple[dict[str, Any], dict[str, Any] | None, list[dict[str, Any]]]]:
     """(run_start, run_stop or None, train events) for each process start, in order."""
+    if log._segments is not None:
+        return log._segments
     out: list[tuple[dict[str, Any], dict[str, Any] | None, list[dict[str, Any]]]] = []
     for e in log.events:
         kind = e["event"]
@@ -74,6 +96,7 @@ def segments(log: TrainLog) -> list[tuple[dict[str, Any], dict[str, Any] | None,
             out[-1] = (out[-1][0], e, out[-1][2])
         elif kind == "train" and out[-1][1] is None:
             out[-1][2].append(e)
+    log._segments = out
     return out
 
 
