@@ -456,6 +456,7 @@ class OpenShiftTarget(Target):
                 "restartPolicy": "Never",
                 "activeDeadlineSeconds": int(s.get("collect_timeout_s", 1800)),
                 "automountServiceAccountToken": False,
+                "securityContext": {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}},
                 "containers": [{
                     "name": "collect", "image": image, "command": ["sleep", "infinity"],
                     "resources": {"requests": small, "limits": small},
