@@ -104,7 +104,7 @@ def _podman_ok() -> str | None:
 
 
 @pytest.fixture(scope="module")
-def image() -> str:
+def image():
     reason = _podman_ok()
     if reason:
         pytest.skip(reason)
@@ -113,7 +113,13 @@ def image() -> str:
     build = subprocess.run([str(REPO_ROOT / "scripts" / "podman-image.sh"), TEST_IMAGE],
                            capture_output=True, text=True, timeout=1800, env=dict(os.environ, BASE_IMAGE=BASE_IMAGE))
     assert build.returncode == 0, build.stdout[-2000:] + build.stderr[-2000:]
-    return TEST_IMAGE
+    yield TEST_IMAGE
+    # Containers the tests started and did not collect (collect removes them).
+    names = subprocess.run(["podman", "ps", "-a", "--filter", f"ancestor={TEST_IMAGE}", "--format", "{{.Names}}"],
+                           capture_output=True, text=True).stdout.split()
+    for name in names:
+        if name.startswith("atlas-local-podman-"):
+            subprocess.run(["podman", "rm", "--force", name], capture_output=True)
 
 
 @pytest.mark.podman
@@ -165,3 +171,36 @@ def test_smoke_run_through_the_container_target(image, tmp_path):
     assert subprocess.run(["podman", "container", "exists", target.container_name(job.run_id)]).returncode != 0
     assert target.status(job.run_id).state is RunState.COMPLETED
     assert target.collect(job.run_id, dest) == dest
+
+
+def _wait(target, run_id: str, until, seconds: float = 300):
+    deadline = time.time() + seconds
+    while not until(status := target.status(run_id)):
+        assert time.time() < deadline, f"gave up waiting: {status}"
+        time.sleep(1)
+    return status
+
+
+@pytest.mark.podman
+@pytest.mark.slow
+def test_cancel_checkpoints_and_bad_config_fails(image, tmp_path):
+    """SIGTERM reaches the recorder as PID 1 of the container: checkpoint, exit 75."""
+    target = make_target(tmp_path, image=image)
+    job = JobSpec(new_run_id("1" * 40), "smoke", "1" * 40,
+                  ("train.max_iters=100000", "train.log_every=2", "train.checkpoint_every=1000"))
+    target.submit(job)
+    log = target.runs_dir / job.run_id / "train.jsonl"
+    _wait(target, job.run_id, lambda s: log.exists() and '"train"' in log.read_text())
+    target.cancel(job.run_id)
+    status = target.status(job.run_id)
+    assert status.state is RunState.CANCELLED and "exit code 75" in status.detail
+    dest = target.collect(job.run_id, tmp_path / "results" / job.run_id)
+    record = json.loads((dest / "run.json").read_text())
+    assert record["exit"]["status"] == "preempted" and record["exit"]["signals_forwarded"] == ["SIGTERM"]
+    events = [json.loads(line)["event"] for line in (dest / "train.jsonl").read_text().splitlines()]
+    assert events[-2:] == ["checkpoint", "run_stop"]
+
+    bad = JobSpec(new_run_id("2" * 40), "smoke", "2" * 40, ("train.no_such_key=1",))
+    target.submit(bad)
+    status = _wait(target, bad.run_id, lambda s: s.state.finished)
+    assert status.state is RunState.FAILED and "exit code 2: bad configuration" in status.detail
