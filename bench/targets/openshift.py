@@ -290,13 +290,17 @@ class OpenShiftTarget(Target):
                          scheduler_job_id=created.metadata.name, commit=job.commit,
                          extra={"image": image, "submit_time": str(_ts(created.metadata.creation_timestamp))})
 
-    def _job(self, run_id: str) -> Any:
+    def _find_job(self, run_id: str) -> Any | None:
         jobs = self._call("listing Jobs", self._batch().list_namespaced_job, namespace=self.namespace,
                           label_selector=f"{LABEL_RUN}={run_id}").items
-        if not jobs:
+        return jobs[0] if jobs else None
+
+    def _job(self, run_id: str) -> Any:
+        job = self._find_job(run_id)
+        if job is None:
             raise AtlasError(f"{self.env.name}: no Job with run id {run_id!r} in namespace {self.namespace!r} "
                              "(finished Jobs are deleted after ttlSecondsAfterFinished)")
-        return jobs[0]
+        return job
 
     def _pods(self, job: Any) -> list[Any]:
         pods = self._call("listing pods", self._core().list_namespaced_pod, namespace=self.namespace,
@@ -419,12 +423,19 @@ class OpenShiftTarget(Target):
         dest = Path(dest)
         if (dest / "run.json").is_file():
             return dest  # collected before: records are immutable
-        job = self._job(run_id)
-        pods = self._pods(job)
-        state = self._status_of(job, pods)
-        if not state.state.finished:
-            raise AtlasError(f"{self.env.name}: run {run_id} is {state.state.value} ({state.detail}); collect it once it has finished")
-        image = job.spec.template.spec.containers[0].image
+        job = self._find_job(run_id)
+        if job is not None:
+            pods = self._pods(job)
+            state = self._status_of(job, pods)
+            if not state.state.finished:
+                raise AtlasError(f"{self.env.name}: run {run_id} is {state.state.value} ({state.detail}); "
+                                 "collect it once it has finished")
+            image = job.spec.template.spec.containers[0].image
+        else:
+            # The Job is gone (ttlSecondsAfterFinished, or deleted): its record is still on
+            # the volume. Any image with sh and tar will do; the ImageStream's resolves locally.
+            pods = []
+            image = f"{self.env.get('imagestream') or self.env.settings['buildconfig']}:latest"
         pod_name = f"atlas-collect-{run_id}"[:63].rstrip("-")
         core = self._core()
         self._call("creating the collector pod", core.create_namespaced_pod, namespace=self.namespace,
@@ -441,7 +452,8 @@ class OpenShiftTarget(Target):
                 pass  # it deletes itself at activeDeadlineSeconds
         from bench.runrecord import update_run_json
 
-        update_run_json(dest, scheduler={k: v for k, v in self.scheduler_times(job, pods).items() if v is not None})
+        if job is not None:
+            update_run_json(dest, scheduler={k: v for k, v in self.scheduler_times(job, pods).items() if v is not None})
         return dest
 
     def collector_manifest(self, name: str, image: str, run_id: str) -> dict[str, Any]:

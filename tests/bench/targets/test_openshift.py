@@ -275,3 +275,15 @@ def test_build_timeout_names_the_setting(tmp_path, double):
     double.on_build = lambda build: build["status"].update(phase="Pending")
     with pytest.raises(AtlasError, match=r"still Pending after 0.2 s.*build_timeout_s"):
         make_target(tmp_path, double, build_timeout_s=0.2).submit(job_spec())
+
+
+def test_collect_after_the_job_expired(tmp_path, submitted, double):
+    """ttlSecondsAfterFinished deleted the Job: the record on the volume is still collected."""
+    target, job = submitted
+    double.jobs.clear()
+    (double.volume / RUN_ID).mkdir()
+    (double.volume / RUN_ID / "run.json").write_text(json.dumps({"schema_version": 1, "run_id": RUN_ID}))
+    dest = target.collect(RUN_ID, tmp_path / "dest" / RUN_ID)
+    assert json.loads((dest / "run.json").read_text())["run_id"] == RUN_ID
+    (pod,) = posts(double, "/pods")
+    assert pod["spec"]["containers"][0]["image"] == "atlas-biggan:latest"
