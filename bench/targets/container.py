@@ -19,7 +19,7 @@ import tempfile
 import time
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from bench.envs import REPO_ROOT
 from bench.errors import AtlasError, ConfigError
@@ -70,6 +70,9 @@ def podman_time(value: str | None) -> float | None:
 @register("container")
 class ContainerTarget(Target):
     """One container environment: an image, a UID, limits (clusters/<env>/env.yaml)."""
+
+    # Containers on this machine compete for its cores: run them one after another.
+    runs_share_host: ClassVar[bool] = True
 
     def check_settings(self) -> None:
         s, where = self.env.settings, self.env.folder / "env.yaml"

@@ -69,6 +69,10 @@ def test_run_command_has_the_jobs_limits_and_openshift_uid(tmp_path):
     assert cmd[-3:] == ["localhost/atlas-biggan:dev", "--set", "train.max_iters=4"]
 
 
+def test_runs_go_one_after_another_on_this_host(tmp_path):
+    assert make_target(tmp_path).runs_share_host is True
+
+
 def test_unavailable_without_podman_says_how_to_fix(tmp_path):
     target = make_target(tmp_path, podman=str(tmp_path / "no-podman"))
     assert "podman is not installed" in target.available() and "podman-setup.sh" in target.available()
