@@ -236,7 +236,7 @@ class SlurmTarget(Target):
 
     def _status_from(self, run_id: str, stats: dict[str, Any]) -> RunStatus:
         jobs = stats.get("jobs") or []
-        commit = self._commit_of(run_id)
+        commit = stats.get("commit") or self._commit_of(run_id)
         if not jobs:
             return RunStatus(run_id, RunState.UNKNOWN, str(stats.get("detail") or "no Slurm job recorded"),
                              commit=commit)
@@ -267,21 +267,12 @@ class SlurmTarget(Target):
         return self._status_from(run_id, self._run("status.yml", {"atlas_run_id": run_id}))
 
     def list_runs(self, commit: str | None = None) -> list[RunStatus]:
-        run_ids: list[str] = []
-        for path in sorted(self.state_dir.glob("*.json")):
-            try:
-                entry = json.loads(path.read_text())
-            except (OSError, ValueError):
-                continue
-            if commit and not str(entry.get("commit", "")).startswith(commit):
-                continue
-            run_ids.append(str(entry["run_id"]))
-        if not run_ids:
-            return []
-        stats = self._run("list.yml", {"atlas_run_ids": run_ids})  # one Ansible pass for all
-        runs, details, tails = stats.get("runs") or {}, stats.get("details") or {}, stats.get("log_tails") or {}
-        return [self._status_from(r, {"jobs": runs.get(r) or [], "detail": details.get(r, ""),
-                                      "log_tail": tails.get(r, "")}) for r in run_ids]
+        """The runs found on the cluster itself (not only those this machine submitted)."""
+        if commit and not re.fullmatch(r"[0-9a-f]{1,40}", commit):
+            commit = self._resolve_commit(commit)
+        stats = self._run("list.yml", {"atlas_commit": commit or ""})  # one Ansible pass for all
+        runs = []
+        return [self._status_from(str(run["run_id"]), run) for run in stats.get("runs") or []]
 
     def wait(self, run_id: str, timeout_s: float, poll_s: float = 5.0) -> RunStatus:
         """Poll `status` until the run has finished or `timeout_s` passed (then AtlasError)."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import json
 import secrets
+import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -71,8 +72,10 @@ def test_extravars_mark_templatable_strings_unsafe() -> None:
 
 
 def test_completed_run_is_collected_with_scheduler_times(local_slurm, standin_repo, tmp_path) -> None:
-    target = make_target(tmp_path, standin_repo)
+    # Also a GPU request: the local node has one fake GPU (gres.conf File=/dev/null).
+    target = make_target(tmp_path, standin_repo, gpus_per_node=1)
     job = submit(target, standin_repo, "standin.iters=5")
+    assert "#SBATCH --gres=gpu:1\n" in (RUNS / job.run_id / "job.sbatch").read_text()
     final = target.wait(job.run_id, timeout_s=120, poll_s=1)
     assert final.state is RunState.COMPLETED, final.detail
     assert final.commit == head(standin_repo)
@@ -91,6 +94,8 @@ def test_completed_run_is_collected_with_scheduler_times(local_slurm, standin_re
     assert record["git"]["sha"] == head(standin_repo) and record["git"]["dirty"] is False
     assert record["run_id"] == job.run_id and record["env"] == "local-slurm"
     assert train_events(dest)[-1]["status"] == "success"
+    start = [e for e in train_events(dest) if e["event"] == "run_start"][0]
+    assert start["gpus"]["SLURM_JOB_GPUS"] == "0" and start["gpus"]["CUDA_VISIBLE_DEVICES"] == "0"
     # Collecting twice changes nothing.
     before = (dest / "run.json").read_bytes()
     target.collect(job.run_id, dest)
@@ -145,16 +150,6 @@ def test_usr1_checkpoints_and_a_dependent_job_resumes_to_completion(local_slurm,
     assert (dest / f"slurm-{job_ids[0]}.out").exists() and (dest / f"slurm-{job_ids[1]}.out").exists()
 
 
-def test_gpu_request_lands_on_the_fake_gpu(local_slurm, standin_repo, tmp_path) -> None:
-    target = make_target(tmp_path, standin_repo, gpus_per_node=1)
-    job = submit(target, standin_repo, "standin.iters=1")
-    assert "#SBATCH --gres=gpu:1\n" in (RUNS / job.run_id / "job.sbatch").read_text()
-    final = target.wait(job.run_id, timeout_s=120, poll_s=1)
-    assert final.state is RunState.COMPLETED, final.detail
-    start = [e for e in train_events(RUNS / job.run_id) if e["event"] == "run_start"][0]
-    assert start["gpus"]["SLURM_JOB_GPUS"] == "0" and start["gpus"]["CUDA_VISIBLE_DEVICES"] == "0"
-
-
 def test_hostile_env_name_and_overrides_stay_literal_text(local_slurm, standin_repo, tmp_path) -> None:
     tag = secrets.token_hex(4)
     canaries = [Path(f"/tmp/atlas-pwned-{tag}-{i}") for i in range(6)]
@@ -198,7 +193,7 @@ def test_bad_settings_and_commits_are_clear_errors(local_slurm, standin_repo, tm
     assert target.status("never-submitted").state is RunState.UNKNOWN
 
 
-def test_unreachable_controller_is_reported_not_hung(standin_repo, tmp_path) -> None:
+def test_unreachable_controller_is_reported_not_hung(local_slurm, tmp_path) -> None:
     base = load_env("local-slurm")
     settings = copy.deepcopy(base.settings)
     target = SlurmTarget(Environment(name="local-slurm", kind="slurm", folder=base.folder, settings=settings))
@@ -209,13 +204,17 @@ def test_unreachable_controller_is_reported_not_hung(standin_repo, tmp_path) -> 
     if not conf.exists():
         pytest.skip("no local slurm.conf yet (scripts/local-slurm.sh up writes it)")
     bad.write_text(conf.read_text().replace("SlurmctldPort=6817", "SlurmctldPort=6999")
-                   .replace("SlurmctldTimeout=30", "SlurmctldTimeout=5").replace("MessageTimeout", "#"))
-    run_dir = RUNS / "unreachable-check"
-    run_dir.mkdir(parents=True, exist_ok=True)
-    (run_dir / "slurm-jobs.tsv").write_text("999999\t0\n")
-    target._run = _with_slurm_conf(target._run, str(bad))  # type: ignore[method-assign]
-    with pytest.raises(AtlasError, match="squeue failed"):
-        target.status("unreachable-check")
+                   .replace("SlurmctldTimeout=30", "SlurmctldTimeout=5"))
+    run_id = f"unreachable-{secrets.token_hex(3)}"
+    run_dir = RUNS / run_id
+    run_dir.mkdir(parents=True)
+    try:
+        (run_dir / "slurm-jobs.tsv").write_text("999999\t0\n")
+        target._run = _with_slurm_conf(target._run, str(bad))  # type: ignore[method-assign]
+        with pytest.raises(AtlasError, match="squeue failed"):
+            target.status(run_id)
+    finally:
+        shutil.rmtree(run_dir)
 
 
 def _with_slurm_conf(run, conf: str):

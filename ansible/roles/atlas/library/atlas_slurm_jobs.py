@@ -13,12 +13,15 @@ DOCUMENTATION = r"""
 module: atlas_slurm_jobs
 short_description: Query or cancel the Slurm job chain of one Atlas run
 options:
-  run_dir: {type: path, required: true, description: the run directory on the cluster}
-  action: {type: str, default: query, choices: [query, cancel]}
+  run_dir: {type: path, required: true, description: "the run directory (action list: the folder of run directories)"}
+  action: {type: str, default: query, choices: [query, cancel, list]}
+  commit: {type: str, default: "", description: "action list: only runs of commits starting with this"}
+  env_name: {type: str, default: "", description: "action list: only runs submitted for this environment"}
   slurm_env: {type: dict, default: {}, description: environment for Slurm commands (SLURM_CONF)}
   log_lines: {type: int, default: 30, description: lines of the last job's log to return}
 """
 
+import json
 import os
 import re
 
@@ -49,10 +52,21 @@ def read_jobs(run_dir):
     return sorted(jobs.items(), key=lambda kv: int(kv[0]))
 
 
+def read_source(run_dir):
+    """source.json that submit wrote: commit, env, how the code got there."""
+    try:
+        with open(os.path.join(run_dir, "source.json")) as fh:
+            data = json.load(fh)
+        return data if isinstance(data, dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+
 def query(module, run_dir, env, log_lines):
     ids = read_jobs(run_dir)
     result = {"jobs": [], "state": "UNKNOWN", "finished": False, "job_id": None,
-              "log_tail": "", "cancel_requested": os.path.exists(os.path.join(run_dir, CANCEL_MARK))}
+              "log_tail": "", "cancel_requested": os.path.exists(os.path.join(run_dir, CANCEL_MARK)),
+              "commit": read_source(run_dir).get("commit")}
     if not ids:
         result["detail"] = "no Slurm job recorded in %s/%s" % (run_dir, JOBS_FILE)
         return result
@@ -139,10 +153,32 @@ def cancel(module, run_dir, env):
     return {"changed": True, "cancelled": ids}
 
 
+def list_runs(module, runs_root, env, commit, env_name, log_lines):
+    """Every run under runs_root (optionally of one commit), each queried as above."""
+    runs = []
+    if not os.path.isdir(runs_root):
+        return {"runs": runs}
+    for name in sorted(os.listdir(runs_root)):
+        run_dir = os.path.join(runs_root, name)
+        if not os.path.exists(os.path.join(run_dir, JOBS_FILE)):
+            continue
+        source = read_source(run_dir)
+        if commit and not str(source.get("commit") or "").startswith(commit):
+            continue
+        if env_name and source.get("env") not in (None, env_name):
+            continue
+        out = query(module, run_dir, env, log_lines)
+        out["run_id"] = name
+        runs.append(out)
+    return {"runs": runs}
+
+
 def main():
     module = AnsibleModule(argument_spec=dict(
         run_dir=dict(type="path", required=True),
-        action=dict(type="str", default="query", choices=["query", "cancel"]),
+        action=dict(type="str", default="query", choices=["query", "cancel", "list"]),
+        commit=dict(type="str", default=""),
+        env_name=dict(type="str", default=""),
         slurm_env=dict(type="dict", default={}),
         log_lines=dict(type="int", default=30),
     ), supports_check_mode=True)
@@ -152,6 +188,9 @@ def main():
         if module.check_mode:
             module.exit_json(changed=True)
         module.exit_json(**cancel(module, run_dir, env))
+    if module.params["action"] == "list":
+        module.exit_json(changed=False, **list_runs(module, run_dir, env, module.params["commit"],
+                                                     module.params["env_name"], module.params["log_lines"]))
     out = query(module, run_dir, env, module.params["log_lines"])
     module.exit_json(changed=False, **out)
 
