@@ -25,6 +25,9 @@ if [ -z "${WHEELS:-}" ] && command -v pip3 >/dev/null 2>&1; then
 fi
 if [ -n "${WHEELS:-}" ] && [ -d "$WHEELS" ]; then
     set -- "$@" -v "$WHEELS:/opt/wheels:ro" --build-arg "PIP_EXTRA_ARGS=--find-links /opt/wheels"
+else
+    # No local wheel folder: take the CPU build from PyTorch's index, not the multi-GB CUDA one.
+    set -- "$@" --build-arg "PIP_EXTRA_ARGS=--extra-index-url https://download.pytorch.org/whl/cpu"
 fi
 previous=$(podman image inspect --format '{{.Id}}' "$IMAGE" 2>/dev/null || true)
 commit=$(git rev-parse HEAD 2>/dev/null || echo "")
