@@ -24,7 +24,10 @@ command -v debootstrap >/dev/null 2>&1 || {
 mirror=$(grep -h -E '^(URIs:|deb )' /etc/apt/sources.list.d/*.sources /etc/apt/sources.list 2>/dev/null \
     | grep -v security | sed -E 's/^URIs:[[:space:]]*//; s/^deb[[:space:]]+(\[[^]]*\][[:space:]]+)?//' \
     | awk '{print $1; exit}')
-mirror=${mirror:-http://deb.debian.org/debian}
+case "$mirror" in
+    *debian*) ;;                              # a Debian mirror (e.g. a local proxy of one)
+    *) mirror=http://deb.debian.org/debian ;; # none, or Ubuntu's archive (no bookworm there)
+esac
 
 root=$(mktemp -d /var/tmp/atlas-base.XXXXXX)
 trap 'rm -rf "$root"' EXIT
