@@ -30,7 +30,8 @@ from bench.targets.base import JobSpec, RunState, RunStatus, Target
 
 PLAYBOOKS = REPO_ROOT / "ansible"
 LOCAL_SLURM_SCRIPT = REPO_ROOT / "scripts" / "local-slurm.sh"
-# Which run ids this machine submitted to which env (the cluster's run dir is the truth).
+# A local note of what this machine submitted (commit, job id); the cluster's run
+# directories are the truth that status/list/collect read.
 STATE_DIR = Path(os.environ.get("ATLAS_SLURM_STATE_DIR") or REPO_ROOT / ".slurm" / "ledger")
 
 SLURM_STATES: dict[str, RunState] = {
@@ -78,8 +79,8 @@ def extravars_yaml(extravars: dict[str, Any]) -> str:
     return yaml.dump(_unsafe(extravars), Dumper=_UnsafeDumper, default_flow_style=False, sort_keys=True)
 
 
-def map_state(slurm_state: str, exit_code: int | None) -> RunState:
-    """Slurm's state of the run's last job, as a RunState."""
+def map_state(slurm_state: str) -> RunState:
+    """Slurm's state of the run's last job (`CANCELLED by 0` included), as a RunState."""
     base = (slurm_state or "").split()[0].rstrip("+") if slurm_state else ""
     return SLURM_STATES.get(base, RunState.UNKNOWN)
 
@@ -242,7 +243,7 @@ class SlurmTarget(Target):
                              commit=commit)
         last = jobs[-1]
         exit_code = last.get("exit_code")
-        state = map_state(str(last.get("state", "")), exit_code)
+        state = map_state(str(last.get("state", "")))
         detail = str(stats.get("detail") or last.get("reason") or "")
         if state is RunState.COMPLETED and exit_code not in (None, 0):
             state = RunState.FAILED
@@ -271,7 +272,6 @@ class SlurmTarget(Target):
         if commit and not re.fullmatch(r"[0-9a-f]{1,40}", commit):
             commit = self._resolve_commit(commit)
         stats = self._run("list.yml", {"atlas_commit": commit or ""})  # one Ansible pass for all
-        runs = []
         return [self._status_from(str(run["run_id"]), run) for run in stats.get("runs") or []]
 
     def wait(self, run_id: str, timeout_s: float, poll_s: float = 5.0) -> RunStatus:

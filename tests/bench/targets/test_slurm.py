@@ -119,6 +119,8 @@ def test_cancelled_run_does_not_resubmit_itself(local_slurm, standin_repo, tmp_p
     wait_for(lambda: any(e["event"] == "run_start" for e in train_events(run_dir)), 90, "the job to start")
     with pytest.raises(AtlasError, match="collect it once it has finished"):
         target.collect(job.run_id, tmp_path / "early")
+    with pytest.raises(AtlasError, match="already has Slurm job .* RUNNING"):
+        target.submit(job)  # a second job in the same run directory
     target.cancel(job.run_id)
     final = target.wait(job.run_id, timeout_s=90, poll_s=1)
     assert final.state is RunState.CANCELLED, final.detail
