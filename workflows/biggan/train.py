@@ -352,7 +352,7 @@ def train(c: dict[str, Any], run_dir: Path, experiment: str) -> Outcome:
     world = trainer.world
     log = TrainLog(run_dir, enabled=world.main)
     max_iters, log_every = c["train.max_iters"], c["train.log_every"]
-    progress = _Progress(c["runtime.progress"], max_iters, trainer.iteration, world.main)
+    progress: _Progress | None = None
     started = False
     outcome = Outcome("failed", trainer.iteration, "")
     extra: dict[str, Any] = {}
@@ -367,6 +367,7 @@ def train(c: dict[str, Any], run_dir: Path, experiment: str) -> Outcome:
         if world.main:
             line(f"run_start {experiment} at iteration {trainer.iteration}/{max_iters} on {trainer.device} "
                  f"x{world.world_size}" + (f", resumed from {trainer.resumed_from}" if trainer.resumed_from else ""))
+        progress = _Progress(c["runtime.progress"], max_iters, trainer.iteration, world.main)
         t_start = last_t = start["time"]
         last_images, last_iter, saved_at = trainer.images_seen, trainer.iteration, trainer.iteration
         status = "success"
@@ -413,7 +414,8 @@ def train(c: dict[str, Any], run_dir: Path, experiment: str) -> Outcome:
         outcome = Outcome("failed", trainer.iteration, trainer.g_sha256())
         raise
     finally:
-        progress.close()
+        if progress is not None:
+            progress.close()
         if started:
             log.write("run_stop", iteration=outcome.iteration, status=outcome.status,
                       g_sha256=outcome.g_sha256, images_seen=trainer.images_seen, **extra)

@@ -94,3 +94,35 @@ def test_max_seconds_stops_early_and_resumably(tmp_path: Path) -> None:
     assert stop["status"] == "max_seconds" and 0 < stop["iteration"] < 100000
     ckpts = [e for e in events(run_dir) if e["event"] == "checkpoint"]
     assert ckpts[-1]["iteration"] == stop["iteration"]
+
+
+def test_progress_bar_on_a_terminal(tmp_path: Path) -> None:
+    """On a terminal (a real pseudo-terminal here) stderr shows a tqdm bar, not plain lines."""
+    import fcntl
+    import os
+    import pty
+    import struct
+    import subprocess
+    import termios
+
+    from tests.workflows.biggan.conftest import REPO, env, workload_cmd
+
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))
+    proc = subprocess.Popen(workload_cmd(tmp_path / "run", "train.max_iters=4", "train.log_every=2"), cwd=REPO,
+                            env=env(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=slave)
+    os.close(slave)
+    out = b""
+    while True:
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:  # the terminal closes when the process ends
+            break
+        if not chunk:
+            break
+        out += chunk
+    os.close(master)
+    assert proc.wait(timeout=120) == 0
+    text = out.decode(errors="replace")
+    assert "4/4 [" in text and "it/s" in text  # tqdm's counter and rate
+    assert "biggan: iter " not in text  # the plain lines are for non-terminals
