@@ -128,7 +128,7 @@ def _suggest(key: str) -> str:
         tails = {k.split(".", 1)[1]: k for k in SETTINGS}
         hit = difflib.get_close_matches(key.split(".")[-1], tails, n=1, cutoff=0.6)
         close = [tails[hit[0]]] if hit else []
-    return f" (did you mean {close[0]!r}?)" if close else f" (known keys: python -m workflows.biggan --list-keys)"
+    return f" (did you mean {close[0]!r}?)" if close else " (known keys: python -m workflows.biggan --list-keys)"
 
 
 def coerce(key: str, value: Any, origin: str) -> Any:

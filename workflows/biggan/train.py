@@ -26,7 +26,7 @@ from workflows.biggan.data import build_dataset, build_loader
 from workflows.biggan.distributed import World, any_rank, average_gradients, barrier, gather_states, init_world, same_on_all_ranks
 from workflows.biggan.errors import WorkloadConfigError
 from workflows.biggan.losses import d_hinge, g_hinge, ortho_penalty
-from workflows.biggan.models import Discriminator, Generator, build_models
+from workflows.biggan.models import Generator, build_models
 from workflows.biggan.trainlog import TrainLog
 
 EXIT_OK, EXIT_FAILED, EXIT_CONFIG, EXIT_PREEMPTED = 0, 1, 2, 75

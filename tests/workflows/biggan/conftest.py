@@ -1,7 +1,6 @@
 """Run the real workload as a subprocess (`python -m workflows.biggan`) and read its log."""
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -10,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from workflows.biggan.trainlog import read_events
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -38,16 +39,8 @@ def start_workload(run_dir: Path, *overrides: str) -> subprocess.Popen:
 
 
 def events(run_dir: Path) -> list[dict[str, Any]]:
-    path = run_dir / "train.jsonl"
-    if not path.exists():
-        return []
-    out = []
-    for line in path.read_text().splitlines():
-        try:
-            out.append(json.loads(line))
-        except json.JSONDecodeError:  # the line being written right now
-            pass
-    return out
+    """Complete lines of train.jsonl (the one being written right now is skipped)."""
+    return read_events(run_dir)
 
 
 def wait_for_event(run_dir: Path, name: str, proc: subprocess.Popen, timeout: float = 120) -> dict[str, Any]:
