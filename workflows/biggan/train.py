@@ -341,7 +341,12 @@ def train(c: dict[str, Any], run_dir: Path, experiment: str) -> Outcome:
     stop = _StopRequest()
     stop.install()  # before the (possibly slow) set-up: a signal then still ends cleanly
     try:
-        run_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            run_dir.mkdir(parents=True, exist_ok=True)
+            if not os.access(run_dir, os.W_OK):
+                raise PermissionError("no write permission")
+        except OSError as exc:
+            raise WorkloadConfigError(f"--run-dir {str(run_dir)!r} is not a writable directory: {exc}") from exc
         trainer = Trainer(c, run_dir, experiment)
         found = ckpt.load_latest(run_dir)
         if found is not None:

@@ -100,3 +100,10 @@ def test_help_and_key_listing(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--list-keys"]) == 0
     listing = capsys.readouterr().out
     assert "train.batch_size = 50" in listing and "[runtime-only]" in listing
+
+
+def test_run_dir_that_is_a_file_is_a_config_error(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    not_a_dir = tmp_path / "file"
+    not_a_dir.write_text("x")
+    assert main(["--experiment", "smoke", "--run-dir", str(not_a_dir)]) == 2
+    assert "is not a writable directory" in capsys.readouterr().err
