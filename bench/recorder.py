@@ -19,6 +19,7 @@ from typing import Any
 
 from bench import __version__
 from bench.cgroups import CgroupReader
+from bench.errors import AtlasError
 from bench.gpus import GpuProbe
 from bench.provenance import git_info, hardware, hostname, image_info, scheduler_info, software
 from bench.runrecord import (EXIT_RUNNING, RUN_JSON, SCHEMA_VERSION, TRAIN_JSONL, samples_name,
@@ -38,6 +39,16 @@ def _set_parent_death_signal() -> None:
         libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
     except Exception:
         pass
+
+
+def _cpu_usage() -> dict[str, float]:
+    """CPU seconds of the recorder itself (sampler included) and of the job it waited for:
+    their ratio is the recorder's overhead, measured on every run."""
+    import resource
+
+    me = resource.getrusage(resource.RUSAGE_SELF)
+    job = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return {"cpu_s": round(me.ru_utime + me.ru_stime, 3), "job_cpu_s": round(job.ru_utime + job.ru_stime, 3)}
 
 
 def _run_starts(train_jsonl: Path, since: float | None = None) -> list[dict[str, Any]]:
@@ -81,8 +92,6 @@ class Recorder:
     def __init__(self, run_dir: Path, env: str, command: list[str], interval_s: float = 1.0,
                  run_id: str | None = None) -> None:
         if not command:
-            from bench.errors import AtlasError
-
             raise AtlasError("nothing to record: give the command after `--`, e.g. "
                              "bench record --run-dir runs/x --env local -- python -m workflows.biggan ...")
         self.run_dir = Path(run_dir)
@@ -179,6 +188,7 @@ class Recorder:
         gpu.stop()
         for s, h in old_handlers.items():
             signal.signal(s, h)
+        self.record["recorder"] = _cpu_usage()  # before importing torch below
         try:  # after the job, so importing torch costs it nothing
             self.record["software"] = software()
         except Exception as exc:

@@ -28,7 +28,7 @@ RUN_JSON_KEYS = (
     "schema_version", "run_id", "env", "experiment", "config", "config_sha256", "git",
     "image", "hosts", "hardware", "software", "command", "scheduler", "exit",
     "resumed_from", "sampler_errors", "sample_interval_s", "start_time", "end_time",
-    "previous_attempts", "bench_version", "samples_file", "samples_rows",
+    "previous_attempts", "bench_version", "samples_file", "samples_rows", "recorder",
 )
 SCHEDULER_KEYS = ("kind", "job_id", "submit_time", "start_time", "end_time", "queue_wait_s")
 

@@ -198,8 +198,13 @@ class LocalTarget(Target):
         st = self.status(run_id)
         if not st.state.finished:
             raise AtlasError(f"run {run_id} is {st.state.value} ({st.detail}); collect it when it has finished")
+        if dest.exists() and any(dest.iterdir()):
+            raise AtlasError(f"{dest} exists but holds no run.json (an earlier copy by hand?); "
+                             "move it away and collect again")
         src = self.runs_dir / run_id
         dest.parent.mkdir(parents=True, exist_ok=True)
+        if dest.exists():
+            dest.rmdir()
         tmp = Path(tempfile.mkdtemp(prefix=f".{run_id}.", dir=dest.parent))
         try:
             files = [src / RUN_JSON, src / TRAIN_JSONL, src / JOB_LOG, *samples_files(src)]

@@ -64,6 +64,7 @@ def test_success_writes_complete_record(tmp_path: Path) -> None:
     assert meta["software"]["python"] == ".".join(map(str, sys.version_info[:3]))
     assert meta["command"][:3] == [sys.executable, WORKLOAD, str(run_dir)]
     assert meta["git"]["sha"] and len(meta["git"]["sha"]) == 40
+    assert meta["recorder"]["job_cpu_s"] > 0.05 and 0 < meta["recorder"]["cpu_s"]  # the job burned CPU
     files = samples_files(run_dir)
     assert [f.name for f in files] == [meta["samples_file"]]
     run = load_run(run_dir)
