@@ -25,8 +25,9 @@ def current_commit() -> str:
     return git_info(REPO_ROOT).get("sha") or "nocommit"
 
 
-def collect_run(target: Target, run_id: str, results: Path, out: TextIO = sys.stdout) -> Path:
+def collect_run(target: Target, run_id: str, results: Path, out: TextIO | None = None) -> Path:
     """Collect one finished run into results/<env>/<run_id>/ (a no-op when already there)."""
+    out = out or sys.stdout
     dest = Path(results) / target.env.name / run_id
     already = (dest / "run.json").is_file()
     target.collect(run_id, dest)
@@ -38,9 +39,10 @@ def collect_run(target: Target, run_id: str, results: Path, out: TextIO = sys.st
     return dest
 
 
-def wait(target: Target, run_ids: list[str], out: TextIO = sys.stdout, poll_s: float = POLL_S,
+def wait(target: Target, run_ids: list[str], out: TextIO | None = None, poll_s: float = POLL_S,
          timeout_s: float | None = None) -> dict[str, RunStatus]:
     """Poll until every run has finished; one progress line, rewritten on a terminal."""
+    out = out or sys.stdout
     start = time.monotonic()
     tty = out.isatty() if hasattr(out, "isatty") else False
     final: dict[str, RunStatus] = {}
@@ -71,9 +73,10 @@ def wait(target: Target, run_ids: list[str], out: TextIO = sys.stdout, poll_s: f
 
 
 def run_and_collect(target: Target, experiment: str, runs: int, results: Path,
-                    overrides: tuple[str, ...] = (), out: TextIO = sys.stdout,
+                    overrides: tuple[str, ...] = (), out: TextIO | None = None,
                     timeout_s: float | None = None) -> list[Path]:
     """Submit `runs` runs of `experiment`, wait, and collect every finished one."""
+    out = out or sys.stdout
     if runs < 1:
         raise AtlasError(f"--runs must be at least 1, got {runs}")
     commit = current_commit()

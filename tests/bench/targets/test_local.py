@@ -91,3 +91,24 @@ def test_unknown_run_is_a_clear_error(tmp_path: Path) -> None:
     target = target_for(load_env("loc", make_env(tmp_path)))
     with pytest.raises(AtlasError, match="no run 'nope'"):
         target.status("nope")
+
+
+def test_cli_run_status_collect(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                capsys: pytest.CaptureFixture[str]) -> None:
+    from bench.cli import main
+
+    monkeypatch.setenv("ATLAS_RUNS_DIR", str(tmp_path / "runs"))
+    results = tmp_path / "results"
+    assert main(["run", "--env", "local", "--experiment", "smoke", "--runs", "1", "--results", str(results),
+                 "--set", "train.max_iters=10"]) == 0
+    out = capsys.readouterr().out
+    assert "submitted local/" in out and "completed (success, exit code 0)" in out
+    run_id = next((results / "local").iterdir()).name
+    assert f"collected: {results / 'local' / run_id}" in out
+    assert main(["status", "--env", "local"]) == 0
+    status = capsys.readouterr().out
+    assert run_id in status and "completed" in status
+    assert main(["collect", "--env", "local", "--results", str(results)]) == 0
+    assert f"already collected: {results / 'local' / run_id}" in capsys.readouterr().out
+    assert main(["run", "--env", "local", "--experiment", "no-such", "--results", str(results)]) == 1
+    assert "failed (failed, exit code 2)" in capsys.readouterr().out
