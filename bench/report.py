@@ -196,7 +196,7 @@ def write_report(results: Path, out: Path, commit: str | None = None, envs: list
         experiment=", ".join(experiments) or "unknown", n_runs=len(runs), envs=result.envs,
         first_start=_utc(min(starts)) if starts else "unknown", last_start=_utc(max(starts)) if starts else "unknown",
         results=results.name, summary=verdicts(result) or _single_env_summary(result),
-        pairs_table=pairs_table(result), pairs_env=", ".join(others), resamples=BOOTSTRAP_RESAMPLES,
+        pairs_table=pairs_table(result), pairs_env=", ".join(others), baseline=result.baseline, resamples=BOOTSTRAP_RESAMPLES,
         summary_table=summary_table(result), cost_notes=cost_notes, runs_table=runs_table(result),
         charts=chart_list, missing_charts=missing, advice=sorted(advise(result).items()),
         provenance=_provenance(runs, result.envs), problems=problems,

@@ -22,7 +22,7 @@ Runs started {{ first_start }} – {{ last_start }} (UTC). Written by `bench rep
 
 ## Differences between environments
 
-Ratio = median of `{{ pairs_env }}` ÷ median of the baseline. 95 % confidence interval from \
+Ratio = median of `{{ pairs_env }}` ÷ median of the baseline `{{ baseline }}`. 95 % confidence interval from \
 {{ resamples }} bootstrap resamples (seeded); two-sided Mann–Whitney U when each side has ≥ 3 runs.
 
 {{ pairs_table }}
