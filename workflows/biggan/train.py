@@ -416,7 +416,11 @@ def train(c: dict[str, Any], run_dir: Path, experiment: str) -> Outcome:
                  f"{trainer.iteration}; run again with the same --run-dir to resume (exit {EXIT_PREEMPTED})")
         return outcome
     except BaseException:
-        outcome = Outcome("failed", trainer.iteration, trainer.g_sha256())
+        try:
+            digest = trainer.g_sha256()
+        except Exception:  # e.g. a dead CUDA context: keep the original error
+            digest = ""
+        outcome = Outcome("failed", trainer.iteration, digest)
         raise
     finally:
         if progress is not None:

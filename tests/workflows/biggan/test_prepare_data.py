@@ -74,3 +74,20 @@ def test_training_on_hdf5_and_imagefolder(tmp_path: Path) -> None:
     assert a.returncode == 0 and b.returncode == 0, a.stderr + b.stderr
     # the same pixels through either source train the same weights
     assert events(tmp_path / "h5")[-1]["g_sha256"] == events(tmp_path / "folder")[-1]["g_sha256"]
+
+
+def test_corrupt_image_is_named_and_the_run_ends_failed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    src = tmp_path / "images"
+    _make_folder(src)
+    (src / "emu" / "broken.png").write_bytes(b"\x89PNG\r\n\x1a\n not really")
+    assert main(["prepare-data", str(src), str(tmp_path / "d.h5"), "--resolution", "32"]) == 2
+    assert "broken.png: cannot read the image" in capsys.readouterr().err
+    assert not (tmp_path / "d.h5").exists() and not list(tmp_path.glob("*.tmp"))
+
+    # during training the bad file surfaces in the first batch (all 13 images): exit 2, run_stop failed
+    run = run_workload(tmp_path / "run", "data.source=imagefolder", f"data.path={src}", "model.n_classes=3",
+                       "train.batch_size=13", "train.max_iters=2")
+    assert run.returncode == 2
+    assert "broken.png: cannot read the image" in run.stderr
+    stop = events(tmp_path / "run")[-1]
+    assert stop["event"] == "run_stop" and stop["status"] == "failed" and stop["iteration"] == 0
