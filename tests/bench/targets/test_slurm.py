@@ -206,7 +206,7 @@ def test_unreachable_controller_is_reported_not_hung(local_slurm, tmp_path) -> N
     if not conf.exists():
         pytest.skip("no local slurm.conf yet (scripts/local-slurm.sh up writes it)")
     bad.write_text(conf.read_text().replace("SlurmctldPort=6817", "SlurmctldPort=6999")
-                   .replace("SlurmctldTimeout=30", "SlurmctldTimeout=5"))
+                   .replace("SlurmctldTimeout=30", "SlurmctldTimeout=5") + "MessageTimeout=2\n")
     run_id = f"unreachable-{secrets.token_hex(3)}"
     run_dir = RUNS / run_id
     run_dir.mkdir(parents=True)
