@@ -63,7 +63,7 @@ def check_env(name: str, clusters_dir: Path = CLUSTERS_DIR) -> list[str]:
     except AtlasError as exc:
         return errors + [f"{where}: kind: {exc}"]
     try:
-        cls(env)  # runs check_settings()
+        cls(env).check_files()  # the constructor runs check_settings()
     except AtlasError as exc:
         errors.append(str(exc) if where in str(exc) else f"{where}: {exc}")
     return errors

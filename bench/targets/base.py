@@ -63,6 +63,13 @@ class Target(ABC):
     def check_settings(self) -> None:
         """Raise ConfigError naming every wrong key of `env.yaml`; default: accept."""
 
+    def check_files(self) -> None:
+        """Check the kind-specific files beside env.yaml (manifests, inventory).
+
+        Slower than check_settings (may render templates), so only `bench validate`
+        calls it. Raise ConfigError listing every problem; default: nothing to check.
+        """
+
     def available(self) -> str | None:
         """None when this environment can be used from here, else the reason it can't.
 

@@ -105,6 +105,9 @@ class OpenShiftTarget(Target):
         self.poll_s: float = float(s.get("poll_interval_s", 10))
         self._client: Any = None
 
+    def check_files(self) -> None:
+        self.validate_manifests()
+
     def validate_manifests(self) -> list[dict[str, Any]]:
         """Render the env's Kustomization (kubectl/oc) and validate every object strictly."""
         from bench.targets.openshift_manifests import validate_env_folder

@@ -111,3 +111,17 @@ def test_invalid_overlay_is_a_config_error_listing_problems(tmp_path: Path):
     bc.write_text(bc.read_text().replace("runPolicy: Serial", "runPolicy: Serial\n  restartPolicy: Always"))
     with pytest.raises(ConfigError, match=r"(?s)1 invalid manifest field.*BuildConfig/atlas-biggan: spec: .*'restartPolicy'"):
         validate_env_folder(env)
+
+
+@needs_kubectl
+def test_bench_validate_renders_the_overlay(tmp_path: Path, capsys):
+    """`bench validate` checks the rendered manifests, not just env.yaml."""
+    from bench.cli import main
+
+    shutil.copytree(MOC, tmp_path / "moc")
+    assert main(["validate", "--clusters", str(tmp_path), "--no-experiments", "moc"]) == 0
+    pvc = tmp_path / "moc" / "base" / "pvc-data.yaml"
+    assert pvc.is_file(), "the test expects the data PVC in base/pvc-data.yaml"
+    pvc.write_text(pvc.read_text().replace("accessModes:", "accessMode: oops\n  accessModes:", 1))
+    assert main(["validate", "--clusters", str(tmp_path), "--no-experiments", "moc"]) == 1
+    assert "accessMode" in capsys.readouterr().out
