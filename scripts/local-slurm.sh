@@ -48,7 +48,7 @@ start_munge() {
     install -d -o munge -g munge -m 0755 /run/munge
     install -d -o munge -g munge -m 0700 /var/log/munge /var/lib/munge
     # munged refuses to run as root: run it as the munge user.
-    runuser -u munge -- munged </dev/null >/dev/null 2>&1 || die "munged did not start: see /var/log/munge/munged.log"
+    runuser -u munge -- munged </dev/null >/dev/null 2>&1 9>&- || die "munged did not start: see /var/log/munge/munged.log"
     touch "$DIR/run/munged.ours"
     timeout 15 bash -c 'until munge -n | unmunge >/dev/null 2>&1; do sleep 0.5; done' \
         || die "munge -n | unmunge fails: munged is not answering (see /var/log/munge/munged.log)"
@@ -125,6 +125,17 @@ wait_idle() {
     die "node not idle after ${WAIT_S}s (state: ${state:-no answer}); see $DIR/log/slurmctld.log and $DIR/log/slurmd.log"
 }
 
+foreign_daemons() {  # Slurm daemons of another folder hold the ports: say so, touch nothing
+    local pid own
+    for name in slurmctld slurmd; do
+        own="$(cat "$DIR/run/$name.pid" 2>/dev/null || true)"
+        for pid in $(pgrep -x "$name" || true); do
+            [[ "$pid" == "$own" ]] && continue
+            die "another $name (pid $pid, $(readlink "/proc/$pid/cwd" 2>/dev/null || echo '?')) is running and holds its port: stop it with the \`scripts/local-slurm.sh down\` of its checkout, or set ATLAS_SLURM_DIR to its folder"
+        done
+    done
+}
+
 is_up() {
     pid_alive "$DIR/run/slurmctld.pid" && pid_alive "$DIR/run/slurmd.pid" && munge_ok \
         && timeout 10 scontrol ping >/dev/null 2>&1
@@ -133,17 +144,18 @@ is_up() {
 cmd_up() {
     install_packages
     install -d "$DIR/run"
-    exec 9>"$DIR/run/lock"
+    exec 9>"$DIR/run/lock"  # daemons are started with 9>&- so they do not keep the lock
     timeout 120 flock 9 || die "another \`local-slurm.sh\` holds $DIR/run/lock"
     if is_up; then wait_idle; say "already up (SLURM_CONF=$CONF)"; return 0; fi
     [[ $(id -u) -eq 0 ]] || die "starting the local Slurm needs root (slurmd runs jobs as their users)"
+    foreign_daemons
     write_config
     start_munge
-    pid_alive "$DIR/run/slurmctld.pid" || slurmctld -f "$CONF" </dev/null >/dev/null 2>&1 \
+    pid_alive "$DIR/run/slurmctld.pid" || slurmctld -f "$CONF" </dev/null >/dev/null 2>&1 9>&- \
         || die "slurmctld did not start: see $DIR/log/slurmctld.log"
     timeout 30 bash -c "until scontrol ping >/dev/null 2>&1; do sleep 0.5; done" \
         || die "slurmctld does not answer \`scontrol ping\` after 30s: see $DIR/log/slurmctld.log"
-    pid_alive "$DIR/run/slurmd.pid" || slurmd -f "$CONF" </dev/null >/dev/null 2>&1 \
+    pid_alive "$DIR/run/slurmd.pid" || slurmd -f "$CONF" </dev/null >/dev/null 2>&1 9>&- \
         || die "slurmd did not start: see $DIR/log/slurmd.log"
     wait_idle
     say "up: node $(hostname -s) $(node_state); export SLURM_CONF=$CONF"
