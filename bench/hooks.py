@@ -9,8 +9,8 @@ report`, and `bench publish` the report back to the bare repository. It prints t
 from the push reaching the repository to the job's start.
 
 The CI workflows use the same pieces: `pr_run` (a PR's head and its merge-base, run one
-after the other in scratch checkouts) and `deploy` (submit one run of a commit to a
-remote environment and return).
+after the other in scratch checkouts); deploying to a remote environment is
+`bench run --no-wait --commit SHA`.
 """
 from __future__ import annotations
 
@@ -211,26 +211,6 @@ def received(bare: Path, old: str, new: str, ref: str, pushed_at: float, setting
         else:
             shutil.rmtree(work, ignore_errors=True)
 
-
-
-def deploy(env: str | Environment, experiment: str, commit: str, overrides: tuple[str, ...] = ()) -> RunStatus:
-    """Submit one run of `commit` to `env` and return at once (the push-to-deploy step of CI).
-
-    The target does the environment's own work (OpenShift: the build of that commit, then
-    a Job; Slurm: the playbook); training goes on after this returns, and a later
-    `bench collect` fetches the record.
-    """
-    from bench.targets import JobSpec, target_for
-    from bench.targets.base import new_run_id
-
-    if not commit or len(commit) < 7:
-        raise ConfigError(f"deploy needs the commit to run (a full sha), got {commit!r}")
-    target = target_for(env)
-    reason = target.available()
-    if reason:
-        raise AtlasError(f"environment {target.env.name} cannot be used from here: {reason}")
-    job = JobSpec(run_id=new_run_id(commit), experiment=experiment, commit=commit, overrides=tuple(overrides))
-    return target.submit(job)
 
 
 # -- pull requests: the PR's head and its merge-base, on the same machine ------------------

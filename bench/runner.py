@@ -72,6 +72,22 @@ def wait(target: Target, run_ids: list[str], out: TextIO | None = None, poll_s: 
         time.sleep(poll_s)
 
 
+def submit_runs(target: Target, experiment: str, commit: str, runs: int = 1,
+                overrides: tuple[str, ...] = (), out: TextIO | None = None) -> list[RunStatus]:
+    """Submit `runs` runs of `commit` and return at once; training goes on without us."""
+    out = out or sys.stdout
+    if not commit or len(commit) < 7:
+        raise AtlasError(f"the commit to run must be a git sha, got {commit!r}")
+    submitted = []
+    for _ in range(runs):
+        job = JobSpec(run_id=new_run_id(commit), experiment=experiment, commit=commit, overrides=overrides)
+        st = target.submit(job)
+        print(f"submitted {target.env.name}/{job.run_id} ({experiment}, commit {commit[:8]}, "
+              f"job {st.scheduler_job_id})", file=out, flush=True)
+        submitted.append(st)
+    return submitted
+
+
 def run_and_collect(target: Target, experiment: str, runs: int, results: Path,
                     overrides: tuple[str, ...] = (), out: TextIO | None = None,
                     timeout_s: float | None = None) -> list[Path]:
@@ -84,13 +100,7 @@ def run_and_collect(target: Target, experiment: str, runs: int, results: Path,
     failed: list[str] = []
 
     def one_batch(n: int) -> None:
-        ids = []
-        for _ in range(n):
-            job = JobSpec(run_id=new_run_id(commit), experiment=experiment, commit=commit, overrides=overrides)
-            st = target.submit(job)
-            print(f"submitted {target.env.name}/{job.run_id} ({experiment}, commit {commit[:8]}, "
-                  f"job {st.scheduler_job_id})", file=out, flush=True)
-            ids.append(job.run_id)
+        ids = [st.run_id for st in submit_runs(target, experiment, commit, n, overrides, out)]
         for run_id, st in wait(target, ids, out, timeout_s=timeout_s).items():
             if st.state.value != "completed":
                 failed.append(f"{run_id}: {st.state.value} ({st.detail})")

@@ -16,10 +16,6 @@ local), one after the other on this machine, and writes `comment.md` + `pr.json`
 `bench hooks collect-new --env ENV` and `bench hooks report-new` are the scheduled
 collection of CI: collect the finished runs of every commit that a report in reports/
 does not cover yet, then write one report per such commit.
-
-`bench hooks deploy --env ENV --commit SHA` is the push-to-deploy step of CI for one
-remote environment: it submits one run of that commit and returns without waiting for
-training (`bench collect` fetches the record later).
 """
 from __future__ import annotations
 
@@ -82,12 +78,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     rep = sub.add_parser("report-new", help="write a report for every commit in the results tree (CI collect)")
     rep.add_argument("--results", type=Path, default=Path("results"), help="results tree (default: results/)")
     rep.add_argument("--reports", type=Path, default=Path("reports"), help="reports folder (default: reports/)")
-    dep = sub.add_parser("deploy", help="submit one run of a commit to an environment and return at once (CI deploy)")
-    dep.add_argument("--env", required=True, help="environment (clusters/<env>/)")
-    dep.add_argument("--commit", required=True, metavar="SHA", help="the commit to run (the pushed sha)")
-    dep.add_argument("--experiment", default="imagenet128", help="experiment preset (default: imagenet128)")
-    dep.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                     help="workload setting override, repeatable")
 
 
 def _settings(args: argparse.Namespace, foreground: bool = False):
@@ -113,12 +103,6 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if args.hooks_command == "report-new":
         hooks.report_commits(args.results, args.reports)
-        return 0
-    if args.hooks_command == "deploy":
-        st = hooks.deploy(args.env, args.experiment, args.commit, tuple(args.overrides))
-        print(f"bench hooks: deployed {args.env}/{st.run_id} at {args.commit[:12]} "
-              f"(job {st.scheduler_job_id}): {st.state.value}, {st.detail}. Training goes on; "
-              f"fetch the record later with `bench collect --env {args.env}`")
         return 0
     if args.hooks_command == "install":
         settings = _settings(args, args.foreground)

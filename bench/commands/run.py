@@ -1,5 +1,9 @@
 """Submit an experiment to an environment, wait with a progress display, and collect
-each finished run into RESULTS/<env>/<run_id>/."""
+each finished run into RESULTS/<env>/<run_id>/.
+
+With `--no-wait` (the push-to-deploy step of CI) it submits and returns at once:
+training goes on in the environment, and `bench collect` fetches the records later.
+"""
 from __future__ import annotations
 
 import argparse
@@ -17,6 +21,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="workload setting override, repeatable (passed to --set of the workload)")
     parser.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
                         help="stop waiting after this long (the runs go on; collect them later)")
+    parser.add_argument("--no-wait", action="store_true",
+                        help="submit and return at once; collect the runs later with `bench collect`")
+    parser.add_argument("--commit", metavar="SHA", default=None,
+                        help="with --no-wait: the commit to run, e.g. the pushed sha (default: this checkout's HEAD)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -28,6 +36,16 @@ def run(args: argparse.Namespace) -> int:
     reason = target.available()
     if reason:
         raise AtlasError(f"environment {args.env} cannot be used from here: {reason}")
+    if args.no_wait:
+        from bench.runner import current_commit, submit_runs
+
+        for st in submit_runs(target, args.experiment, args.commit or current_commit(), args.runs,
+                              tuple(args.overrides)):
+            print(f"{args.env}/{st.run_id}: {st.state.value} {st.detail}".rstrip())
+        print(f"training goes on; fetch the records later with `bench collect --env {args.env}`")
+        return 0
+    if args.commit:
+        raise AtlasError("--commit is only for --no-wait: a waited run always runs this checkout's HEAD")
     paths = run_and_collect(target, args.experiment, args.runs, args.results, tuple(args.overrides),
                             timeout_s=args.timeout)
     from bench.records import load_run

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.errors import ConfigError
+from bench.errors import AtlasError, ConfigError
 from bench.hooks import HOOK_MARKER, LOG_DIR, HookSettings, install, should_run
 from bench.publish import BOT_NAME
 
@@ -139,11 +139,11 @@ def test_push_runs_the_local_env_and_commits_a_report(tmp_path: Path):
 def test_deploy_submits_and_returns_before_training_ends():
     import shutil
 
-    from bench.hooks import deploy
+    from bench.runner import submit_runs
     from bench.targets import target_for
 
     sha = git(ROOT, "rev-parse", "HEAD").strip()
-    st = deploy("local", "smoke", sha, SHORT)
+    (st,) = submit_runs(target_for("local"), "smoke", sha, 1, SHORT)
     assert st.state.value in ("pending", "running"), st  # returned while the job goes on
     target = target_for("local")
     deadline = time.monotonic() + 600
@@ -154,14 +154,15 @@ def test_deploy_submits_and_returns_before_training_ends():
     shutil.rmtree(target.runs_dir / st.run_id, ignore_errors=True)
 
 
-def test_deploy_to_an_unreachable_env_is_a_clear_error():
-    from bench.errors import AtlasError
-    from bench.hooks import deploy
+def test_deploy_to_an_unreachable_env_is_a_clear_error(capsys):
+    from bench.cli import main
+    from bench.runner import submit_runs
+    from bench.targets import target_for
 
-    with pytest.raises(AtlasError, match="cannot be used from here"):
-        deploy("moc", "smoke", "a" * 40)
-    with pytest.raises(ConfigError, match="needs the commit"):
-        deploy("local", "smoke", "")
+    assert main(["run", "--no-wait", "--env", "moc", "--experiment", "smoke", "--commit", "a" * 40]) == 2
+    assert "cannot be used from here" in capsys.readouterr().err
+    with pytest.raises(AtlasError, match="must be a git sha"):
+        submit_runs(target_for("local"), "smoke", "", 1)
 
 
 def test_envs_from_labels():
@@ -252,15 +253,16 @@ def test_report_commits_writes_one_report_per_commit(tmp_path: Path):
 @pytest.mark.skipif(not (ROOT / "workflows/biggan/__main__.py").is_file(), reason="needs the workload")
 def test_collect_new_skips_commits_already_reported(tmp_path: Path):
     from bench.envs import Environment, load_env
-    from bench.hooks import collect_unreported, deploy, report_commits
+    from bench.hooks import collect_unreported, report_commits
+    from bench.runner import submit_runs
     from bench.targets import target_for
 
     local = load_env("local")
     env = Environment(name="local", kind="local", folder=local.folder,
                       settings={**local.settings, "runs_dir": str(tmp_path / "runs")})
     sha = git(ROOT, "rev-parse", "HEAD").strip()
-    st = deploy(env, "smoke", sha, SHORT)
     target = target_for(env)
+    (st,) = submit_runs(target, "smoke", sha, 1, SHORT)
     deadline = time.monotonic() + 600
     while not target.status(st.run_id).state.finished and time.monotonic() < deadline:
         time.sleep(1)
