@@ -18,6 +18,10 @@ DIR="${ATLAS_SLURM_DIR:-$REPO/.slurm}"
 CONF="$DIR/etc/slurm.conf"
 export SLURM_CONF="$CONF"
 WAIT_S="${ATLAS_SLURM_WAIT_S:-60}"
+# Ports follow the folder, so two checkouts (a developer's and CI's clone) can each run
+# their own cluster on one machine: controller on CTLD_PORT, slurmd on CTLD_PORT+1.
+CTLD_PORT=$(( 6817 + ( $(printf '%s' "$DIR" | cksum | cut -d' ' -f1) % 400 ) * 2 ))
+SLURMD_PORT=$(( CTLD_PORT + 1 ))
 PACKAGES=(slurmctld slurmd slurm-client munge)
 
 die() { echo "local-slurm: $*" >&2; exit 1; }
@@ -73,8 +77,8 @@ SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
 CredType=cred/munge
-SlurmctldPort=6817
-SlurmdPort=6818
+SlurmctldPort=$CTLD_PORT
+SlurmdPort=$SLURMD_PORT
 StateSaveLocation=$DIR/state
 SlurmdSpoolDir=$DIR/spool
 SlurmctldPidFile=$DIR/run/slurmctld.pid
@@ -125,14 +129,14 @@ wait_idle() {
     die "node not idle after ${WAIT_S}s (state: ${state:-no answer}); see $DIR/log/slurmctld.log and $DIR/log/slurmd.log"
 }
 
-foreign_daemons() {  # Slurm daemons of another folder hold the ports: say so, touch nothing
-    local pid own
-    for name in slurmctld slurmd; do
-        own="$(cat "$DIR/run/$name.pid" 2>/dev/null || true)"
-        for pid in $(pgrep -x "$name" || true); do
-            [[ "$pid" == "$own" ]] && continue
-            die "another $name (pid $pid, $(readlink "/proc/$pid/cwd" 2>/dev/null || echo '?')) is running and holds its port: stop it with the \`scripts/local-slurm.sh down\` of its checkout, or set ATLAS_SLURM_DIR to its folder"
-        done
+ports_free() {  # another program on our ports: say so, touch nothing
+    local port
+    for port in "$CTLD_PORT" "$SLURMD_PORT"; do
+        pid_alive "$DIR/run/slurmctld.pid" && [[ "$port" == "$CTLD_PORT" ]] && continue
+        pid_alive "$DIR/run/slurmd.pid" && [[ "$port" == "$SLURMD_PORT" ]] && continue
+        if [[ -n "$(ss -Hltn "sport = :$port" 2>/dev/null)" ]]; then
+            die "TCP port $port (this folder's Slurm port) is taken: $(ss -Hltnp "sport = :$port" 2>/dev/null | head -n1). Stop that program, or set ATLAS_SLURM_DIR to another folder (ports follow it)"
+        fi
     done
 }
 
@@ -148,7 +152,7 @@ cmd_up() {
     timeout 120 flock 9 || die "another \`local-slurm.sh\` holds $DIR/run/lock"
     if is_up; then wait_idle; say "already up (SLURM_CONF=$CONF)"; return 0; fi
     [[ $(id -u) -eq 0 ]] || die "starting the local Slurm needs root (slurmd runs jobs as their users)"
-    foreign_daemons
+    ports_free
     write_config
     start_munge
     pid_alive "$DIR/run/slurmctld.pid" || slurmctld -f "$CONF" </dev/null >/dev/null 2>&1 9>&- \
@@ -173,7 +177,8 @@ stop_pid() {  # pidfile name
 cmd_down() {
     stop_pid "$DIR/run/slurmd.pid"
     stop_pid "$DIR/run/slurmctld.pid"
-    if [[ -e "$DIR/run/munged.ours" ]]; then
+    # munged is shared by every checkout's cluster: stop it only when none is left.
+    if [[ -e "$DIR/run/munged.ours" ]] && ! pgrep -x slurmctld >/dev/null && ! pgrep -x slurmd >/dev/null; then
         stop_pid /run/munge/munged.pid
         rm -f "$DIR/run/munged.ours"
     fi

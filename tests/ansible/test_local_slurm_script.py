@@ -30,11 +30,19 @@ def test_up_is_idempotent_and_the_node_is_usable(local_slurm) -> None:
     assert state in ("idle", "mixed", "allocated") and int(cpus) == os.cpu_count() and gres.startswith("gpu:1")
 
 
-def test_a_second_cluster_over_the_first_ones_ports_is_refused(local_slurm, tmp_path) -> None:
-    other = sh("up", env={"ATLAS_SLURM_DIR": str(tmp_path / "other")})
-    assert other.returncode == 1
-    assert "another slurmctld" in other.stderr and "holds its port" in other.stderr
-    assert sh("status").returncode == 0  # the running one is untouched
+def test_a_second_checkout_gets_its_own_cluster_on_its_own_ports(local_slurm, tmp_path) -> None:
+    other = {"ATLAS_SLURM_DIR": str(tmp_path / "other")}
+    try:
+        up = sh("up", env=other)
+        assert up.returncode == 0, up.stderr
+        conf = (tmp_path / "other" / "etc" / "slurm.conf").read_text()
+        ports = {line.split("=")[0]: line.split("=")[1] for line in conf.splitlines() if "Port=" in line}
+        assert ports["SlurmctldPort"] not in SLURM_CONF.read_text()
+        assert sh("status", env=other).returncode == 0
+    finally:
+        assert sh("down", env=other).returncode == 0
+    assert sh("status", env=other).returncode == 1
+    assert sh("status").returncode == 0  # the session's cluster is untouched
 
 
 def test_usage_is_explained() -> None:

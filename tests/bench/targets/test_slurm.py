@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import secrets
 import shutil
 import subprocess
@@ -205,7 +206,7 @@ def test_unreachable_controller_is_reported_not_hung(local_slurm, tmp_path) -> N
     conf = (REPO / ".slurm" / "etc" / "slurm.conf")
     if not conf.exists():
         pytest.skip("no local slurm.conf yet (scripts/local-slurm.sh up writes it)")
-    bad.write_text(conf.read_text().replace("SlurmctldPort=6817", "SlurmctldPort=6999")
+    bad.write_text(re.sub(r"SlurmctldPort=\d+", "SlurmctldPort=1", conf.read_text())  # nobody listens on 1
                    .replace("SlurmctldTimeout=30", "SlurmctldTimeout=5") + "MessageTimeout=2\n")
     run_id = f"unreachable-{secrets.token_hex(3)}"
     run_dir = RUNS / run_id
