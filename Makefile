@@ -22,11 +22,19 @@ $(STAMP): pyproject.toml
 
 setup: $(STAMP)
 
+# The demo's second local environment is a real single-node Slurm (local-slurm); it
+# stays up afterwards (`make slurm-down` stops it). Without root it is skipped, with the
+# reason, and so is local-podman until `make image` has built the training image.
 demo: setup
+	@if [ "$$(id -u)" = 0 ]; then scripts/local-slurm.sh up || echo "make demo: the local Slurm did not start (above); local-slurm will be skipped"; \
+	else echo "make demo: not root, so no local Slurm; local-slurm will be skipped"; fi
 	$(VENV)/bin/bench demo
 
+# The Slurm tests start their own cluster; the podman tests need podman set up (root).
+# Where that cannot be done they are skipped with the reason, never faked.
 # pytest exits 5 when it collected no test; that is not a failure of the suite.
 test: setup
+	@if [ "$$(id -u)" = 0 ]; then scripts/podman-setup.sh || echo "make test: podman could not be set up (above); its tests will be skipped"; fi
 	$(PY) -m pytest $(PYTEST_ARGS); rc=$$?; if [ $$rc -eq 5 ]; then echo "pytest: no tests collected"; rc=0; fi; exit $$rc
 
 bench-train: setup

@@ -103,6 +103,13 @@ class Recorder:
         self.record: dict[str, Any] = {}
         self.child: subprocess.Popen[bytes] | None = None
         self.received: list[int] = []
+        # Multi-node jobs run one recorder per node into one shared run dir: every node
+        # writes its own samples-<host>.csv, only the first node writes run.json.
+        self.primary = os.environ.get("SLURM_NODEID", "0") == "0"
+
+    def _write_run_json(self) -> None:
+        if self.primary:
+            write_json_atomic(self.run_dir / RUN_JSON, self.record)
 
     def _initial_record(self, gpu: GpuProbe, start: float) -> dict[str, Any]:
         previous: list[dict[str, Any]] = []
@@ -169,14 +176,14 @@ class Recorder:
             self.record["exit"] = {"status": "failed", "code": 127, "signal": None,
                                    "error": f"could not start {self.command[0]!r}: {exc}"}
             self.record["end_time"] = time.time()
-            write_json_atomic(self.run_dir / RUN_JSON, self.record)
+            self._write_run_json()
             print(f"bench record: could not start {self.command[0]!r}: {exc}", file=sys.stderr)
             return 127
         sampler = Sampler(self.run_dir / samples_name(self.host), self.child.pid, self.interval_s,
                           gpu_probe=gpu, cgroup=CgroupReader())
         sampler.start()
         self.record["samples_file"] = sampler.csv_path.name
-        write_json_atomic(self.run_dir / RUN_JSON, self.record)
+        self._write_run_json()
         while True:
             try:
                 code = self.child.wait()
@@ -239,4 +246,4 @@ class Recorder:
         rec["sampler_errors"] = list(sampler.faults)
         rec["samples_file"] = sampler.csv_path.name
         rec["samples_rows"] = sampler.rows
-        write_json_atomic(self.run_dir / RUN_JSON, rec)
+        self._write_run_json()

@@ -184,3 +184,18 @@ def test_resumed_run_keeps_history_and_appends_samples(tmp_path: Path) -> None:
     assert second["start_time"] > first["start_time"]
     assert samples_files(run_dir)[0].read_text().count("\n") > rows_before
     assert len(load_run(run_dir).train.of("run_start")) == 2
+
+
+def test_only_the_first_node_of_a_multi_node_job_writes_run_json(tmp_path: Path) -> None:
+    """Every node's recorder shares the run dir: node 1 adds samples, node 0 owns run.json."""
+    run_dir = tmp_path / "multinode"
+    env = dict(os.environ, SLURM_NODEID="1")
+    proc = subprocess.run(record_cmd(run_dir, "--iters", "2"), cwd=REPO, capture_output=True, text=True,
+                          env=env, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert not (run_dir / "run.json").exists()
+    assert samples_files(run_dir), "node 1 must still write its samples"
+    proc = subprocess.run(record_cmd(run_dir, "--iters", "2"), cwd=REPO, capture_output=True, text=True,
+                          env=dict(os.environ, SLURM_NODEID="0"), timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads((run_dir / "run.json").read_text())["exit"]["status"] == "success"
