@@ -29,7 +29,6 @@ from typing import TextIO
 from bench.errors import AtlasError, ConfigError
 from bench.publish import SKIP_CI
 from bench.envs import Environment
-from bench.targets.base import RunStatus
 
 HOOK_MARKER = "# atlas-bench post-receive hook"
 ZERO_SHA = "0" * 40

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 SCHEMA_VERSION = 1
 RUN_JSON = "run.json"
@@ -93,3 +94,28 @@ def update_run_json(run_dir: str | Path, **sections: Any) -> dict[str, Any]:
 
 def samples_files(run_dir: Path) -> list[Path]:
     return sorted(Path(run_dir).glob(f"{SAMPLES_PREFIX}*{SAMPLES_SUFFIX}"))
+
+
+def copy_record(src: Path, dest: Path, extra_files: tuple[str, ...] = (),
+                edit: Callable[[Path], None] | None = None) -> Path:
+    """Copy the record files of run dir `src` into `dest` as one atomic step.
+
+    The copy is made in a hidden folder beside `dest`, optionally edited there (e.g.
+    `update_run_json` with the scheduler's times), then renamed into place: an
+    interrupted collect leaves no half record, and `dest`, once there, is never touched.
+    """
+    src, dest = Path(src), Path(dest)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", dir=dest.parent))
+    try:
+        names = [RUN_JSON, TRAIN_JSONL, *extra_files]
+        for f in [*(src / n for n in names), *samples_files(src)]:
+            if f.is_file():
+                shutil.copy2(f, tmp / f.name)
+        if edit is not None:
+            edit(tmp)
+        os.replace(tmp, dest)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return dest

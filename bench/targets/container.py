@@ -15,7 +15,6 @@ import os
 import re
 import shutil
 import subprocess
-import tempfile
 import time
 from datetime import datetime
 from pathlib import Path
@@ -23,7 +22,7 @@ from typing import Any, ClassVar
 
 from bench.envs import REPO_ROOT
 from bench.errors import AtlasError, ConfigError
-from bench.runrecord import EXIT_RUNNING, RUN_JSON, TRAIN_JSONL, samples_files, update_run_json
+from bench.runrecord import EXIT_RUNNING, RUN_JSON, copy_record, update_run_json
 from bench.targets import register
 from bench.targets.base import JobSpec, RunState, RunStatus, Target
 
@@ -277,23 +276,14 @@ class ContainerTarget(Target):
                                stderr=subprocess.STDOUT, timeout=120, check=False)
         if not (src / RUN_JSON).is_file():
             raise AtlasError(f"run {run_id} left no {RUN_JSON} in {src}; see {src / JOB_LOG}")
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{run_id}.", dir=dest.parent))
-        try:
-            for f in [src / RUN_JSON, src / TRAIN_JSONL, src / JOB_LOG, *samples_files(src)]:
-                if f.is_file():
-                    shutil.copy2(f, tmp / f.name)
-            info = self._submit_info(run_id)
-            sched: dict[str, Any] = {"kind": "container", "job_id": (info.get("container") or "")[:12] or None,
-                                     "submit_time": info.get("submit_time")}
-            if state is not None:
-                sched["start_time"] = podman_time(state.get("State", {}).get("StartedAt"))
-                sched["end_time"] = podman_time(state.get("State", {}).get("FinishedAt"))
-            update_run_json(tmp, scheduler={k: v for k, v in sched.items() if v is not None})
-            os.replace(tmp, dest)
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
+        info = self._submit_info(run_id)
+        sched: dict[str, Any] = {"kind": "container", "job_id": (info.get("container") or "")[:12] or None,
+                                 "submit_time": info.get("submit_time")}
+        if state is not None:
+            sched["start_time"] = podman_time(state.get("State", {}).get("StartedAt"))
+            sched["end_time"] = podman_time(state.get("State", {}).get("FinishedAt"))
+        copy_record(src, dest, extra_files=(JOB_LOG,),
+                    edit=lambda tmp: update_run_json(tmp, scheduler={k: v for k, v in sched.items() if v is not None}))
         if state is not None:
             self._podman("rm", "--force", self.container_name(run_id), check=False)
         return dest

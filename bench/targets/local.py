@@ -11,18 +11,16 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any, ClassVar
 
 from bench.envs import REPO_ROOT
 from bench.errors import AtlasError, ConfigError
-from bench.runrecord import EXIT_RUNNING, RUN_JSON, TRAIN_JSONL, samples_files
+from bench.runrecord import EXIT_RUNNING, RUN_JSON, TRAIN_JSONL, copy_record
 from bench.targets import register
 from bench.targets.base import JobSpec, RunState, RunStatus, Target, recorded_command
 
@@ -201,21 +199,9 @@ class LocalTarget(Target):
         if dest.exists() and any(dest.iterdir()):
             raise AtlasError(f"{dest} exists but holds no run.json (an earlier copy by hand?); "
                              "move it away and collect again")
-        src = self.runs_dir / run_id
-        dest.parent.mkdir(parents=True, exist_ok=True)
         if dest.exists():
             dest.rmdir()
-        tmp = Path(tempfile.mkdtemp(prefix=f".{run_id}.", dir=dest.parent))
-        try:
-            files = [src / RUN_JSON, src / TRAIN_JSONL, src / JOB_LOG, *samples_files(src)]
-            for f in files:
-                if f.is_file():
-                    shutil.copy2(f, tmp / f.name)
-            os.replace(tmp, dest)
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
-        return dest
+        return copy_record(self.runs_dir / run_id, dest, extra_files=(JOB_LOG,))
 
     def cancel(self, run_id: str) -> None:
         """SIGTERM to the recorder, which forwards it: the workload checkpoints and exits 75."""

@@ -4,6 +4,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from bench.runrecord import samples_name, update_run_json, write_json_atomic
 
 
@@ -26,3 +28,25 @@ def test_update_creates_a_record_when_none(tmp_path: Path) -> None:
 def test_samples_name_is_a_safe_file_name() -> None:
     assert samples_name("node-1.mit.edu") == "samples-node-1.mit.edu.csv"
     assert samples_name("a/b c") == "samples-a_b_c.csv"
+
+
+def test_copy_record_is_all_or_nothing(tmp_path: Path) -> None:
+    from bench.runrecord import copy_record
+
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "run.json").write_text('{"schema_version": 1}\n')
+    (src / "train.jsonl").write_text('{"event": "run_start", "time": 1}\n')
+    (src / "samples-h1.csv").write_text("time\n1\n")
+    (src / "checkpoints").mkdir()  # never part of the record
+    results = tmp_path / "results" / "env"
+
+    def fail(_tmp: Path) -> None:
+        raise RuntimeError("interrupted")
+
+    with pytest.raises(RuntimeError):
+        copy_record(src, results / "r1", edit=fail)
+    assert list(results.iterdir()) == []  # no half record, no leftover temp folder
+    dest = copy_record(src, results / "r1", edit=lambda tmp: (tmp / "run.json").write_text('{"edited": 1}\n'))
+    assert sorted(p.name for p in dest.iterdir()) == ["run.json", "samples-h1.csv", "train.jsonl"]
+    assert (dest / "run.json").read_text() == '{"edited": 1}\n'
