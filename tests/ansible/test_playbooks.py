@@ -145,3 +145,36 @@ def test_ansible_lint_is_clean() -> None:
     proc = subprocess.run([lint, "--offline", "--nocolor", "ansible/"], cwd=REPO, capture_output=True,
                           text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_torchrun_gets_term_and_a_checkpointed_stop_resubmits(tmp_path: Path) -> None:
+    """Several processes per node go through torchrun, which passes TERM (not USR1) on and
+    exits 1 after its workers checkpointed: the script must still resume the run."""
+    stand_in = tmp_path / "python-preempted"
+    stand_in.write_text(f"#!{sys.executable}\n" + '''import json, sys, time
+run_dir = sys.argv[sys.argv.index("--run-dir") + 1]
+with open(run_dir + "/train.jsonl", "a") as fh:
+    fh.write(json.dumps({"event": "run_stop", "time": time.time(), "iteration": 5, "status": "preempted"}) + "\\n")
+sys.exit(1)  # what torchrun returns after a signal
+''')
+    stand_in.chmod(0o755)
+    env = satori(runtime__mode="venv", runtime__python=str(stand_in), runtime__modules=[], slurm__gpus_per_node=2)
+    proc, script = render(tmp_path, env)
+    assert proc.returncode == 0, proc.stdout
+    text = script.read_text()
+    assert "WARN_SIGNAL=TERM" in text and "--standalone --nproc-per-node=2" in text
+    fake_bin = tmp_path / "bin"
+    fake_bin.mkdir()
+    calls = tmp_path / "sbatch-calls"
+    (fake_bin / "sbatch").write_text(f'#!/bin/sh\necho "$@" >> {calls}\necho 8\n')
+    (fake_bin / "scontrol").write_text("#!/bin/sh\nexit 0\n")
+    for tool in ("sbatch", "scontrol"):
+        (fake_bin / tool).chmod(0o755)
+    run = subprocess.run(["bash", str(script)], capture_output=True, text=True, timeout=60,
+                         env={"PATH": f"{fake_bin}:/usr/bin:/bin", "SLURM_JOB_ID": "7", "SLURM_JOB_NUM_NODES": "1"})
+    assert run.returncode == 75, run.stdout + run.stderr
+    assert "--dependency=afterany:7" in calls.read_text()
+    (tmp_path / "one").mkdir()
+    proc, script = render(tmp_path / "one", satori(slurm__gpus_per_node=1))
+    assert proc.returncode == 0, proc.stdout
+    assert "WARN_SIGNAL=USR1" in script.read_text()
