@@ -193,14 +193,17 @@ class Recorder:
         end = time.time()
         sampler.stop()
         gpu.stop()
-        for s, h in old_handlers.items():
-            signal.signal(s, h)
+        # Our handlers stay until run.json is final: a signal that lands now (Slurm's
+        # time-limit warning just after the job ended) must not kill us half-way and turn
+        # a finished job into a lost record; it is noted in exit.signals_forwarded.
         self.record["recorder"] = _cpu_usage()  # before importing torch below
         try:  # after the job, so importing torch costs it nothing
             self.record["software"] = software()
         except Exception as exc:
             gpu.fault("software", exc)
         self._finish(code, end, sampler)
+        for s, h in old_handlers.items():
+            signal.signal(s, h)
         return code if code >= 0 else 128 - code
 
     def _finish(self, code: int, end: float, sampler: Sampler) -> None:

@@ -147,15 +147,22 @@ def test_ansible_lint_is_clean() -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
-def test_torchrun_gets_term_and_a_checkpointed_stop_resubmits(tmp_path: Path) -> None:
-    """Several processes per node go through torchrun, which passes TERM (not USR1) on and
-    exits 1 after its workers checkpointed: the script must still resume the run."""
-    stand_in = tmp_path / "python-preempted"
-    stand_in.write_text(f"#!{sys.executable}\n" + '''import json, sys, time
+@pytest.mark.parametrize("status, age_s, launcher_exit, script_exit, resubmits", [
+    ("preempted", 0, 1, 75, True),      # torchrun exits 1 after its workers checkpointed
+    ("success", 0, 138, 0, False),      # a late signal hit the recorder after the work was done
+    ("preempted", 3600, 1, 1, False),   # a stale line from an earlier job decides nothing
+])
+def test_the_workloads_last_word_decides_the_outcome(tmp_path: Path, status: str, age_s: int,
+                                                      launcher_exit: int, script_exit: int, resubmits: bool) -> None:
+    """Several processes per node go through torchrun, which passes TERM (not USR1) on; the
+    launcher's exit code can hide the workload's outcome, which train.jsonl states."""
+    stand_in = tmp_path / "python-stand-in"
+    stand_in.write_text(f"#!{sys.executable}\n" + f'''import json, sys, time
 run_dir = sys.argv[sys.argv.index("--run-dir") + 1]
 with open(run_dir + "/train.jsonl", "a") as fh:
-    fh.write(json.dumps({"event": "run_stop", "time": time.time(), "iteration": 5, "status": "preempted"}) + "\\n")
-sys.exit(1)  # what torchrun returns after a signal
+    fh.write(json.dumps({{"event": "run_stop", "time": time.time() - {age_s}, "iteration": 5,
+                         "status": "{status}"}}) + "\\n")
+sys.exit({launcher_exit})
 ''')
     stand_in.chmod(0o755)
     env = satori(runtime__mode="venv", runtime__python=str(stand_in), runtime__modules=[], slurm__gpus_per_node=2)
@@ -172,9 +179,13 @@ sys.exit(1)  # what torchrun returns after a signal
         (fake_bin / tool).chmod(0o755)
     run = subprocess.run(["bash", str(script)], capture_output=True, text=True, timeout=60,
                          env={"PATH": f"{fake_bin}:/usr/bin:/bin", "SLURM_JOB_ID": "7", "SLURM_JOB_NUM_NODES": "1"})
-    assert run.returncode == 75, run.stdout + run.stderr
-    assert "--dependency=afterany:7" in calls.read_text()
-    (tmp_path / "one").mkdir()
-    proc, script = render(tmp_path / "one", satori(slurm__gpus_per_node=1))
+    assert run.returncode == script_exit, run.stdout + run.stderr
+    assert calls.exists() == resubmits
+    if resubmits:
+        assert "--dependency=afterany:7" in calls.read_text()
+
+
+def test_one_process_per_node_gets_the_warning_as_usr1(tmp_path: Path) -> None:
+    proc, script = render(tmp_path, satori(slurm__gpus_per_node=1))
     assert proc.returncode == 0, proc.stdout
     assert "WARN_SIGNAL=USR1" in script.read_text()

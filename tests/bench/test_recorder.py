@@ -199,3 +199,26 @@ def test_only_the_first_node_of_a_multi_node_job_writes_run_json(tmp_path: Path)
                           env=dict(os.environ, SLURM_NODEID="0"), timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert json.loads((run_dir / "run.json").read_text())["exit"]["status"] == "success"
+
+
+def test_a_signal_after_the_job_ended_does_not_cost_the_record(tmp_path: Path) -> None:
+    """Slurm's time-limit warning can land after the job finished, while the recorder
+    completes run.json: the finished job must stay a success with its final record."""
+    import psutil
+
+    run_dir = tmp_path / "late"
+    proc = subprocess.Popen(record_cmd(run_dir, "--iters", "3"), cwd=REPO,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        recorder = psutil.Process(proc.pid)
+        wait_for(lambda: bool(recorder.children()))  # the job started
+        wait_for(lambda: not recorder.children() and '"run_stop"' in (run_dir / "train.jsonl").read_text())
+        proc.send_signal(signal.SIGUSR1)  # the job is gone; the recorder is still finishing
+        code = proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert code == 0, proc.stderr.read() if proc.stderr else ""
+    meta = json.loads((run_dir / "run.json").read_text())
+    assert meta["exit"]["status"] == "success" and meta["end_time"] is not None
+    assert meta["exit"]["signals_forwarded"] == ["SIGUSR1"], "the signal must have reached a live recorder"
