@@ -9,23 +9,20 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from bench.commands import status
+
 HELP = "copy finished run records into the results tree"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--env", required=True, help="environment (clusters/<env>/)")
+    status.add_arguments(parser)
     parser.add_argument("--results", type=Path, default=Path("results"), help="results tree (default results/)")
-    parser.add_argument("--run", dest="run_ids", action="append", default=[], metavar="RUN_ID",
-                        help="only this run (repeatable)")
-    parser.add_argument("--commit", default=None, help="only runs of this commit (prefix)")
 
 
 def run(args: argparse.Namespace) -> int:
     from bench.runner import collect_run
-    from bench.targets import target_for
 
-    target = target_for(args.env)
-    runs = [target.status(r) for r in args.run_ids] if args.run_ids else target.list_runs(args.commit)
+    target, runs = status.selected_runs(args)
     skipped = 0
     for st in runs:
         if not st.state.finished:

@@ -2,22 +2,29 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 HELP = "how are the runs of an environment doing"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The run selection, shared with `bench collect`."""
     parser.add_argument("--env", required=True, help="environment (clusters/<env>/)")
     parser.add_argument("--run", dest="run_ids", action="append", default=[], metavar="RUN_ID",
                         help="only this run (repeatable)")
     parser.add_argument("--commit", default=None, help="only runs of this commit (prefix)")
 
 
-def run(args: argparse.Namespace) -> int:
+def selected_runs(args: argparse.Namespace) -> tuple[Any, list[Any]]:
+    """(target, the RunStatus of each selected run)."""
     from bench.targets import target_for
 
     target = target_for(args.env)
-    runs = [target.status(r) for r in args.run_ids] if args.run_ids else target.list_runs(args.commit)
+    return target, [target.status(r) for r in args.run_ids] if args.run_ids else target.list_runs(args.commit)
+
+
+def run(args: argparse.Namespace) -> int:
+    _target, runs = selected_runs(args)
     if not runs:
         print(f"{args.env}: no runs")
         return 0

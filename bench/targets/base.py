@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from bench.envs import Environment
+from bench.errors import AtlasError
 
 
 class RunState(str, enum.Enum):
@@ -95,6 +96,13 @@ class Target(ABC):
 
     @abstractmethod
     def cancel(self, run_id: str) -> None: ...
+
+    def require_finished(self, status: RunStatus) -> RunStatus:
+        """Collect copies finished runs only: a record still being written is not one."""
+        if not status.state.finished:
+            raise AtlasError(f"{self.env.name}: run {status.run_id} is {status.state.value} ({status.detail}); "
+                             f"collect it once it has finished (`bench status --env {self.env.name}`)")
+        return status
 
 
 def new_run_id(commit: str, now: float | None = None) -> str:

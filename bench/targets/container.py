@@ -265,9 +265,7 @@ class ContainerTarget(Target):
         dest = Path(dest)
         if (dest / RUN_JSON).is_file():
             return dest
-        st = self.status(run_id)
-        if not st.state.finished:
-            raise AtlasError(f"run {run_id} is {st.state.value} ({st.detail}); collect it when it has finished")
+        self.require_finished(self.status(run_id))
         src = self.runs_dir / run_id
         state = self._inspect(run_id)
         if state is not None:

@@ -193,9 +193,7 @@ class LocalTarget(Target):
         dest = Path(dest)
         if (dest / RUN_JSON).is_file():
             return dest
-        st = self.status(run_id)
-        if not st.state.finished:
-            raise AtlasError(f"run {run_id} is {st.state.value} ({st.detail}); collect it when it has finished")
+        self.require_finished(self.status(run_id))
         if dest.exists() and any(dest.iterdir()):
             raise AtlasError(f"{dest} exists but holds no run.json (an earlier copy by hand?); "
                              "move it away and collect again")

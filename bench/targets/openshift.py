@@ -429,10 +429,7 @@ class OpenShiftTarget(Target):
         job = self._find_job(run_id)
         if job is not None:
             pods = self._pods(job)
-            state = self._status_of(job, pods)
-            if not state.state.finished:
-                raise AtlasError(f"{self.env.name}: run {run_id} is {state.state.value} ({state.detail}); "
-                                 "collect it once it has finished")
+            self.require_finished(self._status_of(job, pods))
             image = job.spec.template.spec.containers[0].image
         else:
             # The Job is gone (ttlSecondsAfterFinished, or deleted): its record is still on

@@ -287,10 +287,7 @@ class SlurmTarget(Target):
             time.sleep(poll_s)
 
     def collect(self, run_id: str, dest: Path) -> Path:
-        status = self.status(run_id)
-        if not status.state.finished:
-            raise AtlasError(f"{self.env.name}: run {run_id} is {status.state.value} ({status.detail}); "
-                             "collect it once it has finished (`bench status`)")
+        self.require_finished(self.status(run_id))
         dest = Path(dest).resolve()
         self._run("collect.yml", {"atlas_run_id": run_id, "atlas_dest": str(dest),
                                   "atlas_wait_s": 0, "atlas_poll_s": 1})

@@ -40,7 +40,7 @@ def test_submit_status_collect_is_idempotent(tmp_path: Path) -> None:
     job = JobSpec(new_run_id("abc"), "smoke", "abc")
     first = target.submit(job)
     assert first.state in (RunState.PENDING, RunState.RUNNING) and first.scheduler_job_id
-    with pytest.raises(AtlasError, match="collect it when it has finished"):
+    with pytest.raises(AtlasError, match="collect it once it has finished"):
         target.collect(job.run_id, tmp_path / "results" / "loc" / job.run_id)
     wait_finished(target, job.run_id)
     st = target.status(job.run_id)
