@@ -25,6 +25,7 @@ from bench.provenance import git_info, hardware, hostname, image_info, scheduler
 from bench.runrecord import (EXIT_RUNNING, RUN_JSON, SCHEMA_VERSION, TRAIN_JSONL, samples_name,
                              write_json_atomic)
 from bench.sampler import Sampler
+from bench.trainlog import read_train_log
 
 FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGUSR1)
 EXIT_PREEMPTED = 75
@@ -49,27 +50,6 @@ def _cpu_usage() -> dict[str, float]:
     me = resource.getrusage(resource.RUSAGE_SELF)
     job = resource.getrusage(resource.RUSAGE_CHILDREN)
     return {"cpu_s": round(me.ru_utime + me.ru_stime, 3), "job_cpu_s": round(job.ru_utime + job.ru_stime, 3)}
-
-
-def _run_starts(train_jsonl: Path, since: float | None = None) -> list[dict[str, Any]]:
-    """The `run_start` events of the training log (complete lines only)."""
-    out = []
-    try:
-        with train_jsonl.open() as fh:
-            for line in fh:
-                if not line.endswith("\n"):
-                    break
-                try:
-                    event = json.loads(line)
-                except ValueError:
-                    continue
-                if isinstance(event, dict) and event.get("event") == "run_start":
-                    t = event.get("time")
-                    if since is None or (isinstance(t, (int, float)) and t >= since):
-                        out.append(event)
-    except OSError:
-        pass
-    return out
 
 
 def _experiment_from_command(command: list[str]) -> str | None:
@@ -208,28 +188,18 @@ class Recorder:
 
     def _finish(self, code: int, end: float, sampler: Sampler) -> None:
         rec = self.record
-        starts = _run_starts(self.run_dir / TRAIN_JSONL)
+        log = read_train_log(self.run_dir / TRAIN_JSONL)  # read once, complete lines only
+        starts = log.of("run_start")
         if starts:
             first = starts[0]
             rec["config"] = first.get("config")
             rec["config_sha256"] = first.get("config_sha256")
             rec["experiment"] = first.get("experiment") or rec["experiment"]
-        mine = _run_starts(self.run_dir / TRAIN_JSONL, since=rec["start_time"])
+        mine = [e for e in starts if e["time"] >= rec["start_time"]]
         if mine:
             rec["resumed_from"] = mine[0].get("resumed_from")
-        last_stop = None
-        try:
-            with (self.run_dir / TRAIN_JSONL).open() as fh:
-                for line in fh:
-                    if line.endswith("\n") and '"run_stop"' in line:
-                        try:
-                            ev = json.loads(line)
-                        except ValueError:
-                            continue
-                        if ev.get("event") == "run_stop" and ev.get("time", 0) >= rec["start_time"]:
-                            last_stop = ev
-        except OSError:
-            pass
+        my_stops = [e for e in log.of("run_stop") if e["time"] >= rec["start_time"]]
+        last_stop = my_stops[-1] if my_stops else None
         sig = -code if code < 0 else None
         if sig is not None:
             status = "killed"

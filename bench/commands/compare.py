@@ -11,13 +11,18 @@ from pathlib import Path
 HELP = "tables across environments"
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
+def add_selection_arguments(parser: argparse.ArgumentParser) -> None:
+    """Which runs to compare; `bench report` takes the same."""
     parser.add_argument("--results", type=Path, default=Path("results"), help="results tree (default results/)")
     parser.add_argument("--env", dest="envs", action="append", default=[], metavar="ENV",
                         help="only this environment (repeatable; default: all in the results)")
     parser.add_argument("--commit", default=None, help="only runs of this commit (default: the newest run's)")
     parser.add_argument("--baseline", default=None, help="environment the others are compared with (default: first by name)")
     parser.add_argument("--allow-different", action="store_true", help="compare even if config hashes differ")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_selection_arguments(parser)
     parser.add_argument("--out", type=Path, default=None,
                         help="also write compare.md, runs.csv and compare.json into this folder")
 

@@ -6,17 +6,14 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from bench.commands import compare
+
 HELP = "Markdown + charts under reports/"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--results", type=Path, default=Path("results"), help="results tree (default results/)")
+    compare.add_selection_arguments(parser)
     parser.add_argument("--out", type=Path, default=Path("reports"), help="reports folder (default reports/)")
-    parser.add_argument("--env", dest="envs", action="append", default=[], metavar="ENV",
-                        help="only this environment (repeatable; default: all in the results)")
-    parser.add_argument("--commit", default=None, help="report this commit (default: the newest run's)")
-    parser.add_argument("--baseline", default=None, help="environment the others are compared with")
-    parser.add_argument("--allow-different", action="store_true", help="compare even if config hashes differ")
 
 
 def run(args: argparse.Namespace) -> int:
