@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from bench.cost import check_cost
+from bench.analysis.cost import check_cost
 from bench.envs import CLUSTERS_DIR, load_env
 from bench.errors import AtlasError
 

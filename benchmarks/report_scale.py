@@ -1,6 +1,6 @@
 """Report at scale: 2 environments x 3 runs x 48 h sampled at 1 Hz.
 
-Writes synthetic records in the real on-disk format (bench.synthetic), then times
+Writes synthetic records in the real on-disk format (bench.records.synthetic), then times
 (a) just reading every file with pandas and (b) `bench report` on them. Prints JSON;
 asserts nothing. Target: report under 10 s and under 3x the read time on 2 cores.
 
@@ -22,8 +22,8 @@ import pandas as pd
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from bench.report import write_report  # noqa: E402
-from bench.synthetic import RunSpec, write_run  # noqa: E402
+from bench.render.report import write_report  # noqa: E402
+from bench.records.synthetic import RunSpec, write_run  # noqa: E402
 
 COSTS = {"satori": {"model": "onprem", "electricity_usd_per_kwh": 0.0839, "pue": 1.2, "node_capex_usd": 50000,
                     "gpus_per_node": 4},

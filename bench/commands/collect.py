@@ -20,7 +20,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from bench.runner import collect_run
+    from bench.targets.runner import collect_run
 
     target, runs = status.selected_runs(args)
     skipped = 0

@@ -76,8 +76,8 @@ def _read_artifact(args: argparse.Namespace) -> Path:
 
 
 def _body_path(args: argparse.Namespace) -> Path:
-    from bench import github_comment
-    from bench.regression import parse_thresholds
+    from bench.gitops import github as github_comment
+    from bench.analysis.regression import parse_thresholds
 
     if sum(x is not None for x in (args.body_file, args.results, args.artifact)) > 1:
         raise ConfigError("give one of --body-file, --artifact or --results")
@@ -101,7 +101,7 @@ def _body_path(args: argparse.Namespace) -> Path:
 
 
 def run(args: argparse.Namespace) -> int:
-    from bench import github_comment
+    from bench.gitops import github as github_comment
 
     path = _body_path(args)
     body = path.read_text()

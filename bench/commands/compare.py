@@ -28,10 +28,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from bench.compare import compare_runs, pairs_table, runs_table, summary_table, verdicts
+    from bench.analysis.compare import compare_runs, pairs_table, runs_table, summary_table, verdicts
     from bench.errors import AtlasError
-    from bench.records import find_runs
-    from bench.report import choose_commit
+    from bench.records.read import find_runs
+    from bench.render.report import choose_commit
 
     runs = find_runs(args.results, args.envs or None)
     if not runs:

@@ -24,8 +24,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from bench.envs import CLUSTERS_DIR, known_envs, load_env
     from bench.errors import AtlasError
-    from bench.report import write_report
-    from bench.runner import run_and_collect
+    from bench.render.report import write_report
+    from bench.targets.runner import run_and_collect
     from bench.targets import target_for
 
     clusters = args.clusters or CLUSTERS_DIR

@@ -81,18 +81,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _settings(args: argparse.Namespace, foreground: bool = False):
-    from bench.hooks import DEFAULT_ENVS, HookSettings
+    from bench.gitops.hooks import DEFAULT_ENVS, HookSettings
 
     return HookSettings(envs=tuple(args.envs or DEFAULT_ENVS), experiment=args.experiment, branch=args.branch,
                         foreground=foreground, overrides=tuple(args.overrides))
 
 
 def run(args: argparse.Namespace) -> int:
-    from bench import hooks
+    from bench.gitops import hooks
 
     if args.hooks_command == "pr-run":
         envs = tuple(args.envs) if args.envs else hooks.envs_from_labels(args.labels_json)
-        from bench.regression import parse_thresholds
+        from bench.analysis.regression import parse_thresholds
 
         hooks.pr_run(Path("."), args.pr, args.base, envs, args.experiment, args.results, args.out,
                      tuple(args.overrides), args.report_url, parse_thresholds(args.threshold))

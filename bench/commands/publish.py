@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from bench.publish import DEFAULT_ATTEMPTS, DEFAULT_PATHS
+from bench.gitops.publish import DEFAULT_ATTEMPTS, DEFAULT_PATHS
 
 HELP = "commit reports/ as the bot ([skip ci]) and push, rebasing and retrying if the branch moved"
 
@@ -27,7 +27,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from bench.publish import publish
+    from bench.gitops.publish import publish
 
     result = publish(args.repo_dir, args.paths or DEFAULT_PATHS, message=args.message, remote=args.remote,
                      branch=args.branch, attempts=args.attempts)

@@ -24,7 +24,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from bench.recorder import Recorder
+    from bench.record.recorder import Recorder
 
     command = list(args.cmd)
     if command and command[0] == "--":

@@ -17,7 +17,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from bench.report import write_report
+    from bench.render.report import write_report
 
     res = write_report(args.results, args.out, commit=args.commit, envs=args.envs or None,
                        allow_different=args.allow_different, baseline=args.baseline)

@@ -29,7 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from bench.errors import AtlasError
-    from bench.runner import run_and_collect
+    from bench.targets.runner import run_and_collect
     from bench.targets import target_for
 
     target = target_for(args.env)
@@ -37,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
     if reason:
         raise AtlasError(f"environment {args.env} cannot be used from here: {reason}")
     if args.no_wait:
-        from bench.runner import current_commit, submit_runs
+        from bench.targets.runner import current_commit, submit_runs
 
         for st in submit_runs(target, args.experiment, args.commit or current_commit(), args.runs,
                               tuple(args.overrides)):
@@ -48,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
         raise AtlasError("--commit is only for --no-wait: a waited run always runs this checkout's HEAD")
     paths = run_and_collect(target, args.experiment, args.runs, args.results, tuple(args.overrides),
                             timeout_s=args.timeout)
-    from bench.records import load_run
+    from bench.records.read import load_run
 
     ok = sum(1 for p in paths if (load_run(p).meta.get("exit") or {}).get("code") == 0)
     return 0 if ok == len(paths) else 1

@@ -22,7 +22,8 @@ from typing import Any, ClassVar
 
 from bench.envs import REPO_ROOT
 from bench.errors import AtlasError, ConfigError
-from bench.runrecord import EXIT_RUNNING, RUN_JSON, copy_record, update_run_json
+from bench.records.contract import EXIT_RUNNING, RUN_JSON
+from bench.records.place import copy_record, update_run_json
 from bench.targets import register
 from bench.targets.base import JobSpec, RunState, RunStatus, Target
 

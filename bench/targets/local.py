@@ -20,7 +20,8 @@ from typing import Any, ClassVar
 
 from bench.envs import REPO_ROOT
 from bench.errors import AtlasError, ConfigError
-from bench.runrecord import EXIT_RUNNING, RUN_JSON, TRAIN_JSONL, copy_record
+from bench.records.contract import EXIT_RUNNING, RUN_JSON, TRAIN_JSONL
+from bench.records.place import copy_record
 from bench.targets import register
 from bench.targets.base import JobSpec, RunState, RunStatus, Target, recorded_command
 

@@ -450,7 +450,7 @@ class OpenShiftTarget(Target):
                 core.delete_namespaced_pod(pod_name, self.namespace, grace_period_seconds=0)
             except (ApiException, OSError):
                 pass  # it deletes itself at activeDeadlineSeconds
-        from bench.runrecord import update_run_json
+        from bench.records.place import update_run_json
 
         if job is not None:
             update_run_json(dest, scheduler={k: v for k, v in self.scheduler_times(job, pods).items() if v is not None})

@@ -1,0 +1,1 @@
+"""From run records to numbers: metrics, cost, statistics, comparison, regression verdicts, advice."""

@@ -1,0 +1,1 @@
+"""Git and GitHub: publishing reports, the PR comment's transport, the git hook."""

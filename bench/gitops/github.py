@@ -1,0 +1,205 @@
+"""One benchmark comment per pull request, found again by a hidden HTML marker.
+
+Through github3.py: the first run creates the comment, later runs edit the same one, so a
+PR never collects a pile of stale benchmark comments. Every API failure becomes an
+AtlasError that says what to do; the token is never part of a message.
+"""
+from __future__ import annotations
+
+import os
+import re
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import github3
+from github3 import exceptions as gh_errors
+
+from bench.errors import AtlasError, ConfigError
+
+MARKER = "<!-- atlas-bench:pr-comment -->"
+PUBLIC_API_URL = "https://api.github.com"
+# GitHub refuses comment bodies over 65,536 characters.
+MAX_BODY_CHARS = 65_536
+
+_REPO_RE = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
+
+
+@dataclass(frozen=True)
+class CommentResult:
+    action: str  # "created" | "updated" | "unchanged"
+    comment_id: int
+    url: str
+
+
+def with_marker(body: str, marker: str = MARKER) -> str:
+    """Body as posted: the marker first, cut to GitHub's limit with a note if needed."""
+    text = body if marker in body else f"{marker}\n{body}"
+    if len(text) > MAX_BODY_CHARS:
+        note = "\n\n… (cut to GitHub's comment size limit; the full report is in the repository)\n"
+        text = text[: MAX_BODY_CHARS - len(note)] + note
+    return text
+
+
+def token_from_env(environ: dict[str, str] | None = None) -> str:
+    token = (environ if environ is not None else os.environ).get("GITHUB_TOKEN", "").strip()
+    if not token:
+        raise ConfigError("GITHUB_TOKEN is not set: export a token that may write pull-request comments "
+                          "(in Actions: `env: GITHUB_TOKEN: ${{ secrets.GITHUB_TOKEN }}` with "
+                          "`permissions: pull-requests: write`)")
+    return token
+
+
+def split_repo(repo: str) -> tuple[str, str]:
+    if not _REPO_RE.match(repo or ""):
+        raise ConfigError(f"repository {repo!r}: expected OWNER/NAME (in Actions, $GITHUB_REPOSITORY)")
+    owner, name = repo.split("/")
+    return owner, name
+
+
+def client(token: str, api_url: str = PUBLIC_API_URL) -> github3.GitHub:
+    """github.com, or an Enterprise server (whose API lives under <url>/api/v3)."""
+    url = (api_url or PUBLIC_API_URL).rstrip("/")
+    if url == PUBLIC_API_URL:
+        return github3.GitHub(token=token)
+    if url.endswith("/api/v3"):
+        url = url[: -len("/api/v3")]
+    return github3.GitHubEnterprise(url, token=token)
+
+
+def _explain(exc: Exception, what: str, repo: str, pr: int) -> AtlasError:
+    """Turn a github3 error into the message a user can act on."""
+    if isinstance(exc, gh_errors.ConnectionError):
+        return AtlasError(f"{what}: cannot reach the GitHub API ({type(exc.exception).__name__}); "
+                          "check the network or GITHUB_API_URL and run `bench comment` again")
+    if not isinstance(exc, gh_errors.ResponseError):
+        return AtlasError(f"{what}: {exc}")
+    headers = exc.response.headers
+    msg = exc.msg or ""
+    if exc.code == 429 or (exc.code == 403 and (headers.get("X-RateLimit-Remaining") == "0"
+                                                or "rate limit" in str(msg).lower())):
+        reset = headers.get("X-RateLimit-Reset")
+        when = (time.strftime("%H:%M:%S UTC", time.gmtime(int(reset))) if reset and reset.isdigit()
+                else f"in {headers.get('Retry-After', 'a while')} s")
+        return AtlasError(f"{what}: GitHub API rate limit exceeded ({exc.code} {msg}); it resets at {when}: "
+                          "run `bench comment` again then")
+    if exc.code == 401:
+        return AtlasError(f"{what}: GitHub rejected the token (401 {msg}): GITHUB_TOKEN is wrong or expired")
+    if exc.code == 403:
+        return AtlasError(f"{what}: the token may not write to {repo} (403 {msg}). A pull request from a "
+                          "fork gets a read-only token: its comment is posted by the workflow_run job of "
+                          "pr-bench.yml; elsewhere grant `permissions: pull-requests: write`")
+    if exc.code == 404:
+        return AtlasError(f"{what}: {repo} pull request #{pr} not found (404 {msg}): check --repo and --pr, "
+                          "and that the token can see the repository")
+    return AtlasError(f"{what}: GitHub API error {exc.code} {msg}")
+
+
+def upsert_comment(repo: str, pr: int, body: str, token: str, *, api_url: str = PUBLIC_API_URL,
+                   marker: str = MARKER, expect_head_sha: str | None = None) -> CommentResult:
+    """Create the PR's benchmark comment, or edit the one that carries `marker`."""
+    owner, name = split_repo(repo)
+    if pr <= 0:
+        raise ConfigError(f"pull request number must be positive, got {pr}")
+    text = with_marker(body, marker)
+    gh = client(token, api_url)
+    step = f"pull request #{pr} of {repo}"
+    try:
+        if expect_head_sha:
+            _check_head(gh, owner, name, pr, expect_head_sha)
+        issue = gh.issue(owner, name, pr)
+        if issue is None:
+            raise AtlasError(f"{step}: not found")
+        existing = next((c for c in issue.comments() if marker in (c.body or "")), None)
+        if existing is None:
+            created = issue.create_comment(text)
+            return CommentResult("created", created.id, created.html_url)
+        if existing.body == text:
+            return CommentResult("unchanged", existing.id, existing.html_url)
+        if not existing.edit(text):
+            raise AtlasError(f"{step}: GitHub did not accept the edit of comment {existing.id}")
+        return CommentResult("updated", existing.id, existing.html_url)
+    except (gh_errors.GitHubException,) as exc:
+        raise _explain(exc, step, repo, pr) from None
+
+
+def _check_head(gh: github3.GitHub, owner: str, name: str, pr: int, sha: str) -> None:
+    """Refuse to comment when the PR's head moved away from the commit that was measured.
+
+    The workflow_run job reads the PR number from an uploaded artifact, which the PR's own
+    code wrote: checking the head sha keeps a fork from steering the comment elsewhere.
+    """
+    url = gh._build_url("repos", owner, name, "pulls", str(pr))
+    data = gh._json(gh._get(url), 200) or {}
+    head = (data.get("head") or {}).get("sha")
+    if head != sha:
+        raise AtlasError(f"pull request #{pr} of {owner}/{name} has head {head!r}, not the measured "
+                         f"commit {sha!r}: not commenting (the artifact does not belong to this PR)")
+
+
+# -- the comment's content --------------------------------------------------------------
+
+def _sha_matches(run_sha: str | None, wanted: str) -> bool:
+    return bool(run_sha) and (run_sha.startswith(wanted) or wanted.startswith(run_sha))
+
+
+def render_pr_body(results: Path, head: str, base: str, envs: list[str] | None = None,
+                   thresholds: dict[str, float] | None = None, report_url: str | None = None) -> str:
+    """Markdown: per environment, the PR's runs vs the merge-base's runs, with verdicts.
+
+    Verdicts compare each environment with its own runs at the base commit only.
+    """
+    from bench.analysis.compare import HEADLINE, METRIC_BY_KEY, env_cost_config, fmt
+    from bench.analysis.metrics import run_metrics
+    from bench.records.read import find_runs
+    from bench.analysis.regression import HIGHER_IS_BETTER, REGRESSION, judge
+
+    runs = find_runs(results, envs or None)
+    if not runs:
+        raise AtlasError(f"no runs under {results}: run `bench run` at the PR head and at the merge-base first")
+    lines = [f"## Benchmark: `{head[:12]}` vs merge-base `{base[:12]}`", ""]
+    judged = [m for m in HEADLINE if m in HIGHER_IS_BETTER]
+    regressions: list[str] = []
+    for env in sorted({r.env for r in runs}):
+        cost = env_cost_config(env)
+        rows = {"base": [], "head": []}
+        for r in runs:
+            if r.env != env:
+                continue
+            side = "head" if _sha_matches(r.git_sha, head) else "base" if _sha_matches(r.git_sha, base) else None
+            if side:
+                rows[side].append(run_metrics(r, cost).as_dict())
+        lines += [f"### {env}", "",
+                  f"{len(rows['head'])} run(s) of the PR, {len(rows['base'])} of the merge-base.", "",
+                  "| metric | merge-base (median) | PR (median) | change | verdict |",
+                  "|---|---:|---:|---:|---|"]
+        notes = []
+        for key in judged:
+            base_vals = [row[key] for row in rows["base"]]
+            head_vals = [row[key] for row in rows["head"]]
+            if all(v is None for v in base_vals + head_vals):
+                continue  # nobody measured it here (e.g. GPU figures on a CPU runner)
+            v = judge(env, key, base_vals, head_vals, threshold=(thresholds or {}).get(key, 0.05))
+            metric = METRIC_BY_KEY[key]
+            change = "—" if v.change is None else f"{v.change:+.1%}"
+            verdict = f"**{v.status}**" if v.status == REGRESSION else v.status
+            lines.append(f"| {metric.label} ({metric.unit}) | {fmt(v.baseline_median)} | {fmt(v.candidate_median)} "
+                         f"| {change} | {verdict} |")
+            if v.status == REGRESSION:
+                regressions.append(v.describe())
+            if v.note and v.status != REGRESSION:
+                notes.append(v.note)
+        lines.append("")
+        lines += [f"- {n}" for n in dict.fromkeys(notes)]
+        if notes:
+            lines.append("")
+    head_line = (f"**{len(regressions)} regression(s)**: " + "; ".join(regressions)) if regressions \
+        else "No regression found (each environment is compared with its own merge-base runs only)."
+    lines.insert(2, head_line)
+    lines.insert(3, "")
+    custom = ", ".join(f"{k} {v:.0%}" for k, v in sorted((thresholds or {}).items()))
+    lines.append(f"A regression is a change past the threshold (5 %{'; ' + custom if custom else ''}) that is also "
+                 "significant (Mann-Whitney U with >= 3 runs a side, else a bootstrap interval excluding zero).")
+    if report_url:
+        lines += ["", f"Full report, charts and run records: {report_url}"]
+    return "\n".join(lines).rstrip() + "\n"

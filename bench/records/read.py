@@ -1,0 +1,156 @@
+"""Reading run records back, damaged ones included.
+
+A record from a killed job, a half-copied folder or a newer bench is still worth
+reporting: `load_run` never raises for bad content; it returns what it could read and
+a list of problems, each naming the file and what is missing, for the report to show.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from bench.records.contract import EXIT_RUNNING, RUN_JSON, SCHEMA_VERSION, TRAIN_JSONL, samples_files
+from bench.records.trainlog import TrainLog, read_train_log, time_to_train
+
+
+@dataclass
+class RunData:
+    run_id: str
+    env: str
+    path: Path
+    meta: dict[str, Any] = field(default_factory=dict)
+    samples: dict[str, pd.DataFrame] = field(default_factory=dict)  # host -> rows
+    train: TrainLog = field(default_factory=TrainLog)
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def git_sha(self) -> str | None:
+        git = self.meta.get("git")
+        sha = git.get("sha") if isinstance(git, dict) else None
+        return sha if isinstance(sha, str) and sha else None
+
+    @property
+    def start_time(self) -> float | None:
+        t = self.meta.get("start_time")
+        if isinstance(t, (int, float)) and not isinstance(t, bool):
+            return float(t)
+        starts = self.train.of("run_start")
+        return float(starts[0]["time"]) if starts else None
+
+    @property
+    def config_sha256(self) -> str | None:
+        h = self.meta.get("config_sha256")
+        if isinstance(h, str) and h:
+            return h
+        starts = self.train.of("run_start")
+        h = starts[0].get("config_sha256") if starts else None
+        return h if isinstance(h, str) and h else None
+
+
+def read_samples(path: Path) -> tuple[pd.DataFrame | None, list[str]]:
+    """One samples CSV as numbers; a cut-off last row is dropped and named."""
+    problems: list[str] = []
+    name = path.name
+    try:
+        size = path.stat().st_size
+        if size == 0:
+            return None, [f"{name} is empty (no samples)"]
+        with path.open("rb") as fh:
+            fh.seek(-1, 2)
+            truncated = fh.read(1) != b"\n"
+        df = pd.read_csv(path, engine="c", on_bad_lines="skip",
+                         low_memory=False)
+    except (OSError, ValueError, pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+        return None, [f"{name} unreadable ({type(exc).__name__}: {str(exc)[:120]})"]
+    if "time" not in df.columns:
+        return None, [f"{name} has no 'time' column (header damaged?)"]
+    if truncated and len(df):
+        df = df.iloc[:-1]
+        problems.append(f"{name}: last row is incomplete (job killed while writing?); dropped")
+    bad_cells = 0
+    for col in df.columns:
+        if not pd.api.types.is_numeric_dtype(df[col]):
+            raw = df[col]
+            df[col] = pd.to_numeric(raw, errors="coerce")
+            bad_cells += int((df[col].isna() & raw.notna()).sum())
+    if bad_cells:
+        problems.append(f"{name}: {bad_cells} value(s) are not numbers (damaged rows?); treated as missing")
+    good_time = np.isfinite(df["time"].to_numpy(dtype=float, na_value=np.nan))
+    if not good_time.all():
+        problems.append(f"{name}: {int((~good_time).sum())} row(s) without a readable time; dropped")
+    df = df[good_time]
+    if df.empty:
+        problems.append(f"{name} has no complete sample rows")
+        return None, problems
+    return df.reset_index(drop=True), problems
+
+
+def load_run(run_dir: Path, env: str | None = None) -> RunData:
+    run_dir = Path(run_dir)
+    data = RunData(run_id=run_dir.name, env=env or run_dir.parent.name, path=run_dir)
+    meta_path = run_dir / RUN_JSON
+    if not run_dir.is_dir():
+        data.problems.append(f"run folder {run_dir} is missing")
+        return data
+    try:
+        meta = json.loads(meta_path.read_text())
+        if not isinstance(meta, dict):
+            raise ValueError(f"top level is {type(meta).__name__}, not an object")
+    except FileNotFoundError:
+        data.problems.append(f"{RUN_JSON} is missing (no provenance, exit status or queue wait)")
+        meta = {}
+    except (OSError, ValueError, UnicodeDecodeError) as exc:
+        data.problems.append(f"{RUN_JSON} unreadable ({type(exc).__name__}: {str(exc)[:120]})")
+        meta = {}
+    if meta:
+        version = meta.get("schema_version")
+        if version != SCHEMA_VERSION:
+            data.problems.append(
+                f"{RUN_JSON} has schema_version {version!r}; this bench reads {SCHEMA_VERSION}: "
+                "its fields are ignored (upgrade bench to read it)")
+            meta = {}
+    data.meta = meta
+    if meta:
+        exit_info = meta.get("exit")
+        if isinstance(exit_info, dict) and exit_info.get("status") == EXIT_RUNNING:
+            data.problems.append(f"{RUN_JSON} still says 'running': the recorder did not finish (killed, or still running)")
+        if isinstance(meta.get("run_id"), str) and meta["run_id"] and meta["run_id"] != data.run_id:
+            data.problems.append(f"{RUN_JSON} names run_id {meta['run_id']!r} but its folder is {data.run_id!r}")
+    files = samples_files(run_dir)
+    if not files:
+        data.problems.append("no samples-<host>.csv (no CPU, memory or GPU figures)")
+    for path in files:
+        host = path.name[len("samples-"):-len(".csv")]
+        df, problems = read_samples(path)
+        data.problems.extend(problems)
+        if df is not None:
+            data.samples[host] = df
+    data.train = read_train_log(run_dir / TRAIN_JSONL)
+    data.problems.extend(data.train.problems)
+    if data.train.events:
+        if not data.train.of("run_start"):
+            data.problems.append(f"{TRAIN_JSONL} has no run_start event")
+        if not data.train.of("train"):
+            data.problems.append(f"{TRAIN_JSONL} has no train lines (no images/s)")
+        _, unfinished = time_to_train(data.train)
+        data.problems.extend(f"{TRAIN_JSONL}: {p}" for p in unfinished)
+    return data
+
+
+def find_runs(results: Path, envs: list[str] | None = None) -> list[RunData]:
+    """Every `results/<env>/<run_id>/` folder, sorted by env then run id."""
+    results = Path(results)
+    runs: list[RunData] = []
+    if not results.is_dir():
+        return runs
+    for env_dir in sorted(p for p in results.iterdir() if p.is_dir() and not p.name.startswith(".")):
+        if envs and env_dir.name not in envs:
+            continue
+        for run_dir in sorted(p for p in env_dir.iterdir() if p.is_dir() and not p.name.startswith(".")):
+            runs.append(load_run(run_dir, env_dir.name))
+    return runs

@@ -1,0 +1,120 @@
+"""Synthetic run records in the exact on-disk format, for tests and benchmarks.
+
+They let compare/report be exercised (and timed at 48 h x 1 Hz scale) without running
+days of training. Deterministic: a seed gives the same files.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from bench.record.gpus import FIELD_NAMES
+from bench.records.contract import SCHEMA_VERSION, samples_name
+from bench.records.place import write_json_atomic
+from bench.record.sampler import BASE_COLUMNS
+
+CONFIG = {"experiment": "smoke", "batch_size": 8, "ch": 16, "max_iters": 40}
+CONFIG_SHA = hashlib.sha256(json.dumps(CONFIG, sort_keys=True).encode()).hexdigest()
+
+
+@dataclass
+class RunSpec:
+    env: str
+    run_id: str
+    sha: str = "a1b2c3d4e5f60718293a4b5c6d7e8f9012345678"
+    start: float = 1_790_000_000.0
+    duration_s: float = 60.0
+    interval_s: float = 1.0
+    images_per_s: float = 100.0
+    gpus: int = 0
+    gpu_util: float = 80.0
+    cpu_pct: float = 150.0
+    seed: int = 0
+    config_sha256: str = CONFIG_SHA
+    queue_wait_s: float = 0.0
+    host: str = "node1"
+    log_every_s: float = 5.0
+
+
+def write_run(results: Path, spec: RunSpec) -> Path:
+    """Write run.json, samples-<host>.csv and train.jsonl under results/<env>/<run_id>/."""
+    rng = np.random.default_rng(spec.seed)
+    run_dir = Path(results) / spec.env / spec.run_id
+    run_dir.mkdir(parents=True, exist_ok=True)
+    n = max(2, int(spec.duration_s / spec.interval_s) + 1)
+    t = spec.start + np.arange(n) * spec.interval_s
+    cols: dict[str, np.ndarray] = {
+        "time": t,
+        "proc_cpu_percent": np.clip(rng.normal(spec.cpu_pct, 10, n), 0, None),
+        "proc_rss_bytes": 2e9 + np.linspace(0, 5e8, n),
+        "proc_count": np.full(n, 3.0),
+        "host_cpu_percent": np.clip(rng.normal(70, 5, n), 0, 100),
+        "host_mem_used_bytes": np.full(n, 8e9),
+        "host_mem_total_bytes": np.full(n, 64e9),
+        "cgroup_cpu_limit_cores": np.full(n, 4.0),
+        "cgroup_mem_limit_bytes": np.full(n, 16e9),
+        "cgroup_mem_used_bytes": np.full(n, 3e9),
+    }
+    gpu_info = []
+    for g in range(spec.gpus):
+        vals = {
+            "DCGM_FI_DEV_GPU_UTIL": np.clip(rng.normal(spec.gpu_util, 5, n), 0, 100),
+            "DCGM_FI_DEV_MEM_COPY_UTIL": np.clip(rng.normal(30, 5, n), 0, 100),
+            "DCGM_FI_DEV_FB_USED": np.full(n, 12000.0),
+            "DCGM_FI_DEV_FB_TOTAL": np.full(n, 32768.0),
+            "DCGM_FI_DEV_POWER_USAGE": np.full(n, 250.0),
+            "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION": 1e9 + np.arange(n) * 250.0 * spec.interval_s * 1000,
+            "DCGM_FI_DEV_GPU_TEMP": np.full(n, 60.0),
+            "DCGM_FI_DEV_SM_CLOCK": np.full(n, 1530.0),
+        }
+        for name in FIELD_NAMES:
+            cols[f"gpu{g}_{name}"] = vals[name]
+        gpu_info.append({"index": g, "host_index": g, "uuid": f"GPU-synthetic-{g}", "model": "Tesla V100-SXM2-32GB",
+                         "memory_total_mib": 32768, "driver": "535.00"})
+    header = BASE_COLUMNS + [c for c in cols if c.startswith("gpu")]
+    matrix = np.column_stack([cols[c] for c in header])
+    fmts = ["%.3f"] + ["%.6g"] * (len(header) - 1)
+    np.savetxt(run_dir / samples_name(spec.host), matrix, delimiter=",", fmt=fmts,
+               header=",".join(header), comments="")
+
+    lines = []
+    t0 = spec.start + 2.0
+    lines.append({"event": "run_start", "time": t0, "iteration": 0, "resumed_from": None, "experiment": "smoke",
+                  "config": CONFIG, "config_sha256": spec.config_sha256, "device": "cpu", "world_size": 1,
+                  "seed": spec.seed})
+    steps = max(1, int((spec.duration_s - 4) / spec.log_every_s))
+    seen = 0.0
+    for i in range(1, steps + 1):
+        rate = float(max(1.0, rng.normal(spec.images_per_s, spec.images_per_s * 0.02)))
+        seen += rate * spec.log_every_s
+        lines.append({"event": "train", "time": t0 + i * spec.log_every_s, "iteration": i * 10,
+                      "images_seen": int(seen), "images_per_s": round(rate, 3), "g_loss": 1.0, "d_loss_real": 0.5,
+                      "d_loss_fake": 0.5, "wall_s": i * spec.log_every_s})
+    t_stop = t0 + steps * spec.log_every_s + 0.5
+    lines.append({"event": "run_stop", "time": t_stop, "iteration": steps * 10, "status": "success",
+                  "g_sha256": "0" * 64, "images_seen": int(seen)})
+    (run_dir / "train.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+
+    end = float(t[-1])
+    write_json_atomic(run_dir / "run.json", {
+        "schema_version": SCHEMA_VERSION, "run_id": spec.run_id, "env": spec.env, "experiment": "smoke",
+        "config": CONFIG, "config_sha256": spec.config_sha256, "git": {"sha": spec.sha, "dirty": False},
+        "image": {"ref": None, "digest": None}, "hosts": [spec.host],
+        "hardware": {"cpu_model": "Synthetic CPU", "cpu_cores_logical": 8, "cpu_cores_physical": 4,
+                     "cpu_affinity_cores": 8, "memory_bytes": 64e9,
+                     "cgroup": {"version": 2, "cpu_limit_cores": 4.0, "memory_limit_bytes": 16e9},
+                     "gpus": gpu_info},
+        "software": {"python": "3.11.7", "platform": "synthetic", "torch": "2.13.0", "cuda": None, "cudnn": None},
+        "command": ["python", "-m", "workflows.biggan", "--experiment", "smoke", "--run-dir", str(run_dir)],
+        "scheduler": {"kind": "synthetic", "job_id": None, "submit_time": spec.start - spec.queue_wait_s,
+                      "start_time": spec.start, "end_time": end, "queue_wait_s": spec.queue_wait_s},
+        "exit": {"status": "success", "code": 0, "signal": None},
+        "resumed_from": None, "sampler_errors": [], "sample_interval_s": spec.interval_s,
+        "samples_file": samples_name(spec.host), "samples_rows": n,
+        "start_time": spec.start, "end_time": end, "previous_attempts": [], "bench_version": "synthetic",
+    })
+    return run_dir

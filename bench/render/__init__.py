@@ -1,0 +1,1 @@
+"""From numbers to pages: tables, charts, report pages and the index."""

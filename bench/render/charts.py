@@ -1,0 +1,164 @@
+"""Charts for reports (matplotlib, Agg, PNG).
+
+Deterministic on purpose: same input, same bytes (no "Software"/date metadata, fixed
+size and DPI), so CI commits of `reports/` are clean diffs. Long time series are
+averaged into at most MAX_POINTS buckets so a 48-hour run stays a small file.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterable
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+from bench.analysis.metrics import GPU_FB_USED, GPU_UTIL, gpu_ids  # noqa: E402
+from bench.records.read import RunData  # noqa: E402
+from bench.records.trainlog import images_series  # noqa: E402
+
+MAX_POINTS = 400
+DPI = 80
+SIZE = (8, 3.6)
+PNG_METADATA = {"Software": None}
+
+# name -> (title, y label)
+SERIES = {
+    "cpu": ("Process-tree CPU", "% of one core"),
+    "memory": ("Process-tree resident memory", "GB"),
+    "gpu_util": ("GPU utilisation (mean over the job's GPUs)", "%"),
+    "gpu_memory": ("GPU memory used (sum over the job's GPUs)", "GiB"),
+    "images_per_s": ("Training throughput", "images/s"),
+}
+
+
+def downsample(x: np.ndarray, y: np.ndarray, max_points: int = MAX_POINTS) -> tuple[np.ndarray, np.ndarray]:
+    """Bucket means over equal time spans (keeps the shape, bounds the size)."""
+    ok = np.isfinite(x) & np.isfinite(y)
+    x, y = x[ok], y[ok]
+    if x.size <= max_points:
+        return x, y
+    edges = np.linspace(x[0], x[-1], max_points + 1)
+    idx = np.clip(np.searchsorted(edges, x, side="right") - 1, 0, max_points - 1)
+    counts = np.bincount(idx, minlength=max_points)
+    sx = np.bincount(idx, weights=x, minlength=max_points)
+    sy = np.bincount(idx, weights=y, minlength=max_points)
+    keep = counts > 0
+    return sx[keep] / counts[keep], sy[keep] / counts[keep]
+
+
+def series(run: RunData, name: str) -> tuple[np.ndarray, np.ndarray]:
+    """(seconds since the run's start, value) for one chart; empty when not recorded."""
+    t0 = run.start_time
+    if name == "images_per_s":
+        return images_series(run.train, t0)
+    if not run.samples:
+        return np.empty(0), np.empty(0)
+    df = run.samples[sorted(run.samples)[0]]  # first host: one line per environment
+    t = df["time"].to_numpy(dtype=float)
+    base = t0 if t0 is not None else (t[0] if t.size else 0.0)
+
+    def col(c: str) -> np.ndarray:
+        return df[c].to_numpy(dtype=float, na_value=np.nan)
+
+    if name == "cpu" and "proc_cpu_percent" in df:
+        y = col("proc_cpu_percent")
+    elif name == "memory" and "proc_rss_bytes" in df:
+        y = col("proc_rss_bytes") / 1e9
+    elif name in ("gpu_util", "gpu_memory"):
+        gpus = gpu_ids(df)
+        field = GPU_UTIL if name == "gpu_util" else GPU_FB_USED
+        cols = [f"{g}_{field}" for g in gpus if f"{g}_{field}" in df]
+        if not cols:
+            return np.empty(0), np.empty(0)
+        stack = np.vstack([col(c) for c in cols])
+        with np.errstate(all="ignore"):
+            y = np.nanmean(stack, axis=0) if name == "gpu_util" else np.nansum(stack, axis=0) / 1024
+            if name == "gpu_memory":
+                y[np.all(~np.isfinite(stack), axis=0)] = np.nan
+    else:
+        return np.empty(0), np.empty(0)
+    return t - base, y
+
+
+def _save(fig: "plt.Figure", path: Path) -> None:
+    fig.savefig(path, format="png", dpi=DPI, metadata=PNG_METADATA)
+    plt.close(fig)
+
+
+def timeseries_chart(lines: dict[str, tuple[np.ndarray, np.ndarray]], name: str, path: Path) -> bool:
+    """One line per environment; False (and no file) when no environment has data."""
+    lines = {env: downsample(*xy) for env, xy in sorted(lines.items())}
+    lines = {env: xy for env, xy in lines.items() if xy[0].size}
+    if not lines:
+        return False
+    title, ylabel = SERIES[name]
+    fig, ax = plt.subplots(figsize=SIZE)
+    for env, (x, y) in lines.items():
+        span = x[-1] if x.size else 0
+        if span > 3 * 3600:
+            ax.plot(x / 3600, y, label=env, linewidth=1)
+            ax.set_xlabel("hours since job start")
+        else:
+            ax.plot(x, y, label=env, linewidth=1)
+            ax.set_xlabel("seconds since job start")
+    ax.set_title(title)
+    ax.set_ylabel(ylabel)
+    ax.grid(True, alpha=0.3)
+    ax.legend(loc="best", fontsize="small")
+    fig.tight_layout()
+    _save(fig, path)
+    return True
+
+
+def summary_bars(values: dict[str, dict[str, list[float]]], labels: dict[str, str], path: Path) -> bool:
+    """metric -> env -> per-run values; bar = median, whiskers = min..max."""
+    metrics = [m for m in values if any(len(v) for v in values[m].values())]
+    if not metrics:
+        return False
+    cols = min(3, len(metrics))
+    rows = (len(metrics) + cols - 1) // cols
+    fig, axes = plt.subplots(rows, cols, figsize=(3.2 * cols, 2.6 * rows), squeeze=False)
+    for ax in axes.flat[len(metrics):]:
+        ax.axis("off")
+    for ax, m in zip(axes.flat, metrics):
+        envs = sorted(values[m])
+        meds, lo, hi = [], [], []
+        for e in envs:
+            v = np.asarray(values[m][e], dtype=float)
+            v = v[np.isfinite(v)]
+            med = float(np.median(v)) if v.size else 0.0
+            meds.append(med)
+            lo.append(med - (v.min() if v.size else med))
+            hi.append((v.max() if v.size else med) - med)
+        ax.bar(range(len(envs)), meds, yerr=[lo, hi], capsize=3, color=[f"C{i}" for i in range(len(envs))])
+        ax.set_xticks(range(len(envs)), envs, fontsize="small")
+        ax.set_title(labels[m], fontsize="small")
+        ax.grid(True, axis="y", alpha=0.3)
+    fig.tight_layout()
+    _save(fig, path)
+    return True
+
+
+def history_chart(points: Iterable[tuple[str, int, str, float]], path: Path) -> bool:
+    """(env, commit position, short sha, median images/s) -> one line per environment."""
+    pts = sorted(points)
+    if not pts:
+        return False
+    fig, ax = plt.subplots(figsize=SIZE)
+    ticks: dict[int, str] = {}
+    for env in sorted({p[0] for p in pts}):
+        mine = [p for p in pts if p[0] == env]
+        ax.plot([p[1] for p in mine], [p[3] for p in mine], marker="o", label=env)
+        for p in mine:
+            ticks[p[1]] = p[2]
+    ax.set_xticks(sorted(ticks), [ticks[k] for k in sorted(ticks)], rotation=45, fontsize="small")
+    ax.set_title("images/s per environment across commits (median of runs)")
+    ax.set_ylabel("images/s")
+    ax.grid(True, alpha=0.3)
+    ax.legend(loc="best", fontsize="small")
+    fig.tight_layout()
+    _save(fig, path)
+    return True

@@ -1,0 +1,261 @@
+"""`bench report`: Markdown + charts for one commit's runs, and the index of reports.
+
+Output: `<out>/<date>-<shortsha>/` (README.md, charts, summary.json, runs.csv) and
+`<out>/README.md`. Date and sha come from the runs themselves, never from "now", and
+all numbers go through `compare.fmt`, so the same results give the same bytes.
+"""
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import jinja2
+
+from bench.render import charts
+from bench.analysis.advisor import advise
+from bench.analysis.compare import (HEADLINE, METRIC_BY_KEY, CompareResult, compare_runs, env_cost_config, fmt,
+                           pairs_table, runs_table, summary_table, verdicts)
+from bench.errors import AtlasError
+from bench.analysis.metrics import RunMetrics, run_metrics
+from bench.records.read import RunData, find_runs
+from bench.analysis.stats import BOOTSTRAP_RESAMPLES, median
+
+SUMMARY_JSON = "summary.json"
+
+
+@dataclass
+class ReportResult:
+    folder: Path
+    readme: Path
+    index: Path
+    compared: CompareResult
+
+
+def _utc(t: float | None, fmt_: str = "%Y-%m-%d %H:%M") -> str:
+    return time.strftime(fmt_, time.gmtime(t)) if t is not None else "unknown"
+
+
+def choose_commit(runs: list[RunData], commit: str | None) -> str | None:
+    """The commit to report: the one asked for, else that of the newest run."""
+    if commit:
+        shas = sorted({r.git_sha for r in runs if r.git_sha and r.git_sha.startswith(commit)})
+        if not shas:
+            known = sorted({r.git_sha[:12] for r in runs if r.git_sha})
+            raise AtlasError(f"no runs of commit {commit!r} in the results (commits present: {', '.join(known) or 'none'})")
+        return shas[0]
+    dated = [(r.start_time or 0.0, r.git_sha) for r in runs if r.git_sha]
+    return max(dated)[1] if dated else None
+
+
+def _representative(runs: list[RunData], result: CompareResult) -> dict[str, RunData]:
+    """Per env, the run with the median images/s (else the first run with samples)."""
+    metrics = {(m.env, m.run_id): m for m in result.runs}
+    out: dict[str, RunData] = {}
+    for env in result.envs:
+        mine = [r for r in runs if r.env == env]
+        rated = sorted((metrics[(env, r.run_id)].images_per_s, r.run_id, r) for r in mine
+                       if metrics[(env, r.run_id)].images_per_s is not None)
+        if rated:
+            out[env] = rated[(len(rated) - 1) // 2][2]
+        else:
+            with_samples = [r for r in mine if r.samples or r.train.events]
+            if with_samples:
+                out[env] = with_samples[0]
+    return out
+
+
+def _provenance(runs: list[RunData], envs: list[str]) -> list[tuple[str, list[str]]]:
+    def distinct(env: str, get: Callable[[dict[str, Any]], Any]) -> str:
+        values: list[str] = []
+        for r in runs:
+            if r.env != env or not r.meta:
+                continue
+            try:
+                v = get(r.meta)
+            except (KeyError, TypeError, AttributeError, IndexError):
+                v = None
+            text = "—" if v in (None, "", []) else str(v)
+            if text not in values:
+                values.append(text)
+        return ", ".join(values) if values else "—"
+
+    def gpus(meta: dict[str, Any]) -> str:
+        gs = meta["hardware"]["gpus"]
+        if not gs:
+            return "none"
+        models = Counter(str(g.get("model")) for g in gs)
+        return ", ".join(f"{n} × {m}" for m, n in sorted(models.items()))
+
+    rows: list[tuple[str, Callable[[dict[str, Any]], Any]]] = [
+        ("hosts", lambda m: ", ".join(m["hosts"])),
+        ("CPU model", lambda m: m["hardware"]["cpu_model"]),
+        ("logical cores", lambda m: m["hardware"]["cpu_cores_logical"]),
+        ("memory (GB)", lambda m: fmt(m["hardware"]["memory_bytes"] / 1e9)),
+        ("cgroup CPU limit (cores)", lambda m: m["hardware"]["cgroup"]["cpu_limit_cores"]),
+        ("cgroup memory limit (GB)", lambda m: fmt(m["hardware"]["cgroup"]["memory_limit_bytes"] / 1e9)
+            if m["hardware"]["cgroup"]["memory_limit_bytes"] else None),
+        ("GPUs", gpus),
+        ("GPU driver", lambda m: m["hardware"]["gpus"][0]["driver"]),
+        ("python", lambda m: m["software"]["python"]),
+        ("torch", lambda m: m["software"].get("torch")),
+        ("CUDA / cuDNN", lambda m: f"{m['software'].get('cuda')} / {m['software'].get('cudnn')}"
+            if m["software"].get("cuda") else None),
+        ("git sha (dirty)", lambda m: f"{m['git']['sha'][:12]} ({'dirty' if m['git']['dirty'] else 'clean'})"),
+        ("image", lambda m: m["image"]["digest"] or m["image"]["ref"]),
+        ("scheduler", lambda m: m["scheduler"]["kind"]),
+        ("config sha256", lambda m: m["config_sha256"][:16]),
+    ]
+    return [(label, [distinct(env, get) for env in envs]) for label, get in rows]
+
+
+def _history(all_runs: list[RunData], envs: list[str], known: dict[tuple[str, str], RunMetrics]
+             ) -> list[tuple[str, int, str, float]]:
+    """(env, position, short sha, median images/s) for every commit with rated runs."""
+    first_seen: dict[str, float] = {}
+    by_key: dict[tuple[str, str], list[float]] = {}
+    for r in all_runs:
+        if r.env not in envs or not r.git_sha:
+            continue
+        first_seen[r.git_sha] = min(first_seen.get(r.git_sha, float("inf")), r.start_time or 0.0)
+        m = known.get((r.env, r.run_id)) or run_metrics(r, None)
+        if m.images_per_s is not None:
+            by_key.setdefault((r.env, r.git_sha), []).append(m.images_per_s)
+    order = {sha: i for i, sha in enumerate(sorted(first_seen, key=lambda s: (first_seen[s], s)))}
+    return [(env, order[sha], sha[:7], float(median(v) or 0.0)) for (env, sha), v in by_key.items()]
+
+
+def write_report(results: Path, out: Path, commit: str | None = None, envs: list[str] | None = None,
+                 allow_different: bool = False, baseline: str | None = None,
+                 cost_for: Callable[[str], dict[str, Any] | None] = env_cost_config,
+                 only: set[Path] | None = None) -> ReportResult:
+    """Report one commit's runs (or exactly the run folders in `only`, as `bench demo`
+    does for the runs it just made); the history chart uses every run in `results`."""
+    results, out = Path(results), Path(out)
+    all_runs = find_runs(results, envs)
+    if not all_runs:
+        raise AtlasError(f"no runs under {results} (expected {results}/<env>/<run_id>/run.json); "
+                         "run `bench run` or `bench collect` first")
+    if only is not None:
+        wanted = {Path(p).resolve() for p in only}
+        runs = [r for r in all_runs if r.path.resolve() in wanted]
+        if not runs:
+            raise AtlasError(f"none of the {len(wanted)} requested run folder(s) is under {results}")
+        shas = Counter(r.git_sha for r in runs if r.git_sha)
+        sha = sorted(shas.items(), key=lambda kv: (-kv[1], kv[0]))[0][0] if shas else None
+    else:
+        sha = choose_commit(all_runs, commit)
+        runs = [r for r in all_runs if r.git_sha is None or r.git_sha == sha]
+    result = compare_runs(runs, allow_different=allow_different, baseline=baseline, cost_for=cost_for)
+    starts = [r.start_time for r in runs if r.start_time is not None]
+    date = _utc(max(starts), "%Y-%m-%d") if starts else "undated"
+    name = f"{date}-{sha[:7] if sha else 'nogit'}"
+    folder = out / name
+    folder.mkdir(parents=True, exist_ok=True)
+    for old in folder.glob("*.png"):
+        old.unlink()
+
+    reps = _representative(runs, result)
+    chart_list, missing = [], []
+    for key, (title, _) in charts.SERIES.items():
+        lines = {env: charts.series(run, key) for env, run in reps.items()}
+        file = f"{key}.png"
+        if charts.timeseries_chart(lines, key, folder / file):
+            note = "One line per environment: its run with the median images/s (" + \
+                ", ".join(f"{e}: `{r.run_id}`" for e, r in sorted(reps.items())) + ")." if key == "cpu" else ""
+            chart_list.append({"title": title, "file": file, "note": note})
+        else:
+            missing.append(title)
+    bars = {k: {env: [getattr(m, k) for m in result.runs if m.env == env and getattr(m, k) is not None]
+                for env in result.envs} for k in HEADLINE}
+    if charts.summary_bars(bars, {k: f"{METRIC_BY_KEY[k].label} ({METRIC_BY_KEY[k].unit})" for k in HEADLINE},
+                           folder / "summary.png"):
+        chart_list.append({"title": "Summary: median per environment, whiskers min–max", "file": "summary.png",
+                           "note": "Median per environment; whiskers span the fastest to the slowest run."})
+    known = {(m.env, m.run_id): m for m in result.runs}
+    if charts.history_chart(_history(all_runs, result.envs, known), folder / "history.png"):
+        chart_list.append({"title": "History of images/s across commits", "file": "history.png", "note": ""})
+
+    problems = [(f"{r.env}/{r.run_id}", r.problems) for r in sorted(runs, key=lambda r: (r.env, r.run_id)) if r.problems]
+    if sha is None:
+        problems.insert(0, ("all runs", ["no git sha recorded: runs of every commit are mixed in this report"]))
+    cost_notes = []
+    for env in result.envs:
+        notes = sorted({m.cost_note for m in result.runs if m.env == env})
+        cost_notes.append((env, "; ".join(notes)))
+    experiments = sorted({str(r.meta.get("experiment")) for r in runs if r.meta.get("experiment")})
+    others = [e for e in result.envs if e != result.baseline]
+    env_tpl = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
+                                 autoescape=False)
+    text = env_tpl.from_string(_template()).render(
+        title=name, commit=sha[:12] if sha else "unknown",
+        dirty=any((r.meta.get("git") or {}).get("dirty") for r in runs if isinstance(r.meta.get("git"), dict)),
+        experiment=", ".join(experiments) or "unknown", n_runs=len(runs), envs=result.envs,
+        first_start=_utc(min(starts)) if starts else "unknown", last_start=_utc(max(starts)) if starts else "unknown",
+        results=results.name, summary=verdicts(result) or _single_env_summary(result),
+        pairs_table=pairs_table(result), pairs_env=", ".join(others), baseline=result.baseline, resamples=BOOTSTRAP_RESAMPLES,
+        summary_table=summary_table(result), cost_notes=cost_notes, runs_table=runs_table(result),
+        charts=chart_list, missing_charts=missing, advice=sorted(advise(result).items()),
+        provenance=_provenance(runs, result.envs), problems=problems,
+    )
+    text = "\n".join(line.rstrip() for line in text.splitlines()).rstrip() + "\n"
+    while "\n\n\n" in text:
+        text = text.replace("\n\n\n", "\n\n")
+    readme = folder / "README.md"
+    readme.write_text(text)
+    result.frame().to_csv(folder / "runs.csv", index=False, float_format="%.6g")
+    summary = {
+        "folder": name, "commit": sha, "envs": result.envs, "runs": len(runs),
+        "experiment": experiments, "problems": sum(len(p) for _, p in problems),
+        "images_per_s": {e: result.summaries[e].median["images_per_s"] for e in result.envs},
+        "time_to_train_s": {e: result.summaries[e].median["time_to_train_s"] for e in result.envs},
+        "first_start": min(starts) if starts else None,
+    }
+    (folder / SUMMARY_JSON).write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
+    index = write_index(out)
+    return ReportResult(folder, readme, index, result)
+
+
+def _template() -> str:
+    from bench.render.templates import REPORT
+
+    return REPORT
+
+
+def _single_env_summary(result: CompareResult) -> list[str]:
+    lines = []
+    for env in result.envs:
+        s = result.summaries[env]
+        lines.append(f"{env}: {s.runs} run(s), median {fmt(s.median['images_per_s'])} images/s, "
+                     f"time to train {fmt(s.median['time_to_train_s'])} s (only one environment: nothing to compare against).")
+    return lines if len(result.envs) == 1 else []
+
+
+def write_index(out: Path) -> Path:
+    """Regenerate `<out>/README.md` from every report folder's summary.json."""
+    from bench.render.templates import INDEX
+
+    out = Path(out)
+    entries = []
+    for folder in sorted((p for p in out.iterdir() if (p / SUMMARY_JSON).is_file()), reverse=True):
+        try:
+            s = json.loads((folder / SUMMARY_JSON).read_text())
+        except (OSError, ValueError):
+            continue
+        entries.append({
+            "folder": folder.name, "commit": (s.get("commit") or "unknown")[:12],
+            "envs": s.get("envs") or [], "runs": s.get("runs", 0), "problems": s.get("problems", 0),
+            "images_per_s": [(e, fmt(v)) for e, v in sorted((s.get("images_per_s") or {}).items())],
+            "has_history": (folder / "history.png").is_file(),
+        })
+    latest = next((f"{e['folder']}/history.png" for e in entries if e["has_history"]), None)
+    text = jinja2.Environment(keep_trailing_newline=True).from_string(INDEX).render(
+        reports=entries, latest_history=latest)
+    while "\n\n\n" in text:
+        text = text.replace("\n\n\n", "\n\n")
+    path = out / "README.md"
+    path.write_text(text.rstrip() + "\n")
+    return path

@@ -1,0 +1,118 @@
+"""Submit runs to a target, wait for them with a progress line, collect their records.
+
+Shared by `bench run` and `bench demo`. Runs on a target whose jobs share this machine
+(`runs_share_host`) go one after another; elsewhere all are submitted, then awaited.
+"""
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+from typing import TextIO
+
+from bench.errors import AtlasError
+from bench.record.provenance import git_info
+from bench.records.read import load_run
+from bench.targets import JobSpec, RunStatus, Target
+from bench.targets.base import new_run_id
+
+POLL_S = 0.5
+
+
+def current_commit() -> str:
+    from bench.envs import REPO_ROOT
+
+    return git_info(REPO_ROOT).get("sha") or "nocommit"
+
+
+def collect_run(target: Target, run_id: str, results: Path, out: TextIO | None = None) -> Path:
+    """Collect one finished run into results/<env>/<run_id>/ (a no-op when already there)."""
+    out = out or sys.stdout
+    dest = Path(results) / target.env.name / run_id
+    already = (dest / "run.json").is_file()
+    target.collect(run_id, dest)
+    record = load_run(dest, target.env.name)
+    verb = "already collected" if already else "collected"
+    print(f"{verb}: {dest}", file=out)
+    for problem in record.problems:
+        print(f"  warning: {run_id}: {problem}", file=out)
+    return dest
+
+
+def wait(target: Target, run_ids: list[str], out: TextIO | None = None, poll_s: float = POLL_S,
+         timeout_s: float | None = None) -> dict[str, RunStatus]:
+    """Poll until every run has finished; one progress line, rewritten on a terminal."""
+    out = out or sys.stdout
+    start = time.monotonic()
+    tty = out.isatty() if hasattr(out, "isatty") else False
+    final: dict[str, RunStatus] = {}
+    last_line = ""
+    while True:
+        pending = [r for r in run_ids if r not in final]
+        for run_id in pending:
+            st = target.status(run_id)
+            if st.state.finished:
+                final[run_id] = st
+                if tty:
+                    print("\r\033[K", end="", file=out)
+                print(f"{target.env.name}/{run_id}: {st.state.value} ({st.detail})", file=out, flush=True)
+            else:
+                elapsed = time.monotonic() - start
+                line = f"{target.env.name}/{run_id}: {st.state.value} {elapsed:5.0f} s {st.detail}"
+                if tty:
+                    print(f"\r\033[K{line}", end="", file=out, flush=True)
+                elif line.split(" s ")[-1] != last_line.split(" s ")[-1] or not last_line:
+                    print(line, file=out, flush=True)
+                last_line = line
+        if len(final) == len(run_ids):
+            return final
+        if timeout_s is not None and time.monotonic() - start > timeout_s:
+            raise AtlasError(f"gave up waiting after {timeout_s:.0f} s for {', '.join(sorted(set(run_ids) - set(final)))} "
+                             f"on {target.env.name}; they keep running: `bench status --env {target.env.name}`")
+        time.sleep(poll_s)
+
+
+def submit_runs(target: Target, experiment: str, commit: str, runs: int = 1,
+                overrides: tuple[str, ...] = (), out: TextIO | None = None) -> list[RunStatus]:
+    """Submit `runs` runs of `commit` and return at once; training goes on without us."""
+    out = out or sys.stdout
+    if not commit or len(commit) < 7:
+        raise AtlasError(f"the commit to run must be a git sha, got {commit!r}")
+    submitted = []
+    for _ in range(runs):
+        job = JobSpec(run_id=new_run_id(commit), experiment=experiment, commit=commit, overrides=overrides)
+        st = target.submit(job)
+        print(f"submitted {target.env.name}/{job.run_id} ({experiment}, commit {commit[:8]}, "
+              f"job {st.scheduler_job_id})", file=out, flush=True)
+        submitted.append(st)
+    return submitted
+
+
+def run_and_collect(target: Target, experiment: str, runs: int, results: Path,
+                    overrides: tuple[str, ...] = (), out: TextIO | None = None,
+                    timeout_s: float | None = None) -> list[Path]:
+    """Submit `runs` runs of `experiment`, wait, and collect every finished one."""
+    out = out or sys.stdout
+    if runs < 1:
+        raise AtlasError(f"--runs must be at least 1, got {runs}")
+    commit = current_commit()
+    collected: list[Path] = []
+    failed: list[str] = []
+
+    def one_batch(n: int) -> None:
+        ids = [st.run_id for st in submit_runs(target, experiment, commit, n, overrides, out)]
+        for run_id, st in wait(target, ids, out, timeout_s=timeout_s).items():
+            if st.state.value != "completed":
+                failed.append(f"{run_id}: {st.state.value} ({st.detail})")
+            collected.append(collect_run(target, run_id, results, out))
+
+    if getattr(target, "runs_share_host", False):
+        for _ in range(runs):
+            one_batch(1)
+    else:
+        one_batch(runs)
+    if failed:
+        print(f"{len(failed)} of {runs} run(s) did not complete (their records are collected anyway):", file=out)
+        for line in failed:
+            print(f"  {line}", file=out)
+    return collected

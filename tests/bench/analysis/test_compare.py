@@ -1,0 +1,106 @@
+"""compare/stats/cost on synthetic records written in the real on-disk format."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bench.analysis.compare import compare_runs, fmt, verdicts
+from bench.analysis.cost import check_cost, run_cost
+from bench.errors import AtlasError
+from bench.records.read import find_runs
+from bench.analysis.stats import compare_samples, olympic_mean
+from bench.records.synthetic import RunSpec, write_run
+
+SATORI = {"model": "onprem", "electricity_usd_per_kwh": 0.0839, "pue": 1.2, "node_capex_usd": 50000,
+          "node_life_years": 5, "gpus_per_node": 4}
+MOC = {"model": "cloud", "usd_per_gpu_hour": 2.0}
+
+
+def costs(env: str) -> dict | None:
+    return {"satori": SATORI, "moc": MOC}.get(env)
+
+
+def two_envs(tmp_path: Path, moc_rate: float = 100.0, runs: int = 3) -> Path:
+    for i in range(runs):
+        write_run(tmp_path, RunSpec("satori", f"s{i}", seed=i, gpus=1, images_per_s=200.0, start=1.79e9 + i * 100))
+        write_run(tmp_path, RunSpec("moc", f"m{i}", seed=50 + i, gpus=1, images_per_s=moc_rate, gpu_util=30,
+                                    queue_wait_s=12.0, start=1.79e9 + i * 100 + 10))
+    return tmp_path
+
+
+def test_olympic_mean_drops_extremes() -> None:
+    assert olympic_mean([1.0, 2.0, 3.0, 100.0]) == 2.5
+    assert olympic_mean([4.0, 6.0]) == 5.0
+    assert olympic_mean([None, 7.0]) == 7.0
+    assert olympic_mean([]) is None
+
+
+def test_bootstrap_is_seeded_and_mann_whitney_needs_three() -> None:
+    a, b = [10.0, 11.0, 12.0], [5.0, 5.5, 6.0]
+    one, two = compare_samples(a, b), compare_samples(a, b)
+    assert one == two
+    assert one.ratio == pytest.approx(2.0)
+    assert one.ci_low <= 2.0 <= one.ci_high
+    assert one.p_value == pytest.approx(0.1)  # exact two-sided minimum for 3 vs 3
+    assert compare_samples(a[:2], b).p_value is None
+
+
+def test_onprem_cost_by_hand() -> None:
+    # 1 of 4 GPUs for 2 h: capex 50000 / (5 * 8760) per node-hour x 0.25 x 2 h,
+    # plus 1 kWh GPU energy x PUE 1.2 x $0.0839.
+    cost = run_cost(SATORI, 7200.0, gpus=1, nodes=1, energy_wh=1000.0)
+    assert cost.usd == pytest.approx(50000 / (5 * 8760) * 0.25 * 2 + 1.2 * 0.0839)
+    cloud = run_cost({"model": "cloud", "usd_per_gpu_hour": 3.0, "usd_per_cpu_hour": 0.05}, 3600.0, 2, 1, None, 8)
+    assert cloud.usd == pytest.approx(6.0 + 0.4)
+    assert run_cost({"model": "none"}, 10.0, 1, 1, None).usd is None
+    no_energy = run_cost(SATORI, 3600.0, 0, 1, None)
+    assert "electricity not included" in no_energy.note
+
+
+@pytest.mark.parametrize("cfg, needle", [
+    ({"model": "onprem", "pue": 1.2, "node_capex_usd": 1}, "cost.electricity_usd_per_kwh is required"),
+    ({"model": "onprem", "electricity_usd_per_kwh": 0.1, "pue": 0.5, "node_capex_usd": 1}, "cost.pue must be >= 1"),
+    ({"model": "cloud", "usd_per_gpu_hour": "cheap"}, "cost.usd_per_gpu_hour must be a number"),
+    ({"model": "aws"}, "cost.model is 'aws'"),
+    ({"model": "cloud", "usd_per_gpu_hour": 1, "usd_per_tpu_hour": 2}, "cost.usd_per_tpu_hour is not a key"),
+])
+def test_cost_validation_names_file_and_key(cfg: dict, needle: str) -> None:
+    errors = check_cost(cfg, "clusters/x/env.yaml")
+    assert errors and all(e.startswith("clusters/x/env.yaml: ") for e in errors)
+    assert any(needle in e for e in errors), errors
+
+
+def test_compare_two_envs_finds_the_faster_one(tmp_path: Path) -> None:
+    result = compare_runs(find_runs(two_envs(tmp_path)), cost_for=costs)
+    assert result.envs == ["moc", "satori"] and result.baseline == "moc"
+    s, m = result.summaries["satori"], result.summaries["moc"]
+    assert s.runs == m.runs == 3
+    assert s.median["images_per_s"] == pytest.approx(200, rel=0.05)
+    assert m.median["queue_wait_s"] == 12.0
+    assert m.median["cost_usd"] > 0 and s.median["energy_wh"] > 0
+    ips = next(p for p in result.pairs if p.metric == "images_per_s")
+    assert ips.env_a == "satori" and ips.stats.ratio == pytest.approx(2.0, rel=0.05)
+    assert ips.stats.ci_low > 1 and ips.stats.p_value == pytest.approx(0.1)
+    text = "\n".join(verdicts(result))
+    assert "images/s (steady, median): satori is 2.0" in text and "satori wins" in text
+
+
+def test_different_configs_are_refused_unless_allowed(tmp_path: Path) -> None:
+    write_run(tmp_path, RunSpec("a", "r1"))
+    write_run(tmp_path, RunSpec("b", "r2", config_sha256="f" * 64))
+    with pytest.raises(AtlasError, match="--allow-different") as info:
+        compare_runs(find_runs(tmp_path), cost_for=costs)
+    assert "ffffffffffff" in str(info.value)
+    assert compare_runs(find_runs(tmp_path), allow_different=True, cost_for=costs).envs == ["a", "b"]
+
+
+def test_unknown_baseline_is_an_error(tmp_path: Path) -> None:
+    with pytest.raises(AtlasError, match="--baseline 'nope'"):
+        compare_runs(find_runs(two_envs(tmp_path, runs=1)), baseline="nope", cost_for=costs)
+
+
+def test_fmt_is_stable() -> None:
+    assert [fmt(v) for v in (None, 0, 0.000123456, 1.23456, 123.456, 12345.6, -2.5)] == \
+        ["—", "0", "0.000123", "1.23", "123", "12,346", "-2.50"]
+    assert fmt(float("nan")) == "—"

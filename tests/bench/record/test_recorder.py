@@ -1,0 +1,224 @@
+"""`bench record` as a real subprocess around a real (stand-in) workload process."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from bench.records.read import load_run
+from bench.records.contract import samples_files
+
+WORKLOAD = str(Path(__file__).with_name("contract_workload.py"))
+REPO = Path(__file__).resolve().parents[3]
+
+
+def record_cmd(run_dir: Path, *workload_args: str, interval: float = 0.1) -> list[str]:
+    return [sys.executable, "-m", "bench", "record", "--run-dir", str(run_dir), "--env", "test-env",
+            "--interval", str(interval), "--", sys.executable, WORKLOAD, str(run_dir), *workload_args]
+
+
+def run_record(run_dir: Path, *workload_args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(record_cmd(run_dir, *workload_args), cwd=REPO, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def wait_for(predicate, timeout: float = 30.0) -> None:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if predicate():
+            return
+        time.sleep(0.05)
+    raise AssertionError("condition not met in time")
+
+
+def nvml_present() -> bool:
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        pynvml.nvmlShutdown()
+        return True
+    except Exception:
+        return False
+
+
+def test_success_writes_complete_record(tmp_path: Path) -> None:
+    run_dir = tmp_path / "r1"
+    proc = run_record(run_dir, "--iters", "6", "--sleep", "0.1", "--burn")
+    assert proc.returncode == 0, proc.stderr
+    meta = json.loads((run_dir / "run.json").read_text())
+    assert meta["schema_version"] == 1
+    assert meta["run_id"] == "r1" and meta["env"] == "test-env"
+    assert meta["exit"] == {"status": "success", "code": 0, "signal": None, "signals_forwarded": []}
+    first = json.loads((run_dir / "train.jsonl").read_text().splitlines()[0])
+    assert meta["config_sha256"] == first["config_sha256"] and meta["config"] == first["config"]
+    assert meta["experiment"] == "contract"
+    assert meta["end_time"] >= meta["start_time"] == meta["scheduler"]["start_time"]
+    assert meta["hardware"]["cpu_cores_logical"] >= 1 and meta["hardware"]["memory_bytes"] > 0
+    assert meta["software"]["python"] == ".".join(map(str, sys.version_info[:3]))
+    assert meta["command"][:3] == [sys.executable, WORKLOAD, str(run_dir)]
+    assert meta["git"]["sha"] and len(meta["git"]["sha"]) == 40
+    assert meta["recorder"]["job_cpu_s"] > 0.05 and 0 < meta["recorder"]["cpu_s"]  # the job burned CPU
+    files = samples_files(run_dir)
+    assert [f.name for f in files] == [meta["samples_file"]]
+    run = load_run(run_dir)
+    df = next(iter(run.samples.values()))
+    assert len(df) >= 3
+    assert df["proc_rss_bytes"].max() > 1e6  # a Python process is bigger than 1 MB
+    assert df["proc_cpu_percent"].max() > 0   # it burned CPU
+    assert (df["host_mem_total_bytes"] > 0).all()
+    assert run.problems == []
+
+
+@pytest.mark.skipif(nvml_present(), reason="this machine has NVML: the no-GPU path is tested where there is none")
+def test_no_nvml_is_recorded_and_job_goes_on(tmp_path: Path) -> None:
+    run_dir = tmp_path / "nogpu"
+    env = dict(os.environ)
+    env.pop("CUDA_VISIBLE_DEVICES", None)
+    proc = subprocess.run(record_cmd(run_dir, "--iters", "2"), cwd=REPO, capture_output=True, text=True, env=env,
+                          timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    meta = json.loads((run_dir / "run.json").read_text())
+    messages = [e["message"] for e in meta["sampler_errors"]]
+    assert any("NVMLError_LibraryNotFound" in m for m in messages), messages
+    assert meta["hardware"]["gpus"] == []
+    header = samples_files(run_dir)[0].read_text().splitlines()[0]
+    assert "DCGM" not in header
+
+
+@pytest.mark.parametrize("code", [1, 2, 3])
+def test_exit_code_passes_through(tmp_path: Path, code: int) -> None:
+    run_dir = tmp_path / f"exit{code}"
+    proc = run_record(run_dir, "--iters", "1", "--exit", str(code))
+    assert proc.returncode == code
+    meta = json.loads((run_dir / "run.json").read_text())
+    assert meta["exit"]["code"] == code and meta["exit"]["status"] == "failed"
+
+
+def test_child_killed_by_signal_exits_128_plus_n(tmp_path: Path) -> None:
+    run_dir = tmp_path / "killed"
+    proc = subprocess.run([sys.executable, "-m", "bench", "record", "--run-dir", str(run_dir), "--env", "e", "--",
+                           sys.executable, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGKILL)"],
+                          cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 128 + signal.SIGKILL
+    meta = json.loads((run_dir / "run.json").read_text())
+    assert meta["exit"] == {"status": "killed", "code": None, "signal": "SIGKILL", "signals_forwarded": []}
+
+
+def test_missing_command_is_exit_127_and_recorded(tmp_path: Path) -> None:
+    run_dir = tmp_path / "nocmd"
+    proc = subprocess.run([sys.executable, "-m", "bench", "record", "--run-dir", str(run_dir), "--env", "e", "--",
+                           str(tmp_path / "no-such-program")], cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 127
+    assert "could not start" in proc.stderr
+    assert json.loads((run_dir / "run.json").read_text())["exit"]["status"] == "failed"
+
+
+def test_no_command_is_a_clear_error(tmp_path: Path) -> None:
+    proc = subprocess.run([sys.executable, "-m", "bench", "record", "--run-dir", str(tmp_path / "x"), "--env", "e"],
+                          cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert "nothing to record" in proc.stderr
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGUSR1])
+def test_signals_are_forwarded(tmp_path: Path, sig: signal.Signals) -> None:
+    run_dir = tmp_path / sig.name
+    ready = tmp_path / "ready"
+    proc = subprocess.Popen(record_cmd(run_dir, "--iters", "2000", "--sleep", "0.05", "--ready", str(ready)),
+                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for(ready.exists)
+        # run.json is written right after the child starts: wait for it so the handler is set
+        wait_for(lambda: (run_dir / "run.json").exists())
+        proc.send_signal(sig)
+        code = proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert code == 75, proc.stderr.read() if proc.stderr else ""
+    assert (run_dir / "got-signal").read_text().split() == [sig.name]
+    meta = json.loads((run_dir / "run.json").read_text())
+    assert meta["exit"]["status"] == "preempted" and meta["exit"]["code"] == 75
+    assert meta["exit"]["signals_forwarded"] == [sig.name]
+
+
+def test_recorder_killed_hard_leaves_readable_record(tmp_path: Path) -> None:
+    run_dir = tmp_path / "hard"
+    ready = tmp_path / "ready"
+    proc = subprocess.Popen(record_cmd(run_dir, "--iters", "2000", "--sleep", "0.05", "--ready", str(ready),
+                                       interval=0.05), cwd=REPO)
+    try:
+        wait_for(ready.exists)
+        wait_for(lambda: bool(samples_files(run_dir)) and samples_files(run_dir)[0].read_text().count("\n") >= 4)
+        wait_for(lambda: (run_dir / "train.jsonl").read_text().count('"train"') >= 2)
+        proc.kill()  # SIGKILL: no handler, no final write
+        proc.wait(timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    # The workload is told (parent-death signal) and stops, logging a run_stop.
+    wait_for(lambda: (run_dir / "got-signal").exists(), timeout=15)
+    meta = json.loads((run_dir / "run.json").read_text())
+    assert meta["exit"]["status"] == "running" and meta["end_time"] is None
+    run = load_run(run_dir)
+    assert any("still says 'running'" in p for p in run.problems)
+    assert run.samples and len(next(iter(run.samples.values()))) >= 3
+    assert run.train.of("run_start") and run.train.of("train")
+
+
+def test_resumed_run_keeps_history_and_appends_samples(tmp_path: Path) -> None:
+    run_dir = tmp_path / "resume"
+    assert run_record(run_dir, "--iters", "2").returncode == 0
+    first = json.loads((run_dir / "run.json").read_text())
+    rows_before = samples_files(run_dir)[0].read_text().count("\n")
+    assert run_record(run_dir, "--iters", "2").returncode == 0
+    second = json.loads((run_dir / "run.json").read_text())
+    assert second["previous_attempts"][0]["start_time"] == first["start_time"]
+    assert second["start_time"] > first["start_time"]
+    assert samples_files(run_dir)[0].read_text().count("\n") > rows_before
+    assert len(load_run(run_dir).train.of("run_start")) == 2
+
+
+def test_only_the_first_node_of_a_multi_node_job_writes_run_json(tmp_path: Path) -> None:
+    """Every node's recorder shares the run dir: node 1 adds samples, node 0 owns run.json."""
+    run_dir = tmp_path / "multinode"
+    env = dict(os.environ, SLURM_NODEID="1")
+    proc = subprocess.run(record_cmd(run_dir, "--iters", "2"), cwd=REPO, capture_output=True, text=True,
+                          env=env, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert not (run_dir / "run.json").exists()
+    assert samples_files(run_dir), "node 1 must still write its samples"
+    proc = subprocess.run(record_cmd(run_dir, "--iters", "2"), cwd=REPO, capture_output=True, text=True,
+                          env=dict(os.environ, SLURM_NODEID="0"), timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads((run_dir / "run.json").read_text())["exit"]["status"] == "success"
+
+
+def test_a_signal_after_the_job_ended_does_not_cost_the_record(tmp_path: Path) -> None:
+    """Slurm's time-limit warning can land after the job finished, while the recorder
+    completes run.json: the finished job must stay a success with its final record."""
+    import psutil
+
+    run_dir = tmp_path / "late"
+    proc = subprocess.Popen(record_cmd(run_dir, "--iters", "3"), cwd=REPO,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        recorder = psutil.Process(proc.pid)
+        wait_for(lambda: bool(recorder.children()))  # the job started
+        wait_for(lambda: not recorder.children() and '"run_stop"' in (run_dir / "train.jsonl").read_text())
+        proc.send_signal(signal.SIGUSR1)  # the job is gone; the recorder is still finishing
+        code = proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert code == 0, proc.stderr.read() if proc.stderr else ""
+    meta = json.loads((run_dir / "run.json").read_text())
+    assert meta["exit"]["status"] == "success" and meta["end_time"] is not None
+    assert meta["exit"]["signals_forwarded"] == ["SIGUSR1"], "the signal must have reached a live recorder"

@@ -1,0 +1,59 @@
+"""The PR comment's Markdown, from synthetic run records (bench.records.synthetic)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bench.errors import AtlasError
+from bench.gitops.github import render_pr_body
+from bench.records.synthetic import RunSpec, write_run
+
+HEAD = "b" * 40
+BASE = "a" * 40
+
+
+def runs(results: Path, env: str, sha: str, rates: list[float], start: float) -> None:
+    for i, rate in enumerate(rates):
+        write_run(results, RunSpec(env=env, run_id=f"{sha[:4]}-{i}", sha=sha, images_per_s=rate,
+                                   start=start + i * 100, seed=i))
+
+
+def test_regression_on_one_env_is_flagged_and_envs_are_not_mixed(tmp_path: Path):
+    runs(tmp_path, "local", BASE, [100, 101, 99], 1_790_000_000)
+    runs(tmp_path, "local", HEAD, [80, 81, 79], 1_790_001_000)
+    # a slower environment with no change: must not be judged against local
+    runs(tmp_path, "local-slurm", BASE, [50, 51, 49], 1_790_000_000)
+    runs(tmp_path, "local-slurm", HEAD, [50, 51, 49], 1_790_001_000)
+    body = render_pr_body(tmp_path, HEAD, BASE, report_url="https://example.org/run/1")
+    assert f"`{HEAD[:12]}` vs merge-base `{BASE[:12]}`" in body
+    assert "### local\n" in body and "### local-slurm\n" in body
+    local = body.split("### local\n")[1].split("###")[0]
+    slurm = body.split("### local-slurm\n")[1]
+    ips_local = next(line for line in local.splitlines() if line.startswith("| images/s"))
+    ips_slurm = next(line for line in slurm.splitlines() if line.startswith("| images/s"))
+    assert "**regression**" in ips_local
+    assert "unchanged" in ips_slurm and "regression" not in ips_slurm
+    assert "1 regression(s)" in body or "regression(s)" in body.splitlines()[2]
+    assert body.rstrip().endswith("https://example.org/run/1")
+    assert "threshold (5 %)" in body
+
+
+def test_per_metric_threshold_changes_the_verdict_and_is_shown(tmp_path: Path):
+    runs(tmp_path, "local", BASE, [100, 101, 99], 1_790_000_000)
+    runs(tmp_path, "local", HEAD, [80, 81, 79], 1_790_001_000)
+    body = render_pr_body(tmp_path, HEAD, BASE, thresholds={"images_per_s": 0.25})
+    ips = next(line for line in body.splitlines() if line.startswith("| images/s"))
+    assert "unchanged" in ips and "images_per_s 25%" in body
+
+
+def test_missing_baseline_is_said_plainly(tmp_path: Path):
+    runs(tmp_path, "local", HEAD, [80, 81, 79], 1_790_001_000)
+    body = render_pr_body(tmp_path, HEAD, BASE)
+    assert "0 of the merge-base" in body
+    assert "no-baseline" in body and "not a pass" in body
+
+
+def test_no_runs_is_a_clear_error(tmp_path: Path):
+    with pytest.raises(AtlasError, match="no runs under"):
+        render_pr_body(tmp_path, HEAD, BASE)

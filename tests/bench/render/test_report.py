@@ -1,0 +1,96 @@
+"""`bench report`: deterministic bytes, size bound, index with history, advisor."""
+from __future__ import annotations
+
+import hashlib
+import shutil
+from pathlib import Path
+
+from bench.analysis.advisor import advise
+from bench.cli import main
+from bench.analysis.compare import compare_runs
+from bench.records.read import find_runs
+from bench.render.report import write_report
+from bench.records.synthetic import RunSpec, write_run
+
+COSTS = {"satori": {"model": "onprem", "electricity_usd_per_kwh": 0.0839, "pue": 1.2, "node_capex_usd": 50000},
+         "moc": {"model": "cloud", "usd_per_gpu_hour": 2.0}}
+
+
+def make_results(root: Path, duration_s: float = 60.0, sha: str = "a" * 40, start: float = 1.79e9) -> Path:
+    for i in range(3):
+        write_run(root, RunSpec("satori", f"s{sha[:2]}{i}", sha=sha, seed=i, gpus=2, duration_s=duration_s, images_per_s=200,
+                                start=start + i * 1000))
+        write_run(root, RunSpec("moc", f"m{sha[:2]}{i}", sha=sha, seed=9 + i, gpus=1, gpu_util=20, cpu_pct=390,
+                                images_per_s=60, duration_s=duration_s, start=start + i * 1000 + 500))
+    return root
+
+
+def digest(folder: Path) -> dict[str, str]:
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.iterdir())}
+
+
+def test_same_input_gives_identical_bytes(tmp_path: Path) -> None:
+    results = make_results(tmp_path / "results")
+    first = write_report(results, tmp_path / "out", cost_for=COSTS.get)
+    before = digest(first.folder)
+    index_before = first.index.read_bytes()
+    shutil.rmtree(tmp_path / "out")
+    second = write_report(results, tmp_path / "out", cost_for=COSTS.get)
+    assert second.folder == first.folder
+    assert digest(second.folder) == before
+    assert second.index.read_bytes() == index_before
+    assert first.folder.name == "2026-09-21-aaaaaaa"  # date of the runs, not of today
+
+
+def test_report_contents(tmp_path: Path) -> None:
+    res = write_report(make_results(tmp_path / "results"), tmp_path / "out", cost_for=COSTS.get)
+    text = res.readme.read_text()
+    for heading in ("## Summary", "## Differences between environments", "## Per environment", "## Runs",
+                    "## Charts", "## Advisor", "## Provenance", "## Data problems"):
+        assert heading in text
+    assert "satori is 3.3" in text and "faster than moc" in text  # 200 vs 60 images/s
+    for chart in ("cpu.png", "memory.png", "gpu_util.png", "gpu_memory.png", "images_per_s.png", "summary.png",
+                  "history.png"):
+        assert (res.folder / chart).is_file() and f"]({chart})" in text
+    assert "None: every run has a complete record." in text
+    assert "Tesla V100" in text
+
+
+def test_long_runs_stay_under_one_megabyte(tmp_path: Path) -> None:
+    res = write_report(make_results(tmp_path / "results", duration_s=6 * 3600), tmp_path / "out", cost_for=COSTS.get)
+    size = sum(p.stat().st_size for p in res.folder.iterdir())
+    assert size < 1_000_000, size
+
+
+def test_index_lists_every_report_newest_first(tmp_path: Path) -> None:
+    results = tmp_path / "results"
+    make_results(results, sha="a" * 40, start=1.79e9)
+    make_results(results, sha="b" * 40, start=1.79e9 + 86400 * 3)
+    out = tmp_path / "out"
+    old = write_report(results, out, commit="aaaa", cost_for=COSTS.get)
+    new = write_report(results, out, cost_for=COSTS.get)  # newest commit by default
+    assert new.folder.name.endswith("bbbbbbb") and old.folder.name.endswith("aaaaaaa")
+    index = (out / "README.md").read_text()
+    assert index.index(new.folder.name) < index.index(old.folder.name)
+    assert f"({new.folder.name}/history.png)" in index
+
+
+def test_advisor_flags_low_gpu_and_input_bound(tmp_path: Path) -> None:
+    result = compare_runs(find_runs(make_results(tmp_path)), cost_for=COSTS.get)
+    advice = advise(result)
+    moc = " ".join(advice["moc"])
+    assert "GPU busy only" in moc and "looks input-bound" in moc
+    assert "memory headroom" in moc and "CPU threads" in moc
+    assert "GPU busy only" not in " ".join(advice["satori"])
+
+
+def test_cli_report_and_compare(tmp_path: Path, capsys) -> None:
+    results = make_results(tmp_path / "results")
+    assert main(["compare", "--results", str(results), "--out", str(tmp_path / "cmp")]) == 0
+    out = capsys.readouterr().out
+    assert "| images/s (steady, median) |" in out
+    assert (tmp_path / "cmp" / "compare.json").is_file() and (tmp_path / "cmp" / "runs.csv").is_file()
+    assert main(["report", "--results", str(results), "--out", str(tmp_path / "rep")]) == 0
+    assert "report: " in capsys.readouterr().out
+    assert main(["report", "--results", str(tmp_path / "empty"), "--out", str(tmp_path / "rep")]) == 2
+    assert "no runs under" in capsys.readouterr().err
