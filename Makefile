@@ -5,11 +5,12 @@ PY     := $(VENV)/bin/python
 EXTRAS := torch,train,slurm,openshift,github,dev
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 
-.PHONY: setup demo test bench-train clean help slurm-up slurm-down
+.PHONY: setup demo test lint format bench-train clean help slurm-up slurm-down
 
 help:
 	@echo "make demo   - set up .venv and run the main job on the local environments"
-	@echo "make test   - set up .venv and run the whole test suite"
+	@echo "make test   - set up .venv, lint (ruff) and run the whole test suite"
+	@echo "make lint / format - ruff check and format check / rewrite the tree with ruff format"
 	@echo "make bench-train ARGS='--experiment cifar' - training throughput benchmark (JSON)"
 	@echo "make slurm-up / slurm-down - start / stop the local single-node Slurm (env local-slurm; root)"
 
@@ -37,9 +38,18 @@ demo: setup
 # The Slurm tests start their own cluster; the podman tests need podman set up (root).
 # Where that cannot be done they are skipped with the reason, never faked.
 # pytest exits 5 when it collected no test; that is not a failure of the suite.
-test: setup
+test: setup lint
 	@if [ "$$(id -u)" = 0 ]; then scripts/podman-setup.sh || echo "make test: podman could not be set up (above); its tests will be skipped"; fi
 	$(PY) -m pytest $(PYTEST_ARGS); rc=$$?; if [ $$rc -eq 5 ]; then echo "pytest: no tests collected"; rc=0; fi; exit $$rc
+
+# ruff (settings in pyproject.toml): lint and format check, zero findings.
+lint: setup
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+format: setup
+	$(VENV)/bin/ruff check --fix .
+	$(VENV)/bin/ruff format .
 
 bench-train: setup
 	$(PY) benchmarks/train_throughput.py $(ARGS)
