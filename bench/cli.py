@@ -3,6 +3,7 @@
 Each command module defines `HELP` (one line), `add_arguments(parser)` and
 `run(args) -> int`. A module that is not there yet is simply not offered.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -14,17 +15,17 @@ from bench.errors import AtlasError
 
 # The user's workflow, in order: this is also the order `bench --help` lists them.
 COMMAND_ORDER = [
-    "demo",      # everything below, on the local environments
+    "demo",  # everything below, on the local environments
     "validate",  # check env folders and experiment files
-    "record",    # wrap a command and write its run record (runs inside the job)
-    "run",       # submit to an environment, wait, collect
-    "status",    # how are the runs of an environment doing
-    "collect",   # copy finished run records into the results tree
-    "compare",   # tables across environments
-    "report",    # Markdown + charts under reports/
-    "publish",   # commit reports/ back to the repository
-    "comment",   # upsert the pull-request comment
-    "hooks",     # local GitOps: git push to a bare repo runs the pipeline
+    "record",  # wrap a command and write its run record (runs inside the job)
+    "run",  # submit to an environment, wait, collect
+    "status",  # how are the runs of an environment doing
+    "collect",  # copy finished run records into the results tree
+    "compare",  # tables across environments
+    "report",  # Markdown + charts under reports/
+    "publish",  # commit reports/ back to the repository
+    "comment",  # upsert the pull-request comment
+    "hooks",  # local GitOps: git push to a bare repo runs the pipeline
 ]
 
 

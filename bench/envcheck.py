@@ -4,6 +4,7 @@ Each problem is one line naming the file, the key and the fix, so a CI log says 
 what is wrong. Keys shared by all kinds are checked here; kind-specific keys by the
 target's own `check_settings()`.
 """
+
 from __future__ import annotations
 
 from pathlib import Path

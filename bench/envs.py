@@ -3,6 +3,7 @@
 An env folder holds facts and settings of one environment only; which code drives
 it is chosen by its `kind` (see `bench.targets`).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -40,9 +41,7 @@ def load_env(name: str, clusters_dir: Path = CLUSTERS_DIR) -> Environment:
     path = folder / "env.yaml"
     if not path.is_file():
         known = ", ".join(known_envs(clusters_dir)) or "none"
-        raise ConfigError(
-            f"unknown environment {name!r}: {path} does not exist (known: {known})"
-        )
+        raise ConfigError(f"unknown environment {name!r}: {path} does not exist (known: {known})")
     try:
         data = yaml.safe_load(path.read_text())
     except yaml.YAMLError as exc:
@@ -51,5 +50,7 @@ def load_env(name: str, clusters_dir: Path = CLUSTERS_DIR) -> Environment:
         raise ConfigError(f"{path}: expected a mapping at the top level, got {type(data).__name__}")
     kind = data.get("kind")
     if not isinstance(kind, str) or not kind:
-        raise ConfigError(f"{path}: missing required key 'kind' (one of the target kinds, e.g. local, slurm, openshift)")
+        raise ConfigError(
+            f"{path}: missing required key 'kind' (one of the target kinds, e.g. local, slurm, openshift)"
+        )
     return Environment(name=name, kind=kind, folder=folder, settings=data)

@@ -6,6 +6,7 @@ asserts nothing. Target: report under 10 s and under 3x the read time on 2 cores
 
     .venv/bin/python benchmarks/report_scale.py [--hours 48] [--keep DIR]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -25,9 +26,16 @@ sys.path.insert(0, str(REPO))
 from bench.render.report import write_report  # noqa: E402
 from bench.records.synthetic import RunSpec, write_run  # noqa: E402
 
-COSTS = {"satori": {"model": "onprem", "electricity_usd_per_kwh": 0.0839, "pue": 1.2, "node_capex_usd": 50000,
-                    "gpus_per_node": 4},
-         "moc": {"model": "cloud", "usd_per_gpu_hour": 1.214}}
+COSTS = {
+    "satori": {
+        "model": "onprem",
+        "electricity_usd_per_kwh": 0.0839,
+        "pue": 1.2,
+        "node_capex_usd": 50000,
+        "gpus_per_node": 4,
+    },
+    "moc": {"model": "cloud", "usd_per_gpu_hour": 1.214},
+}
 
 
 def read_all(results: Path) -> float:
@@ -50,10 +58,31 @@ def main() -> None:
     results, out = root / "results", root / "reports"
     t = time.perf_counter()
     for i in range(3):
-        write_run(results, RunSpec("satori", f"s{i}", seed=i, gpus=4, duration_s=args.hours * 3600,
-                                   images_per_s=900, start=1.79e9 + i * 200000))
-        write_run(results, RunSpec("moc", f"m{i}", seed=10 + i, gpus=1, duration_s=args.hours * 3600,
-                                   images_per_s=260, gpu_util=35, start=1.79e9 + i * 200000 + 1000))
+        write_run(
+            results,
+            RunSpec(
+                "satori",
+                f"s{i}",
+                seed=i,
+                gpus=4,
+                duration_s=args.hours * 3600,
+                images_per_s=900,
+                start=1.79e9 + i * 200000,
+            ),
+        )
+        write_run(
+            results,
+            RunSpec(
+                "moc",
+                f"m{i}",
+                seed=10 + i,
+                gpus=1,
+                duration_s=args.hours * 3600,
+                images_per_s=260,
+                gpu_util=35,
+                start=1.79e9 + i * 200000 + 1000,
+            ),
+        )
     gen_s = time.perf_counter() - t
     size = sum(f.stat().st_size for f in results.rglob("*") if f.is_file())
     rows = sum(sum(1 for _ in f.open()) - 1 for f in results.rglob("samples-*.csv"))
@@ -62,17 +91,28 @@ def main() -> None:
     res = write_report(results, out, cost_for=COSTS.get)
     report_s = time.perf_counter() - t
     folder_bytes = sum(f.stat().st_size for f in res.folder.iterdir())
-    print(json.dumps({
-        "benchmark": "report_scale",
-        "machine": {"cpus": os.cpu_count(), "loadavg_1m": os.getloadavg()[0]},
-        "records": {"envs": 2, "runs_per_env": 3, "hours": args.hours, "sample_rows": rows,
-                    "bytes": size, "generate_s": round(gen_s, 2)},
-        "pandas_read_s": round(read_s, 3),
-        "report_s": round(report_s, 3),
-        "report_over_read": round(report_s / read_s, 2),
-        "report_folder_bytes": folder_bytes,
-        "targets": {"report_s": "< 10", "report_over_read": "< 3", "report_folder_bytes": "< 1,000,000"},
-    }, indent=2))
+    print(
+        json.dumps(
+            {
+                "benchmark": "report_scale",
+                "machine": {"cpus": os.cpu_count(), "loadavg_1m": os.getloadavg()[0]},
+                "records": {
+                    "envs": 2,
+                    "runs_per_env": 3,
+                    "hours": args.hours,
+                    "sample_rows": rows,
+                    "bytes": size,
+                    "generate_s": round(gen_s, 2),
+                },
+                "pandas_read_s": round(read_s, 3),
+                "report_s": round(report_s, 3),
+                "report_over_read": round(report_s / read_s, 2),
+                "report_folder_bytes": folder_bytes,
+                "targets": {"report_s": "< 10", "report_over_read": "< 3", "report_folder_bytes": "< 1,000,000"},
+            },
+            indent=2,
+        )
+    )
     if args.keep is None:
         shutil.rmtree(root)
 

@@ -9,6 +9,7 @@ cost of one sampler tick timed directly. Prints JSON; asserts nothing.
 
     .venv/bin/python benchmarks/sampler_overhead.py [--iters 300] [--rounds 3]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -33,12 +34,42 @@ MODES = {"bare": None, "record_1hz": 1.0, "record_10hz": 0.1}
 
 def run_once(mode: str, iters: int, root: Path, n: int) -> float:
     run_dir = root / f"{mode}-{n}"
-    workload = [sys.executable, "-m", "workflows.biggan", "--experiment", "smoke", "--run-dir", str(run_dir),
-                "--set", f"train.max_iters={iters}", "--set", "train.log_every=10",
-                "--set", f"train.checkpoint_every={iters}", "--set", "train.sample_grid=false"]
+    workload = [
+        sys.executable,
+        "-m",
+        "workflows.biggan",
+        "--experiment",
+        "smoke",
+        "--run-dir",
+        str(run_dir),
+        "--set",
+        f"train.max_iters={iters}",
+        "--set",
+        "train.log_every=10",
+        "--set",
+        f"train.checkpoint_every={iters}",
+        "--set",
+        "train.sample_grid=false",
+    ]
     interval = MODES[mode]
-    cmd = workload if interval is None else [sys.executable, "-m", "bench", "record", "--run-dir", str(run_dir),
-                                             "--env", "bench", "--interval", str(interval), "--", *workload]
+    cmd = (
+        workload
+        if interval is None
+        else [
+            sys.executable,
+            "-m",
+            "bench",
+            "record",
+            "--run-dir",
+            str(run_dir),
+            "--env",
+            "bench",
+            "--interval",
+            str(interval),
+            "--",
+            *workload,
+        ]
+    )
     subprocess.run(cmd, cwd=REPO, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     rates = steady_images_per_s(read_train_log(run_dir / "train.jsonl"))
     if interval is not None:
@@ -52,8 +83,14 @@ CPU_SHARE: dict[str, list[float]] = {"record_1hz": [], "record_10hz": []}
 
 def sampler_tick_cost(samples: int = 300) -> dict[str, float]:
     """CPU seconds of one sample_once() on a live two-process tree."""
-    child = subprocess.Popen([sys.executable, "-c", "import subprocess,sys,time;"
-                              "p=subprocess.Popen([sys.executable,'-c','import time; time.sleep(60)']);time.sleep(60)"])
+    child = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import subprocess,sys,time;"
+            "p=subprocess.Popen([sys.executable,'-c','import time; time.sleep(60)']);time.sleep(60)",
+        ]
+    )
     try:
         time.sleep(0.5)
         with tempfile.TemporaryDirectory() as tmp:
@@ -67,8 +104,12 @@ def sampler_tick_cost(samples: int = 300) -> dict[str, float]:
     finally:
         child.kill()
         child.wait()
-    return {"cpu_s_per_sample": cpu, "wall_s_per_sample": wall,
-            "cpu_share_of_one_core_at_1hz_pct": cpu * 1 * 100, "cpu_share_of_one_core_at_10hz_pct": cpu * 10 * 100}
+    return {
+        "cpu_s_per_sample": cpu,
+        "wall_s_per_sample": wall,
+        "cpu_share_of_one_core_at_1hz_pct": cpu * 1 * 100,
+        "cpu_share_of_one_core_at_10hz_pct": cpu * 10 * 100,
+    }
 
 
 def main() -> None:
@@ -80,11 +121,13 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         order = list(MODES)
         for r in range(args.rounds):
-            for mode in order[r % 3:] + order[:r % 3]:  # rotate who goes first
+            for mode in order[r % 3 :] + order[: r % 3]:  # rotate who goes first
                 results[mode].append(run_once(mode, args.iters, Path(tmp), r))
     med = {m: float(np.median(v)) for m, v in results.items()}
-    paired = {m: [float((1 - results[m][r] / results["bare"][r]) * 100) for r in range(args.rounds)]
-              for m in ("record_1hz", "record_10hz")}
+    paired = {
+        m: [float((1 - results[m][r] / results["bare"][r]) * 100) for r in range(args.rounds)]
+        for m in ("record_1hz", "record_10hz")
+    }
     out = {
         "benchmark": "sampler_overhead",
         "machine": {"cpus": os.cpu_count(), "loadavg_1m": os.getloadavg()[0]},

@@ -8,6 +8,7 @@ and prints G iterations/s and images/s. Images/s counts real images fed to D, as
 `images_per_s` in train.jsonl does. Nothing is written to disk. On CUDA it also reports
 peak GPU memory and, when NVML is available, the mean GPU utilisation while timing.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -104,14 +105,22 @@ def measure(experiment: str, overrides: list[str], iters: int, warmup: int) -> d
             seconds = time.perf_counter() - start
         losses = t.take_losses()
     out: dict[str, Any] = {
-        "experiment": experiment, "overrides": overrides, "config_sha256": config_sha256(c),
+        "experiment": experiment,
+        "overrides": overrides,
+        "config_sha256": config_sha256(c),
         "device": str(t.device),
         "device_name": torch.cuda.get_device_name(t.device) if cuda else cpu_model(),
-        "torch": torch.__version__, "threads": torch.get_num_threads(),
+        "torch": torch.__version__,
+        "threads": torch.get_num_threads(),
         "precision": str(t.amp_dtype or torch.float32).replace("torch.", ""),
-        "channels_last": t.channels_last, "compile": bool(c["runtime.compile"] and cuda),
-        "batch_size": c["train.batch_size"], "d_steps": c["train.d_steps"], "accumulate": c["train.accumulate"],
-        "warmup_iters": warmup, "timed_iters": iters, "seconds": round(seconds, 4),
+        "channels_last": t.channels_last,
+        "compile": bool(c["runtime.compile"] and cuda),
+        "batch_size": c["train.batch_size"],
+        "d_steps": c["train.d_steps"],
+        "accumulate": c["train.accumulate"],
+        "warmup_iters": warmup,
+        "timed_iters": iters,
+        "seconds": round(seconds, 4),
         "g_iters_per_s": round(iters / seconds, 4),
         "images_per_s": round((t.images_seen - images0) / seconds, 2),
         "g_params_m": round(sum(p.numel() for p in t.G.parameters()) / 1e6, 3),

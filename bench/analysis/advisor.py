@@ -4,6 +4,7 @@ Rules are deliberately simple and stated with the numbers they used, so a reader
 disagree: GPU below 50 % busy; GPU idle while the CPU allowance is saturated (input
 bound); memory headroom against the limit; CPU threads per GPU.
 """
+
 from __future__ import annotations
 
 import math
@@ -13,8 +14,8 @@ from bench.analysis.metrics import RunMetrics
 from bench.analysis.stats import median
 
 GPU_LOW_PCT = 50.0
-CPU_SATURATED = 0.85   # of the CPU allowance
-MEM_TIGHT = 0.90       # of the memory limit
+CPU_SATURATED = 0.85  # of the CPU allowance
+MEM_TIGHT = 0.90  # of the memory limit
 MEM_LOOSE = 0.25
 
 
@@ -34,38 +35,49 @@ def advise(result: CompareResult) -> dict[str, list[str]]:
         limit = _med(runs, "cpu_limit_cores")
         cpu_frac = (cpu / 100.0) / limit if cpu is not None and limit else None
         if gpus == 0 or util is None:
-            notes.append("no GPU samples: GPU checks skipped (the job ran on CPU, or NVML was not available — "
-                         "see sampler_errors in run.json)")
+            notes.append(
+                "no GPU samples: GPU checks skipped (the job ran on CPU, or NVML was not available — "
+                "see sampler_errors in run.json)"
+            )
         else:
             if util < GPU_LOW_PCT:
-                notes.append(f"GPU busy only {fmt(util)} % on average (< {GPU_LOW_PCT:g} %): the GPU is under-used; "
-                             "a larger batch, more data-loader workers or fewer GPUs would use it better.")
+                notes.append(
+                    f"GPU busy only {fmt(util)} % on average (< {GPU_LOW_PCT:g} %): the GPU is under-used; "
+                    "a larger batch, more data-loader workers or fewer GPUs would use it better."
+                )
             if util < GPU_LOW_PCT and cpu_frac is not None and cpu_frac >= CPU_SATURATED:
-                notes.append(f"looks input-bound: GPU {fmt(util)} % busy while the CPU allowance is "
-                             f"{fmt(cpu_frac * 100)} % used ({fmt(cpu / 100)} of {fmt(limit)} cores): "
-                             "give the job more CPU cores or move preprocessing off the CPU.")
+                notes.append(
+                    f"looks input-bound: GPU {fmt(util)} % busy while the CPU allowance is "
+                    f"{fmt(cpu_frac * 100)} % used ({fmt(cpu / 100)} of {fmt(limit)} cores): "
+                    "give the job more CPU cores or move preprocessing off the CPU."
+                )
         rss, mem_limit = _med(runs, "peak_rss_gb"), _med(runs, "mem_limit_gb")
         if rss is not None and mem_limit:
             frac = rss / mem_limit
             if frac >= MEM_TIGHT:
-                notes.append(f"memory is tight: peak RSS {fmt(rss)} GB is {fmt(frac * 100)} % of the "
-                             f"{fmt(mem_limit)} GB limit; raise the memory request to avoid OOM kills.")
+                notes.append(
+                    f"memory is tight: peak RSS {fmt(rss)} GB is {fmt(frac * 100)} % of the "
+                    f"{fmt(mem_limit)} GB limit; raise the memory request to avoid OOM kills."
+                )
             elif frac <= MEM_LOOSE:
-                notes.append(f"memory headroom: peak RSS {fmt(rss)} GB is {fmt(frac * 100)} % of the "
-                             f"{fmt(mem_limit)} GB available; a smaller memory request would do.")
+                notes.append(
+                    f"memory headroom: peak RSS {fmt(rss)} GB is {fmt(frac * 100)} % of the "
+                    f"{fmt(mem_limit)} GB available; a smaller memory request would do."
+                )
             else:
                 notes.append(f"memory headroom: peak RSS {fmt(rss)} GB is {fmt(frac * 100)} % of {fmt(mem_limit)} GB.")
         gmem, gtot = _med(runs, "gpu_mem_peak_gb"), _med(runs, "gpu_mem_total_gb")
         if gmem is not None and gtot:
-            notes.append(f"GPU memory: peak {fmt(gmem)} GiB of {fmt(gtot)} GiB per GPU "
-                         f"({fmt(gmem / gtot * 100)} %).")
+            notes.append(f"GPU memory: peak {fmt(gmem)} GiB of {fmt(gtot)} GiB per GPU ({fmt(gmem / gtot * 100)} %).")
         if cpu is not None and limit:
             used = cpu / 100.0
             per = max(gpus, 1)
             suggest = max(1, min(int(limit // per), math.ceil(used / per * 1.25)))
-            notes.append(f"CPU threads: the job used {fmt(used)} of {fmt(limit)} cores on average; "
-                         f"suggest {suggest} CPU thread(s) per {'GPU' if gpus else 'process'} "
-                         f"(torch.set_num_threads / data-loader workers) with {int(limit // per)} available per "
-                         f"{'GPU' if gpus else 'process'}.")
+            notes.append(
+                f"CPU threads: the job used {fmt(used)} of {fmt(limit)} cores on average; "
+                f"suggest {suggest} CPU thread(s) per {'GPU' if gpus else 'process'} "
+                f"(torch.set_num_threads / data-loader workers) with {int(limit // per)} available per "
+                f"{'GPU' if gpus else 'process'}."
+            )
         out[env] = notes
     return out

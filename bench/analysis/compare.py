@@ -5,6 +5,7 @@ Runs are only comparable when they trained the same thing: the config hashes mus
 match (the workload writes `config_sha256` into `run_start`); otherwise we refuse,
 unless the user says `--allow-different`.
 """
+
 from __future__ import annotations
 
 import math
@@ -52,8 +53,15 @@ METRIC_BY_KEY = {m.key: m for m in METRICS}
 # Mann-Whitney p is at most 0.10: the smallest p an exact test can reach with 3 vs 3 runs
 # is 0.10, so a stricter cut would never call a winner with the default 3 runs.
 SIGNIFICANT_P = 0.10
-HEADLINE = ("time_to_train_s", "images_per_s", "gpu_util_mean_pct", "energy_wh", "cost_usd",
-            "cost_per_1000_images_usd", "queue_wait_s")
+HEADLINE = (
+    "time_to_train_s",
+    "images_per_s",
+    "gpu_util_mean_pct",
+    "energy_wh",
+    "cost_usd",
+    "cost_per_1000_images_usd",
+    "queue_wait_s",
+)
 
 
 def fmt(value: float | None, digits: int = 3) -> str:
@@ -63,7 +71,7 @@ def fmt(value: float | None, digits: int = 3) -> str:
     if value == 0:
         return "0"
     mag = abs(value)
-    if mag >= 10 ** digits:
+    if mag >= 10**digits:
         return f"{value:,.0f}"
     decimals = max(0, digits - 1 - int(math.floor(math.log10(mag))))
     decimals = min(decimals, 6)
@@ -122,14 +130,20 @@ def check_same_config(runs: list[RunData], allow_different: bool) -> dict[str, l
         lines = [f"  {env}: {', '.join(h[:12] for h in hs) or 'unknown'}" for env, hs in sorted(by_env.items())]
         raise AtlasError(
             "refusing to compare runs that trained different configurations "
-            f"({len(distinct)} config hashes):\n" + "\n".join(lines) +
-            "\nrun the same experiment everywhere, pick runs with --commit/--env, "
-            "or pass --allow-different to compare anyway")
+            f"({len(distinct)} config hashes):\n"
+            + "\n".join(lines)
+            + "\nrun the same experiment everywhere, pick runs with --commit/--env, "
+            "or pass --allow-different to compare anyway"
+        )
     return {env: sorted(hs) for env, hs in sorted(by_env.items())}
 
 
-def compare_runs(runs: list[RunData], allow_different: bool = False, baseline: str | None = None,
-                 cost_for: Callable[[str], dict[str, Any] | None] = env_cost_config) -> CompareResult:
+def compare_runs(
+    runs: list[RunData],
+    allow_different: bool = False,
+    baseline: str | None = None,
+    cost_for: Callable[[str], dict[str, Any] | None] = env_cost_config,
+) -> CompareResult:
     hashes = check_same_config(runs, allow_different)
     envs = sorted({r.env for r in runs})
     costs = {env: cost_for(env) for env in envs}
@@ -181,8 +195,10 @@ def verdicts(result: CompareResult) -> list[str]:
         if va is None or vb is None:
             continue
         if st.ratio is None or st.ratio <= 0 or not math.isfinite(st.ratio):
-            out.append(f"{metric.label}: {p.env_a} {fmt(va, metric.digits)} {metric.unit} vs "
-                       f"{p.env_b} {fmt(vb, metric.digits)} {metric.unit} (median; no ratio with a zero).")
+            out.append(
+                f"{metric.label}: {p.env_a} {fmt(va, metric.digits)} {metric.unit} vs "
+                f"{p.env_b} {fmt(vb, metric.digits)} {metric.unit} (median; no ratio with a zero)."
+            )
             continue
         if abs(st.ratio - 1) < 1e-9:
             out.append(f"{metric.label}: {p.env_a} and {p.env_b} are the same (median).")
@@ -198,12 +214,19 @@ def verdicts(result: CompareResult) -> list[str]:
             sure.append(f"Mann–Whitney p = {fmt(st.p_value, 2)}")
         else:
             sure.append(f"too few runs for a test ({st.n_a} vs {st.n_b}; need 3 each)")
-        significant = (st.p_value is not None and st.p_value <= SIGNIFICANT_P
-                       and st.ci_low is not None and st.ci_high is not None
-                       and (st.ci_low > 1 or st.ci_high < 1))
-        verdict = f" — {better} wins" if better and significant else (" — not a clear difference" if st.p_value is not None else "")
-        out.append(f"{metric.label}: {p.env_a} is {fmt(factor)}× {word} than {p.env_b} "
-                   f"({'; '.join(sure)}){verdict}.")
+        significant = (
+            st.p_value is not None
+            and st.p_value <= SIGNIFICANT_P
+            and st.ci_low is not None
+            and st.ci_high is not None
+            and (st.ci_low > 1 or st.ci_high < 1)
+        )
+        verdict = (
+            f" — {better} wins"
+            if better and significant
+            else (" — not a clear difference" if st.p_value is not None else "")
+        )
+        out.append(f"{metric.label}: {p.env_a} is {fmt(factor)}× {word} than {p.env_b} ({'; '.join(sure)}){verdict}.")
     return out
 
 
@@ -211,8 +234,7 @@ def summary_table(result: CompareResult) -> str:
     """Markdown: one row per metric, per environment median and olympic mean."""
     head = "| metric | unit | " + " | ".join(f"{e} median | {e} olympic" for e in result.envs) + " |"
     sep = "|---|---|" + "---:|---:|" * len(result.envs)
-    rows = [head, sep,
-            "| runs |  | " + " | ".join(f"{result.summaries[e].runs} | " for e in result.envs) + "|"]
+    rows = [head, sep, "| runs |  | " + " | ".join(f"{result.summaries[e].runs} | " for e in result.envs) + "|"]
     for m in METRICS:
         cells = []
         for e in result.envs:
@@ -223,8 +245,16 @@ def summary_table(result: CompareResult) -> str:
 
 
 def runs_table(result: CompareResult) -> str:
-    cols = ("time_to_train_s", "images_per_s", "cpu_mean_pct", "peak_rss_gb", "gpu_util_mean_pct",
-            "energy_wh", "cost_usd", "queue_wait_s")
+    cols = (
+        "time_to_train_s",
+        "images_per_s",
+        "cpu_mean_pct",
+        "peak_rss_gb",
+        "gpu_util_mean_pct",
+        "energy_wh",
+        "cost_usd",
+        "queue_wait_s",
+    )
     head = "| env | run | status | " + " | ".join(METRIC_BY_KEY[c].label for c in cols) + " |"
     rows = [head, "|---|---|---|" + "---:|" * len(cols)]
     for r in result.runs:
@@ -236,11 +266,15 @@ def runs_table(result: CompareResult) -> str:
 def pairs_table(result: CompareResult) -> str:
     if not result.pairs:
         return ""
-    rows = ["| metric | env | vs | ratio of medians | 95% CI | Mann–Whitney p | runs |",
-            "|---|---|---|---:|---:|---:|---:|"]
+    rows = [
+        "| metric | env | vs | ratio of medians | 95% CI | Mann–Whitney p | runs |",
+        "|---|---|---|---:|---:|---:|---:|",
+    ]
     for p in result.pairs:
         st = p.stats
         ci = f"{fmt(st.ci_low)}–{fmt(st.ci_high)}" if st.ci_low is not None else "—"
-        rows.append(f"| {METRIC_BY_KEY[p.metric].label} | {p.env_a} | {p.env_b} | {fmt(st.ratio)} | {ci} | "
-                    f"{fmt(st.p_value, 2)} | {st.n_a} vs {st.n_b} |")
+        rows.append(
+            f"| {METRIC_BY_KEY[p.metric].label} | {p.env_a} | {p.env_b} | {fmt(st.ratio)} | {ci} | "
+            f"{fmt(st.p_value, 2)} | {st.n_a} vs {st.n_b} |"
+        )
     return "\n".join(rows)

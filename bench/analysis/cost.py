@@ -8,6 +8,7 @@ Two models, both transparent enough to check by hand:
 Time charged is the job's wall time (start to end of `bench record`), not just time
 to train: set-up is paid for too.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -17,8 +18,15 @@ from bench.errors import ConfigError
 
 HOURS_PER_YEAR = 8760.0
 COST_MODELS = ("onprem", "cloud", "none")
-ONPREM_KEYS = {"model", "electricity_usd_per_kwh", "pue", "node_capex_usd", "node_life_years",
-               "utilisation", "gpus_per_node"}
+ONPREM_KEYS = {
+    "model",
+    "electricity_usd_per_kwh",
+    "pue",
+    "node_capex_usd",
+    "node_life_years",
+    "utilisation",
+    "gpus_per_node",
+}
 CLOUD_KEYS = {"model", "usd_per_gpu_hour", "usd_per_cpu_hour"}
 
 
@@ -28,8 +36,14 @@ class Cost:
     note: str  # how it was computed, or why it could not be
 
 
-def _num(cfg: dict[str, Any], key: str, where: str, default: float | None = None,
-         positive: bool = True, required: bool = True) -> float | None:
+def _num(
+    cfg: dict[str, Any],
+    key: str,
+    where: str,
+    default: float | None = None,
+    positive: bool = True,
+    required: bool = True,
+) -> float | None:
     if key not in cfg or cfg[key] is None:
         if default is not None or not required:
             return default
@@ -52,12 +66,20 @@ def check_cost(cfg: Any, where: str) -> list[str]:
     if model not in COST_MODELS:
         return [f"{where}: cost.model is {model!r}; use one of {', '.join(COST_MODELS)}"]
     allowed = {"onprem": ONPREM_KEYS, "cloud": CLOUD_KEYS, "none": {"model"}}[model]
-    errors = [f"{where}: cost.{k} is not a key of cost model {model!r} (allowed: {', '.join(sorted(allowed))})"
-              for k in sorted(set(cfg) - allowed)]
+    errors = [
+        f"{where}: cost.{k} is not a key of cost model {model!r} (allowed: {', '.join(sorted(allowed))})"
+        for k in sorted(set(cfg) - allowed)
+    ]
     checks: list[tuple[str, bool, bool]] = []
     if model == "onprem":
-        checks = [("electricity_usd_per_kwh", True, False), ("pue", True, True), ("node_capex_usd", True, False),
-                  ("node_life_years", False, True), ("utilisation", False, True), ("gpus_per_node", False, False)]
+        checks = [
+            ("electricity_usd_per_kwh", True, False),
+            ("pue", True, True),
+            ("node_capex_usd", True, False),
+            ("node_life_years", False, True),
+            ("utilisation", False, True),
+            ("gpus_per_node", False, False),
+        ]
     elif model == "cloud":
         checks = [("usd_per_gpu_hour", True, False), ("usd_per_cpu_hour", False, False)]
     for key, required, positive in checks:
@@ -75,8 +97,14 @@ def check_cost(cfg: Any, where: str) -> list[str]:
     return errors
 
 
-def run_cost(cfg: dict[str, Any] | None, wall_s: float | None, gpus: int, nodes: int,
-             energy_wh: float | None, cpu_cores: float | None = None) -> Cost:
+def run_cost(
+    cfg: dict[str, Any] | None,
+    wall_s: float | None,
+    gpus: int,
+    nodes: int,
+    energy_wh: float | None,
+    cpu_cores: float | None = None,
+) -> Cost:
     if not cfg or cfg.get("model") in (None, "none"):
         return Cost(None, "no cost model in env.yaml")
     if wall_s is None:
@@ -96,8 +124,10 @@ def run_cost(cfg: dict[str, Any] | None, wall_s: float | None, gpus: int, nodes:
     per_node = cfg.get("gpus_per_node")
     share = gpus / float(per_node) if per_node and gpus else float(max(nodes, 1))
     usd = per_node_hour * share * hours
-    note = (f"on-prem: capex ${per_node_hour:.3f}/node-h (${cfg['node_capex_usd']:,} / {life:g} y / "
-            f"utilisation {util:g}) x {share:g} node x job hours")
+    note = (
+        f"on-prem: capex ${per_node_hour:.3f}/node-h (${cfg['node_capex_usd']:,} / {life:g} y / "
+        f"utilisation {util:g}) x {share:g} node x job hours"
+    )
     if energy_wh is not None:
         usd += energy_wh / 1000.0 * float(cfg["pue"]) * float(cfg["electricity_usd_per_kwh"])
         note += " + GPU energy x PUE x $/kWh"

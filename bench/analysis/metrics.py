@@ -3,6 +3,7 @@
 Every figure is None when the record cannot support it (and `records.load_run` has
 already said why), so one damaged run never hides the others.
 """
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
@@ -32,12 +33,12 @@ class RunMetrics:
     start_time: float | None
     wall_s: float | None
     time_to_train_s: float | None
-    images_per_s: float | None       # steady-state median
+    images_per_s: float | None  # steady-state median
     images_per_s_iqr: float | None
     images_seen: float | None
-    cpu_mean_pct: float | None        # process tree, % of one core
+    cpu_mean_pct: float | None  # process tree, % of one core
     cpu_p95_pct: float | None
-    cpu_limit_cores: float | None     # what the job could use (cgroup, else host)
+    cpu_limit_cores: float | None  # what the job could use (cgroup, else host)
     peak_rss_gb: float | None
     mem_limit_gb: float | None
     gpus: int
@@ -69,8 +70,10 @@ def _col(df: pd.DataFrame, name: str) -> np.ndarray:
 
 def gpu_ids(df: pd.DataFrame) -> list[str]:
     """The `gpuN` prefixes present in a samples frame, in order."""
-    ids = sorted({c.split("_", 1)[0] for c in df.columns if c.startswith("gpu") and "_DCGM_" in c},
-                 key=lambda g: int(g[3:]) if g[3:].isdigit() else 0)
+    ids = sorted(
+        {c.split("_", 1)[0] for c in df.columns if c.startswith("gpu") and "_DCGM_" in c},
+        key=lambda g: int(g[3:]) if g[3:].isdigit() else 0,
+    )
     return ids
 
 
@@ -144,9 +147,17 @@ def run_metrics(run: RunData, cost_cfg: dict[str, Any] | None = None) -> RunMetr
     exit_info = meta.get("exit") if isinstance(meta.get("exit"), dict) else {}
     status = exit_info.get("status") or outcome(run.train)
     return RunMetrics(
-        env=run.env, run_id=run.run_id, status=str(status) if status else None,
-        git_sha=run.git_sha, config_sha256=run.config_sha256, start_time=run.start_time,
-        wall_s=wall, time_to_train_s=ttt, images_per_s=ips, images_per_s_iqr=iqr, images_seen=seen,
+        env=run.env,
+        run_id=run.run_id,
+        status=str(status) if status else None,
+        git_sha=run.git_sha,
+        config_sha256=run.config_sha256,
+        start_time=run.start_time,
+        wall_s=wall,
+        time_to_train_s=ttt,
+        images_per_s=ips,
+        images_per_s_iqr=iqr,
+        images_seen=seen,
         cpu_mean_pct=float(np.mean(cpu_means)) * len(cpu_means) if cpu_means else None,
         cpu_p95_pct=float(np.sum(cpu_p95s)) if cpu_p95s else None,
         cpu_limit_cores=cpu_limit,

@@ -16,6 +16,7 @@ Mann-Whitney U p-value when each side has >= 3 runs.
 
 A missing baseline is its own verdict (`no-baseline`), never a pass.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -54,10 +55,10 @@ class Verdict:
     candidate_n: int
     baseline_median: float | None = None
     candidate_median: float | None = None
-    change: float | None = None          # relative: candidate_median / baseline_median - 1
+    change: float | None = None  # relative: candidate_median / baseline_median - 1
     threshold: float = DEFAULT_THRESHOLD
-    method: str = ""                     # "mann-whitney" | "bootstrap" | ""
-    p_value: float | None = None         # Mann-Whitney only
+    method: str = ""  # "mann-whitney" | "bootstrap" | ""
+    p_value: float | None = None  # Mann-Whitney only
     interval: tuple[float, float] | None = None  # bootstrap only, relative change
     significant: bool = False
     note: str = ""
@@ -77,38 +78,64 @@ class Verdict:
             evidence = f"bootstrap interval [{self.interval[0]:+.1%}, {self.interval[1]:+.1%}]"
         else:
             evidence = self.method
-        text = (f"{self.metric} on {self.env}: {self.change:+.1%} "
-                f"(threshold {self.threshold:.0%}, {evidence}, "
-                f"{self.baseline_n} vs {self.candidate_n} runs): {self.status}")
+        text = (
+            f"{self.metric} on {self.env}: {self.change:+.1%} "
+            f"(threshold {self.threshold:.0%}, {evidence}, "
+            f"{self.baseline_n} vs {self.candidate_n} runs): {self.status}"
+        )
         return f"{text}; {self.note}" if self.note else text
 
 
-def judge(env: str, metric: str, baseline: Sequence[float], candidate: Sequence[float], *,
-          higher_is_better: bool | None = None, threshold: float = DEFAULT_THRESHOLD,
-          alpha: float = DEFAULT_ALPHA, seed: int = BOOTSTRAP_SEED) -> Verdict:
+def judge(
+    env: str,
+    metric: str,
+    baseline: Sequence[float],
+    candidate: Sequence[float],
+    *,
+    higher_is_better: bool | None = None,
+    threshold: float = DEFAULT_THRESHOLD,
+    alpha: float = DEFAULT_ALPHA,
+    seed: int = BOOTSTRAP_SEED,
+) -> Verdict:
     """Verdict on one metric of one environment: baseline runs vs candidate runs."""
     if higher_is_better is None:
         if metric not in HIGHER_IS_BETTER:
-            raise ConfigError(f"metric {metric!r} has no known direction: pass higher_is_better "
-                              f"(known metrics: {', '.join(sorted(HIGHER_IS_BETTER))})")
+            raise ConfigError(
+                f"metric {metric!r} has no known direction: pass higher_is_better "
+                f"(known metrics: {', '.join(sorted(HIGHER_IS_BETTER))})"
+            )
         higher_is_better = HIGHER_IS_BETTER[metric]
     if not threshold >= 0:
         raise ConfigError(f"threshold for {metric!r} must be a fraction >= 0 (e.g. 0.05 for 5 %), got {threshold!r}")
     cmp = compare_samples(list(candidate), list(baseline), seed=seed)
-    common = dict(env=env, metric=metric, baseline_n=cmp.n_b, candidate_n=cmp.n_a, threshold=threshold,
-                  baseline_median=median(list(baseline)), candidate_median=median(list(candidate)))
+    common = dict(
+        env=env,
+        metric=metric,
+        baseline_n=cmp.n_b,
+        candidate_n=cmp.n_a,
+        threshold=threshold,
+        baseline_median=median(list(baseline)),
+        candidate_median=median(list(candidate)),
+    )
     if cmp.n_b == 0:
-        return Verdict(status=NO_BASELINE, **common,
-                       note=f"{metric} on {env}: no baseline run to compare with, so no verdict "
-                            f"(this is not a pass: run the base commit on {env} first)")
+        return Verdict(
+            status=NO_BASELINE,
+            **common,
+            note=f"{metric} on {env}: no baseline run to compare with, so no verdict "
+            f"(this is not a pass: run the base commit on {env} first)",
+        )
     if cmp.n_a == 0:
-        return Verdict(status=NO_DATA, **common,
-                       note=f"{metric} on {env}: the new commit has no finished run with this metric")
+        return Verdict(
+            status=NO_DATA, **common, note=f"{metric} on {env}: the new commit has no finished run with this metric"
+        )
     if cmp.ratio is None:  # the baseline median is 0
         same = median(list(candidate)) == 0
-        return Verdict(status=UNCHANGED if same else INCONCLUSIVE, change=0.0 if same else None, **common,
-                       note="" if same else f"{metric} on {env}: the baseline median is 0, "
-                                            "so a relative change is undefined")
+        return Verdict(
+            status=UNCHANGED if same else INCONCLUSIVE,
+            change=0.0 if same else None,
+            **common,
+            note="" if same else f"{metric} on {env}: the baseline median is 0, so a relative change is undefined",
+        )
     change = cmp.ratio - 1.0
     worse = change < 0 if higher_is_better else change > 0
     interval = None if cmp.ci_low is None else (cmp.ci_low - 1.0, cmp.ci_high - 1.0)
@@ -128,16 +155,29 @@ def judge(env: str, metric: str, baseline: Sequence[float], candidate: Sequence[
         status = INCONCLUSIVE
     else:
         status = UNCHANGED
-    return Verdict(status=status, change=change,
-                   method=method, p_value=cmp.p_value, interval=interval, significant=significant,
-                   note=note, **common)
+    return Verdict(
+        status=status,
+        change=change,
+        method=method,
+        p_value=cmp.p_value,
+        interval=interval,
+        significant=significant,
+        note=note,
+        **common,
+    )
 
 
-def judge_env(env: str, baseline_rows: Sequence[Mapping[str, object]],
-              candidate_rows: Sequence[Mapping[str, object]], metrics: Sequence[str], *,
-              thresholds: Mapping[str, float] | None = None,
-              higher_is_better: Mapping[str, bool] | None = None,
-              alpha: float = DEFAULT_ALPHA, seed: int = BOOTSTRAP_SEED) -> list[Verdict]:
+def judge_env(
+    env: str,
+    baseline_rows: Sequence[Mapping[str, object]],
+    candidate_rows: Sequence[Mapping[str, object]],
+    metrics: Sequence[str],
+    *,
+    thresholds: Mapping[str, float] | None = None,
+    higher_is_better: Mapping[str, bool] | None = None,
+    alpha: float = DEFAULT_ALPHA,
+    seed: int = BOOTSTRAP_SEED,
+) -> list[Verdict]:
     """Verdicts for several metrics; every row must belong to `env` (no cross-env verdicts).
 
     Rows are per-run mappings such as the comparison table's records: `{"env": ..., metric: value}`.
@@ -145,17 +185,26 @@ def judge_env(env: str, baseline_rows: Sequence[Mapping[str, object]],
     for row in (*baseline_rows, *candidate_rows):
         row_env = row.get("env")
         if row_env is not None and row_env != env:
-            raise ConfigError(f"regression verdicts compare one environment's history only: "
-                              f"got a run of {row_env!r} while judging {env!r}")
+            raise ConfigError(
+                f"regression verdicts compare one environment's history only: "
+                f"got a run of {row_env!r} while judging {env!r}"
+            )
     thresholds = thresholds or {}
     directions = {**HIGHER_IS_BETTER, **(higher_is_better or {})}
     out = []
     for metric in metrics:
-        out.append(judge(env, metric,
-                         [r.get(metric) for r in baseline_rows],  # type: ignore[misc]
-                         [r.get(metric) for r in candidate_rows],  # type: ignore[misc]
-                         higher_is_better=directions.get(metric),
-                         threshold=thresholds.get(metric, DEFAULT_THRESHOLD), alpha=alpha, seed=seed))
+        out.append(
+            judge(
+                env,
+                metric,
+                [r.get(metric) for r in baseline_rows],  # type: ignore[misc]
+                [r.get(metric) for r in candidate_rows],  # type: ignore[misc]
+                higher_is_better=directions.get(metric),
+                threshold=thresholds.get(metric, DEFAULT_THRESHOLD),
+                alpha=alpha,
+                seed=seed,
+            )
+        )
     return out
 
 

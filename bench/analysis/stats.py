@@ -5,6 +5,7 @@ environment; a seeded bootstrap CI of the ratio of medians and a Mann-Whitney U 
 (asv's choice) say whether two environments really differ. Seeded, so the same input
 gives the same report.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -38,16 +39,21 @@ def olympic_mean(values: list[float | None] | np.ndarray) -> float | None:
 
 @dataclass(frozen=True)
 class Comparison:
-    ratio: float | None         # median(a) / median(b)
+    ratio: float | None  # median(a) / median(b)
     ci_low: float | None
     ci_high: float | None
-    p_value: float | None       # Mann-Whitney U, two-sided; None when a side has < 3 runs
+    p_value: float | None  # Mann-Whitney U, two-sided; None when a side has < 3 runs
     n_a: int
     n_b: int
 
 
-def compare_samples(a: list[float | None], b: list[float | None], level: float = 0.95,
-                    seed: int = BOOTSTRAP_SEED, resamples: int = BOOTSTRAP_RESAMPLES) -> Comparison:
+def compare_samples(
+    a: list[float | None],
+    b: list[float | None],
+    level: float = 0.95,
+    seed: int = BOOTSTRAP_SEED,
+    resamples: int = BOOTSTRAP_RESAMPLES,
+) -> Comparison:
     xa, xb = finite(a), finite(b)
     if xa.size == 0 or xb.size == 0:
         return Comparison(None, None, None, None, int(xa.size), int(xb.size))

@@ -4,6 +4,7 @@ Idempotent: a run already in the results tree is left as it is (records are immu
 once collected), so running collect twice changes nothing. Runs still going are listed
 and skipped; collect them later.
 """
+
 from __future__ import annotations
 
 import argparse

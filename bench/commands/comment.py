@@ -8,6 +8,7 @@ The Markdown is on disk before anything is sent, so an API failure (bad token, f
 token, rate limit) loses nothing: fix the cause and post the same file again. The token
 comes from GITHUB_TOKEN and is never printed.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -21,31 +22,63 @@ HELP = "create or update the pull request's benchmark comment (GITHUB_TOKEN)"
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--pr", type=int, default=None, metavar="N", help="pull request number")
-    p.add_argument("--repo", default=os.environ.get("GITHUB_REPOSITORY", ""), metavar="OWNER/NAME",
-                   help="repository (default: $GITHUB_REPOSITORY)")
-    p.add_argument("--body-file", type=Path, default=None, metavar="FILE",
-                   help="post this Markdown file as it is")
-    p.add_argument("--artifact", type=Path, default=None, metavar="DIR",
-                   help="post DIR/comment.md to the PR named in DIR/pr.json (what `bench hooks pr-run` "
-                        "writes; read as data only)")
-    p.add_argument("--results", type=Path, default=None,
-                   help="write the comment from this results tree instead (needs --head and --base)")
+    p.add_argument(
+        "--repo",
+        default=os.environ.get("GITHUB_REPOSITORY", ""),
+        metavar="OWNER/NAME",
+        help="repository (default: $GITHUB_REPOSITORY)",
+    )
+    p.add_argument("--body-file", type=Path, default=None, metavar="FILE", help="post this Markdown file as it is")
+    p.add_argument(
+        "--artifact",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="post DIR/comment.md to the PR named in DIR/pr.json (what `bench hooks pr-run` writes; read as data only)",
+    )
+    p.add_argument(
+        "--results",
+        type=Path,
+        default=None,
+        help="write the comment from this results tree instead (needs --head and --base)",
+    )
     p.add_argument("--head", metavar="SHA", help="the PR's commit (with --results)")
     p.add_argument("--base", metavar="SHA", help="the merge-base commit (with --results)")
-    p.add_argument("--env", dest="envs", action="append", default=[], metavar="ENV",
-                   help="only this environment (repeatable; default: all in the results)")
-    p.add_argument("--threshold", action="append", default=[], metavar="METRIC=VALUE",
-                   help="regression threshold for one metric, e.g. images_per_s=10%% (default 5%%)")
+    p.add_argument(
+        "--env",
+        dest="envs",
+        action="append",
+        default=[],
+        metavar="ENV",
+        help="only this environment (repeatable; default: all in the results)",
+    )
+    p.add_argument(
+        "--threshold",
+        action="append",
+        default=[],
+        metavar="METRIC=VALUE",
+        help="regression threshold for one metric, e.g. images_per_s=10%% (default 5%%)",
+    )
     p.add_argument("--report-url", default=None, help="link to the full report (e.g. the workflow run's page)")
-    p.add_argument("--out", type=Path, default=Path("results/pr-comment.md"),
-                   help="where the written comment is kept (default: results/pr-comment.md)")
+    p.add_argument(
+        "--out",
+        type=Path,
+        default=Path("results/pr-comment.md"),
+        help="where the written comment is kept (default: results/pr-comment.md)",
+    )
     p.add_argument("--no-post", action="store_true", help="only write --out (a fork PR's job uploads it instead)")
-    p.add_argument("--api-url", default=os.environ.get("GITHUB_API_URL", "https://api.github.com"),
-                   help="GitHub API URL (default: $GITHUB_API_URL or https://api.github.com; "
-                        "an Enterprise URL ends in /api/v3)")
-    p.add_argument("--expect-head-sha", metavar="SHA", default=None,
-                   help="comment only if the PR's head is this commit (the workflow_run job passes "
-                        "the measured sha, so an artifact cannot steer the comment to another PR)")
+    p.add_argument(
+        "--api-url",
+        default=os.environ.get("GITHUB_API_URL", "https://api.github.com"),
+        help="GitHub API URL (default: $GITHUB_API_URL or https://api.github.com; an Enterprise URL ends in /api/v3)",
+    )
+    p.add_argument(
+        "--expect-head-sha",
+        metavar="SHA",
+        default=None,
+        help="comment only if the PR's head is this commit (the workflow_run job passes "
+        "the measured sha, so an artifact cannot steer the comment to another PR)",
+    )
     p.add_argument("--dry-run", action="store_true", help="print the comment instead of posting it")
 
 
@@ -58,8 +91,13 @@ def _read_artifact(args: argparse.Namespace) -> Path:
     try:
         meta = json.loads(meta_path.read_text())
     except (OSError, ValueError) as exc:
-        raise ConfigError(f"{meta_path}: missing or not JSON ({exc}); is {args.artifact} the PR job's artifact?") from None
-    pr, head = meta.get("pr") if isinstance(meta, dict) else None, meta.get("head_sha") if isinstance(meta, dict) else None
+        raise ConfigError(
+            f"{meta_path}: missing or not JSON ({exc}); is {args.artifact} the PR job's artifact?"
+        ) from None
+    pr, head = (
+        meta.get("pr") if isinstance(meta, dict) else None,
+        meta.get("head_sha") if isinstance(meta, dict) else None,
+    )
     if not isinstance(pr, int) or isinstance(pr, bool) or pr <= 0:
         raise ConfigError(f"{meta_path}: 'pr' must be a positive integer, got {pr!r}")
     if not isinstance(head, str) or not re.fullmatch(r"[0-9a-f]{40}", head):
@@ -87,13 +125,16 @@ def _body_path(args: argparse.Namespace) -> Path:
         raise ConfigError("--pr N is required (except with --artifact, whose pr.json names the PR)")
     if args.body_file is not None:
         if not args.body_file.is_file():
-            raise ConfigError(f"comment body {args.body_file} does not exist: write it first "
-                              "(`bench comment --results ... --no-post`) or pass the file the PR job uploaded")
+            raise ConfigError(
+                f"comment body {args.body_file} does not exist: write it first "
+                "(`bench comment --results ... --no-post`) or pass the file the PR job uploaded"
+            )
         return args.body_file
     if args.results is None or not args.head or not args.base:
         raise ConfigError("say what to post: --body-file FILE, --artifact DIR, or --results DIR --head SHA --base SHA")
-    body = github_comment.render_pr_body(args.results, args.head, args.base, args.envs or None,
-                                         parse_thresholds(args.threshold), args.report_url)
+    body = github_comment.render_pr_body(
+        args.results, args.head, args.base, args.envs or None, parse_thresholds(args.threshold), args.report_url
+    )
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(body)
     print(f"bench comment: wrote {args.out}")
@@ -112,8 +153,9 @@ def run(args: argparse.Namespace) -> int:
         return 0
     try:
         token = github_comment.token_from_env()
-        result = github_comment.upsert_comment(args.repo, args.pr, body, token, api_url=args.api_url,
-                                               expect_head_sha=args.expect_head_sha)
+        result = github_comment.upsert_comment(
+            args.repo, args.pr, body, token, api_url=args.api_url, expect_head_sha=args.expect_head_sha
+        )
     except AtlasError as exc:
         raise type(exc)(f"{exc} (nothing is lost: the comment is still in {path})") from None
     print(f"bench comment: {result.action} comment {result.comment_id} on {args.repo}#{args.pr}: {result.url}")

@@ -2,6 +2,7 @@
 means, per-run figures, and for each environment against the baseline the ratio of
 medians with a bootstrap CI and a Mann-Whitney test. Refuses runs whose config hashes
 differ unless --allow-different."""
+
 from __future__ import annotations
 
 import argparse
@@ -14,17 +15,26 @@ HELP = "tables across environments"
 def add_selection_arguments(parser: argparse.ArgumentParser) -> None:
     """Which runs to compare; `bench report` takes the same."""
     parser.add_argument("--results", type=Path, default=Path("results"), help="results tree (default results/)")
-    parser.add_argument("--env", dest="envs", action="append", default=[], metavar="ENV",
-                        help="only this environment (repeatable; default: all in the results)")
+    parser.add_argument(
+        "--env",
+        dest="envs",
+        action="append",
+        default=[],
+        metavar="ENV",
+        help="only this environment (repeatable; default: all in the results)",
+    )
     parser.add_argument("--commit", default=None, help="only runs of this commit (default: the newest run's)")
-    parser.add_argument("--baseline", default=None, help="environment the others are compared with (default: first by name)")
+    parser.add_argument(
+        "--baseline", default=None, help="environment the others are compared with (default: first by name)"
+    )
     parser.add_argument("--allow-different", action="store_true", help="compare even if config hashes differ")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_selection_arguments(parser)
-    parser.add_argument("--out", type=Path, default=None,
-                        help="also write compare.md, runs.csv and compare.json into this folder")
+    parser.add_argument(
+        "--out", type=Path, default=None, help="also write compare.md, runs.csv and compare.json into this folder"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -35,14 +45,26 @@ def run(args: argparse.Namespace) -> int:
 
     runs = find_runs(args.results, args.envs or None)
     if not runs:
-        raise AtlasError(f"no runs under {args.results} (expected {args.results}/<env>/<run_id>/); run `bench run` first")
+        raise AtlasError(
+            f"no runs under {args.results} (expected {args.results}/<env>/<run_id>/); run `bench run` first"
+        )
     sha = choose_commit(runs, args.commit)
     runs = [r for r in runs if r.git_sha is None or r.git_sha == sha]
     result = compare_runs(runs, allow_different=args.allow_different, baseline=args.baseline)
-    text = "\n\n".join(x for x in [
-        f"# Comparison at commit {sha[:12] if sha else 'unknown'}",
-        "\n".join(f"- {v}" for v in verdicts(result)),
-        summary_table(result), pairs_table(result), runs_table(result)] if x) + "\n"
+    text = (
+        "\n\n".join(
+            x
+            for x in [
+                f"# Comparison at commit {sha[:12] if sha else 'unknown'}",
+                "\n".join(f"- {v}" for v in verdicts(result)),
+                summary_table(result),
+                pairs_table(result),
+                runs_table(result),
+            ]
+            if x
+        )
+        + "\n"
+    )
     problems = [f"- {r.env}/{r.run_id}: {'; '.join(r.problems)}" for r in runs if r.problems]
     if problems:
         text += "\nData problems:\n" + "\n".join(problems) + "\n"
@@ -51,13 +73,29 @@ def run(args: argparse.Namespace) -> int:
         args.out.mkdir(parents=True, exist_ok=True)
         (args.out / "compare.md").write_text(text)
         result.frame().to_csv(args.out / "runs.csv", index=False, float_format="%.6g")
-        summary = {env: {"runs": s.runs, "statuses": s.statuses, "median": s.median, "olympic_mean": s.olympic}
-                   for env, s in result.summaries.items()}
-        pairs = [{"env": p.env_a, "baseline": p.env_b, "metric": p.metric, "ratio": p.stats.ratio,
-                  "ci95": [p.stats.ci_low, p.stats.ci_high], "mann_whitney_p": p.stats.p_value,
-                  "runs": [p.stats.n_a, p.stats.n_b]} for p in result.pairs]
-        (args.out / "compare.json").write_text(json.dumps(
-            {"commit": sha, "config_sha256": result.config_hashes, "envs": summary, "pairs": pairs},
-            indent=2, sort_keys=True) + "\n")
+        summary = {
+            env: {"runs": s.runs, "statuses": s.statuses, "median": s.median, "olympic_mean": s.olympic}
+            for env, s in result.summaries.items()
+        }
+        pairs = [
+            {
+                "env": p.env_a,
+                "baseline": p.env_b,
+                "metric": p.metric,
+                "ratio": p.stats.ratio,
+                "ci95": [p.stats.ci_low, p.stats.ci_high],
+                "mann_whitney_p": p.stats.p_value,
+                "runs": [p.stats.n_a, p.stats.n_b],
+            }
+            for p in result.pairs
+        ]
+        (args.out / "compare.json").write_text(
+            json.dumps(
+                {"commit": sha, "config_sha256": result.config_hashes, "envs": summary, "pairs": pairs},
+                indent=2,
+                sort_keys=True,
+            )
+            + "\n"
+        )
         print(f"wrote {args.out / 'compare.md'}, runs.csv, compare.json")
     return 0

@@ -1,6 +1,7 @@
 """The main job on one machine: run the smoke experiment several times on every local
 environment that is available here (env.yaml `local: true`; each one skipped is named
 with its reason), then compare and report into reports/, and print the report's path."""
+
 from __future__ import annotations
 
 import argparse
@@ -14,11 +15,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--runs", type=int, default=3, help="runs per environment (default 3: enough for the tests)")
     parser.add_argument("--results", type=Path, default=Path("results"), help="results tree (default results/)")
     parser.add_argument("--out", type=Path, default=Path("reports"), help="reports folder (default reports/)")
-    parser.add_argument("--env", dest="envs", action="append", default=[], metavar="ENV",
-                        help="only this local environment (repeatable; default: every local one)")
+    parser.add_argument(
+        "--env",
+        dest="envs",
+        action="append",
+        default=[],
+        metavar="ENV",
+        help="only this local environment (repeatable; default: every local one)",
+    )
     parser.add_argument("--clusters", type=Path, default=None, help="clusters folder (default: the repository's)")
-    parser.add_argument("--timeout", type=float, default=600, metavar="SECONDS",
-                        help="per environment, stop waiting after this long (default 600)")
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=600,
+        metavar="SECONDS",
+        help="per environment, stop waiting after this long (default 600)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -54,8 +66,10 @@ def run(args: argparse.Namespace) -> int:
         collected.update(run_and_collect(target, args.experiment, args.runs, args.results, timeout_s=args.timeout))
         used.append(name)
     if not used:
-        raise AtlasError("no local environment is available here (see the reasons above); "
-                         "`make setup` installs what the `local` environment needs")
+        raise AtlasError(
+            "no local environment is available here (see the reasons above); "
+            "`make setup` installs what the `local` environment needs"
+        )
     # Exactly the runs made now (another commit may land while a demo runs).
     res = write_report(args.results, args.out, envs=used, only=collected)
     print(f"report: {res.readme}")

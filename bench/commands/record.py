@@ -4,6 +4,7 @@ Runs inside the job on every environment. The command's exit code is passed thro
 (a command killed by signal N exits 128+N); SIGTERM, SIGINT and SIGUSR1 are forwarded
 to it. The workload writes train.jsonl into the same --run-dir.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -15,12 +16,13 @@ HELP = "wrap a command and write its run record (runs inside the job)"
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--run-dir", required=True, type=Path, help="the run's directory (created if missing)")
     parser.add_argument("--env", required=True, help="environment name written into run.json")
-    parser.add_argument("--interval", type=float, default=1.0, metavar="SECONDS",
-                        help="sampling interval (default 1 s)")
-    parser.add_argument("--run-id", default=None,
-                        help="run id (default: $ATLAS_RUN_ID, else the run directory's name)")
-    parser.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- COMMAND ...",
-                        help="the command to run, after `--`")
+    parser.add_argument(
+        "--interval", type=float, default=1.0, metavar="SECONDS", help="sampling interval (default 1 s)"
+    )
+    parser.add_argument("--run-id", default=None, help="run id (default: $ATLAS_RUN_ID, else the run directory's name)")
+    parser.add_argument(
+        "cmd", nargs=argparse.REMAINDER, metavar="-- COMMAND ...", help="the command to run, after `--`"
+    )
 
 
 def run(args: argparse.Namespace) -> int:

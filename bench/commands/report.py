@@ -1,6 +1,7 @@
 """Write OUT/<date>-<shortsha>/README.md (tables, charts, advisor, provenance, data
 problems) for one commit's runs and regenerate OUT/README.md, the index with history.
 Same results in, same bytes out: date and sha come from the runs, not the clock."""
+
 from __future__ import annotations
 
 import argparse
@@ -19,8 +20,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from bench.render.report import write_report
 
-    res = write_report(args.results, args.out, commit=args.commit, envs=args.envs or None,
-                       allow_different=args.allow_different, baseline=args.baseline)
+    res = write_report(
+        args.results,
+        args.out,
+        commit=args.commit,
+        envs=args.envs or None,
+        allow_different=args.allow_different,
+        baseline=args.baseline,
+    )
     print(f"report: {res.readme}")
     print(f"index:  {res.index}")
     return 0

@@ -4,6 +4,7 @@ each finished run into RESULTS/<env>/<run_id>/.
 With `--no-wait` (the push-to-deploy step of CI) it submits and returns at once:
 training goes on in the environment, and `bench collect` fetches the records later.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -17,14 +18,30 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--experiment", required=True, help="workload preset (workflows/biggan/experiments/NAME.yaml)")
     parser.add_argument("--runs", type=int, default=1, help="how many runs (default 1)")
     parser.add_argument("--results", type=Path, default=Path("results"), help="results tree (default results/)")
-    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                        help="workload setting override, repeatable (passed to --set of the workload)")
-    parser.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
-                        help="stop waiting after this long (the runs go on; collect them later)")
-    parser.add_argument("--no-wait", action="store_true",
-                        help="submit and return at once; collect the runs later with `bench collect`")
-    parser.add_argument("--commit", metavar="SHA", default=None,
-                        help="with --no-wait: the commit to run, e.g. the pushed sha (default: this checkout's HEAD)")
+    parser.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="workload setting override, repeatable (passed to --set of the workload)",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="stop waiting after this long (the runs go on; collect them later)",
+    )
+    parser.add_argument(
+        "--no-wait", action="store_true", help="submit and return at once; collect the runs later with `bench collect`"
+    )
+    parser.add_argument(
+        "--commit",
+        metavar="SHA",
+        default=None,
+        help="with --no-wait: the commit to run, e.g. the pushed sha (default: this checkout's HEAD)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -39,15 +56,17 @@ def run(args: argparse.Namespace) -> int:
     if args.no_wait:
         from bench.targets.runner import current_commit, submit_runs
 
-        for st in submit_runs(target, args.experiment, args.commit or current_commit(), args.runs,
-                              tuple(args.overrides)):
+        for st in submit_runs(
+            target, args.experiment, args.commit or current_commit(), args.runs, tuple(args.overrides)
+        ):
             print(f"{args.env}/{st.run_id}: {st.state.value} {st.detail}".rstrip())
         print(f"training goes on; fetch the records later with `bench collect --env {args.env}`")
         return 0
     if args.commit:
         raise AtlasError("--commit is only for --no-wait: a waited run always runs this checkout's HEAD")
-    paths = run_and_collect(target, args.experiment, args.runs, args.results, tuple(args.overrides),
-                            timeout_s=args.timeout)
+    paths = run_and_collect(
+        target, args.experiment, args.runs, args.results, tuple(args.overrides), timeout_s=args.timeout
+    )
     from bench.records.read import load_run
 
     ok = sum(1 for p in paths if (load_run(p).meta.get("exit") or {}).get("code") == 0)

@@ -1,4 +1,5 @@
 """Show the runs an environment knows of: state, scheduler job id, commit, detail."""
+
 from __future__ import annotations
 
 import argparse
@@ -10,8 +11,9 @@ HELP = "how are the runs of an environment doing"
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The run selection, shared with `bench collect`."""
     parser.add_argument("--env", required=True, help="environment (clusters/<env>/)")
-    parser.add_argument("--run", dest="run_ids", action="append", default=[], metavar="RUN_ID",
-                        help="only this run (repeatable)")
+    parser.add_argument(
+        "--run", dest="run_ids", action="append", default=[], metavar="RUN_ID", help="only this run (repeatable)"
+    )
     parser.add_argument("--commit", default=None, help="only runs of this commit (prefix)")
 
 
@@ -30,6 +32,8 @@ def run(args: argparse.Namespace) -> int:
         return 0
     print(f"{'run':<32} {'state':<10} {'job':<12} {'commit':<9} detail")
     for st in runs:
-        print(f"{st.run_id:<32} {st.state.value:<10} {str(st.scheduler_job_id or '-'):<12} "
-              f"{(st.commit or '-')[:8]:<9} {st.detail}")
+        print(
+            f"{st.run_id:<32} {st.state.value:<10} {str(st.scheduler_job_id or '-'):<12} "
+            f"{(st.commit or '-')[:8]:<9} {st.detail}"
+        )
     return 0

@@ -1,5 +1,6 @@
 """Check environment folders (clusters/<env>/env.yaml) and the workload's experiment
 presets; print every problem with its file and key. Exit 0 when all are valid, 1 when not."""
+
 from __future__ import annotations
 
 import argparse
@@ -11,8 +12,14 @@ HELP = "check env folders and experiment files"
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("envs", nargs="*", metavar="ENV", help="environments to check (default: all)")
     parser.add_argument("--clusters", type=Path, default=None, help="clusters folder (default: the repository's)")
-    parser.add_argument("--experiment", dest="experiments", action="append", default=[], metavar="NAME",
-                        help="experiment preset to check (repeatable; default: all)")
+    parser.add_argument(
+        "--experiment",
+        dest="experiments",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="experiment preset to check (repeatable; default: all)",
+    )
     parser.add_argument("--no-experiments", action="store_true", help="check env folders only")
 
 

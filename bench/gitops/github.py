@@ -4,6 +4,7 @@ Through github3.py: the first run creates the comment, later runs edit the same 
 PR never collects a pile of stale benchmark comments. Every API failure becomes an
 AtlasError that says what to do; the token is never part of a message.
 """
+
 from __future__ import annotations
 
 import os
@@ -44,9 +45,11 @@ def with_marker(body: str, marker: str = MARKER) -> str:
 def token_from_env(environ: dict[str, str] | None = None) -> str:
     token = (environ if environ is not None else os.environ).get("GITHUB_TOKEN", "").strip()
     if not token:
-        raise ConfigError("GITHUB_TOKEN is not set: export a token that may write pull-request comments "
-                          "(in Actions: `env: GITHUB_TOKEN: ${{ secrets.GITHUB_TOKEN }}` with "
-                          "`permissions: pull-requests: write`)")
+        raise ConfigError(
+            "GITHUB_TOKEN is not set: export a token that may write pull-request comments "
+            "(in Actions: `env: GITHUB_TOKEN: ${{ secrets.GITHUB_TOKEN }}` with "
+            "`permissions: pull-requests: write`)"
+        )
     return token
 
 
@@ -70,33 +73,53 @@ def client(token: str, api_url: str = PUBLIC_API_URL) -> github3.GitHub:
 def _explain(exc: Exception, what: str, repo: str, pr: int) -> AtlasError:
     """Turn a github3 error into the message a user can act on."""
     if isinstance(exc, gh_errors.ConnectionError):
-        return AtlasError(f"{what}: cannot reach the GitHub API ({type(exc.exception).__name__}); "
-                          "check the network or GITHUB_API_URL and run `bench comment` again")
+        return AtlasError(
+            f"{what}: cannot reach the GitHub API ({type(exc.exception).__name__}); "
+            "check the network or GITHUB_API_URL and run `bench comment` again"
+        )
     if not isinstance(exc, gh_errors.ResponseError):
         return AtlasError(f"{what}: {exc}")
     headers = exc.response.headers
     msg = exc.msg or ""
-    if exc.code == 429 or (exc.code == 403 and (headers.get("X-RateLimit-Remaining") == "0"
-                                                or "rate limit" in str(msg).lower())):
+    if exc.code == 429 or (
+        exc.code == 403 and (headers.get("X-RateLimit-Remaining") == "0" or "rate limit" in str(msg).lower())
+    ):
         reset = headers.get("X-RateLimit-Reset")
-        when = (time.strftime("%H:%M:%S UTC", time.gmtime(int(reset))) if reset and reset.isdigit()
-                else f"in {headers.get('Retry-After', 'a while')} s")
-        return AtlasError(f"{what}: GitHub API rate limit exceeded ({exc.code} {msg}); it resets at {when}: "
-                          "run `bench comment` again then")
+        when = (
+            time.strftime("%H:%M:%S UTC", time.gmtime(int(reset)))
+            if reset and reset.isdigit()
+            else f"in {headers.get('Retry-After', 'a while')} s"
+        )
+        return AtlasError(
+            f"{what}: GitHub API rate limit exceeded ({exc.code} {msg}); it resets at {when}: "
+            "run `bench comment` again then"
+        )
     if exc.code == 401:
         return AtlasError(f"{what}: GitHub rejected the token (401 {msg}): GITHUB_TOKEN is wrong or expired")
     if exc.code == 403:
-        return AtlasError(f"{what}: the token may not write to {repo} (403 {msg}). A pull request from a "
-                          "fork gets a read-only token: its comment is posted by the workflow_run job of "
-                          "pr-bench.yml; elsewhere grant `permissions: pull-requests: write`")
+        return AtlasError(
+            f"{what}: the token may not write to {repo} (403 {msg}). A pull request from a "
+            "fork gets a read-only token: its comment is posted by the workflow_run job of "
+            "pr-bench.yml; elsewhere grant `permissions: pull-requests: write`"
+        )
     if exc.code == 404:
-        return AtlasError(f"{what}: {repo} pull request #{pr} not found (404 {msg}): check --repo and --pr, "
-                          "and that the token can see the repository")
+        return AtlasError(
+            f"{what}: {repo} pull request #{pr} not found (404 {msg}): check --repo and --pr, "
+            "and that the token can see the repository"
+        )
     return AtlasError(f"{what}: GitHub API error {exc.code} {msg}")
 
 
-def upsert_comment(repo: str, pr: int, body: str, token: str, *, api_url: str = PUBLIC_API_URL,
-                   marker: str = MARKER, expect_head_sha: str | None = None) -> CommentResult:
+def upsert_comment(
+    repo: str,
+    pr: int,
+    body: str,
+    token: str,
+    *,
+    api_url: str = PUBLIC_API_URL,
+    marker: str = MARKER,
+    expect_head_sha: str | None = None,
+) -> CommentResult:
     """Create the PR's benchmark comment, or edit the one that carries `marker`."""
     owner, name = split_repo(repo)
     if pr <= 0:
@@ -133,18 +156,27 @@ def _check_head(gh: github3.GitHub, owner: str, name: str, pr: int, sha: str) ->
     data = gh._json(gh._get(url), 200) or {}
     head = (data.get("head") or {}).get("sha")
     if head != sha:
-        raise AtlasError(f"pull request #{pr} of {owner}/{name} has head {head!r}, not the measured "
-                         f"commit {sha!r}: not commenting (the artifact does not belong to this PR)")
+        raise AtlasError(
+            f"pull request #{pr} of {owner}/{name} has head {head!r}, not the measured "
+            f"commit {sha!r}: not commenting (the artifact does not belong to this PR)"
+        )
 
 
 # -- the comment's content --------------------------------------------------------------
+
 
 def _sha_matches(run_sha: str | None, wanted: str) -> bool:
     return bool(run_sha) and (run_sha.startswith(wanted) or wanted.startswith(run_sha))
 
 
-def render_pr_body(results: Path, head: str, base: str, envs: list[str] | None = None,
-                   thresholds: dict[str, float] | None = None, report_url: str | None = None) -> str:
+def render_pr_body(
+    results: Path,
+    head: str,
+    base: str,
+    envs: list[str] | None = None,
+    thresholds: dict[str, float] | None = None,
+    report_url: str | None = None,
+) -> str:
     """Markdown: per environment, the PR's runs vs the merge-base's runs, with verdicts.
 
     Verdicts compare each environment with its own runs at the base commit only.
@@ -169,10 +201,14 @@ def render_pr_body(results: Path, head: str, base: str, envs: list[str] | None =
             side = "head" if _sha_matches(r.git_sha, head) else "base" if _sha_matches(r.git_sha, base) else None
             if side:
                 rows[side].append(run_metrics(r, cost).as_dict())
-        lines += [f"### {env}", "",
-                  f"{len(rows['head'])} run(s) of the PR, {len(rows['base'])} of the merge-base.", "",
-                  "| metric | merge-base (median) | PR (median) | change | verdict |",
-                  "|---|---:|---:|---:|---|"]
+        lines += [
+            f"### {env}",
+            "",
+            f"{len(rows['head'])} run(s) of the PR, {len(rows['base'])} of the merge-base.",
+            "",
+            "| metric | merge-base (median) | PR (median) | change | verdict |",
+            "|---|---:|---:|---:|---|",
+        ]
         notes = []
         for key in judged:
             base_vals = [row[key] for row in rows["base"]]
@@ -183,8 +219,10 @@ def render_pr_body(results: Path, head: str, base: str, envs: list[str] | None =
             metric = METRIC_BY_KEY[key]
             change = "—" if v.change is None else f"{v.change:+.1%}"
             verdict = f"**{v.status}**" if v.status == REGRESSION else v.status
-            lines.append(f"| {metric.label} ({metric.unit}) | {fmt(v.baseline_median)} | {fmt(v.candidate_median)} "
-                         f"| {change} | {verdict} |")
+            lines.append(
+                f"| {metric.label} ({metric.unit}) | {fmt(v.baseline_median)} | {fmt(v.candidate_median)} "
+                f"| {change} | {verdict} |"
+            )
             if v.status == REGRESSION:
                 regressions.append(v.describe())
             if v.note and v.status != REGRESSION:
@@ -193,13 +231,18 @@ def render_pr_body(results: Path, head: str, base: str, envs: list[str] | None =
         lines += [f"- {n}" for n in dict.fromkeys(notes)]
         if notes:
             lines.append("")
-    head_line = (f"**{len(regressions)} regression(s)**: " + "; ".join(regressions)) if regressions \
+    head_line = (
+        (f"**{len(regressions)} regression(s)**: " + "; ".join(regressions))
+        if regressions
         else "No regression found (each environment is compared with its own merge-base runs only)."
+    )
     lines.insert(2, head_line)
     lines.insert(3, "")
     custom = ", ".join(f"{k} {v:.0%}" for k, v in sorted((thresholds or {}).items()))
-    lines.append(f"A regression is a change past the threshold (5 %{'; ' + custom if custom else ''}) that is also "
-                 "significant (Mann-Whitney U with >= 3 runs a side, else a bootstrap interval excluding zero).")
+    lines.append(
+        f"A regression is a change past the threshold (5 %{'; ' + custom if custom else ''}) that is also "
+        "significant (Mann-Whitney U with >= 3 runs a side, else a bootstrap interval excluding zero)."
+    )
     if report_url:
         lines += ["", f"Full report, charts and run records: {report_url}"]
     return "\n".join(lines).rstrip() + "\n"

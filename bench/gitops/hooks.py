@@ -12,6 +12,7 @@ The CI workflows use the same pieces: `pr_run` (a PR's head and its merge-base, 
 after the other in scratch checkouts); deploying to a remote environment is
 `bench run --no-wait --commit SHA`.
 """
+
 from __future__ import annotations
 
 import json
@@ -53,8 +54,18 @@ def _is_bare(repo: Path) -> bool:
 
 def hook_script(bare: Path, settings: HookSettings, python: str = sys.executable) -> str:
     """The post-receive script: read the pushed refs, hand each to `bench hooks received`."""
-    args = ["-m", "bench", "hooks", "received", "--repo", str(bare), "--branch", settings.branch,
-            "--experiment", settings.experiment]
+    args = [
+        "-m",
+        "bench",
+        "hooks",
+        "received",
+        "--repo",
+        str(bare),
+        "--branch",
+        settings.branch,
+        "--experiment",
+        settings.experiment,
+    ]
     for env in settings.envs:
         args += ["--env", env]
     for item in settings.overrides:
@@ -64,11 +75,13 @@ def hook_script(bare: Path, settings: HookSettings, python: str = sys.executable
     if settings.foreground:
         run = f'{cmd} --old "$old" --new "$new" --ref "$ref" --pushed-at "$pushed_at"'
     else:
-        run = (f'mkdir -p {log_dir}; log={log_dir}/"$new".log\n'
-               f'    nohup {cmd} --old "$old" --new "$new" --ref "$ref" --pushed-at "$pushed_at" '
-               f'>"$log" 2>&1 </dev/null &\n'
-               f'    echo "atlas: running {settings.experiment} on {", ".join(settings.envs)} for $new '
-               f'in the background; log: $log"')
+        run = (
+            f'mkdir -p {log_dir}; log={log_dir}/"$new".log\n'
+            f'    nohup {cmd} --old "$old" --new "$new" --ref "$ref" --pushed-at "$pushed_at" '
+            f'>"$log" 2>&1 </dev/null &\n'
+            f'    echo "atlas: running {settings.experiment} on {", ".join(settings.envs)} for $new '
+            f'in the background; log: $log"'
+        )
     return f"""#!/bin/sh
 {HOOK_MARKER} (written by `bench hooks install`; edit with that command, not by hand)
 pushed_at=$(date +%s.%N)
@@ -120,8 +133,14 @@ def _bench(work: Path, *args: str, out: TextIO, ok: tuple[int, ...] = (0,)) -> i
     """`python -m bench ARGS` in the pushed checkout, so the pushed code is what runs."""
     print(f"$ bench {' '.join(args)}", file=out, flush=True)
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    proc = subprocess.run([sys.executable, "-m", "bench", *args], cwd=work, env=env,
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench", *args],
+        cwd=work,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     out.write(proc.stdout)
     out.flush()
     if proc.returncode not in ok:
@@ -145,8 +164,9 @@ def checkout_at(source: Path, sha: str, branch: str | None, out: TextIO) -> Path
     return work
 
 
-def run_envs(work: Path, envs: tuple[str, ...], experiment: str, overrides: tuple[str, ...], results: Path,
-             out: TextIO) -> bool:
+def run_envs(
+    work: Path, envs: tuple[str, ...], experiment: str, overrides: tuple[str, ...], results: Path, out: TextIO
+) -> bool:
     """`bench run` on each environment inside the checkout `work`, records into `results`.
 
     False when a run did not complete (`bench run` exit 1): its record is collected all
@@ -176,8 +196,16 @@ def job_start_time(results: Path) -> float | None:
     return min(starts) if starts else None
 
 
-def received(bare: Path, old: str, new: str, ref: str, pushed_at: float, settings: HookSettings,
-             out: TextIO = sys.stdout, keep: bool = False) -> int:
+def received(
+    bare: Path,
+    old: str,
+    new: str,
+    ref: str,
+    pushed_at: float,
+    settings: HookSettings,
+    out: TextIO = sys.stdout,
+    keep: bool = False,
+) -> int:
     """Run the local environments for one pushed commit and publish the report back."""
     bare = Path(bare).resolve()
     why_not = should_run(bare, old, new, ref, settings.branch)
@@ -191,14 +219,26 @@ def received(bare: Path, old: str, new: str, ref: str, pushed_at: float, setting
         completed = run_envs(work, settings.envs, settings.experiment, settings.overrides, work / "results", out)
         started = job_start_time(work / "results")
         if started is not None:
-            print(f"atlas: time from push to job start: {started - pushed_at:.2f} s "
-                  f"(job start as recorded in run.json)", file=out)
+            print(
+                f"atlas: time from push to job start: {started - pushed_at:.2f} s (job start as recorded in run.json)",
+                file=out,
+            )
         else:
-            print(f"atlas: time from push to job submission: {submitted_at - pushed_at:.2f} s "
-                  "(no run.json recorded a start time)", file=out)
+            print(
+                f"atlas: time from push to job submission: {submitted_at - pushed_at:.2f} s "
+                "(no run.json recorded a start time)",
+                file=out,
+            )
         _bench(work, "report", out=out)
-        _bench(work, "publish", "--branch", settings.branch, "-m", f"reports: {new[:12]} on {', '.join(settings.envs)}",
-               out=out)
+        _bench(
+            work,
+            "publish",
+            "--branch",
+            settings.branch,
+            "-m",
+            f"reports: {new[:12]} on {', '.join(settings.envs)}",
+            out=out,
+        )
         print(f"atlas: report for {new[:12]} published to {bare}", file=out)
         failed = False
         if not completed:
@@ -209,7 +249,6 @@ def received(bare: Path, old: str, new: str, ref: str, pushed_at: float, setting
             print(f"atlas: checkout and run records kept at {work}", file=out)
         else:
             shutil.rmtree(work, ignore_errors=True)
-
 
 
 # -- pull requests: the PR's head and its merge-base, on the same machine ------------------
@@ -227,13 +266,23 @@ def envs_from_labels(labels_json: str, default: tuple[str, ...] = DEFAULT_ENVS) 
         raise ConfigError(f"--labels-json: not a JSON list of label names: {labels_json[:80]!r}") from None
     if not isinstance(labels, list):
         raise ConfigError("--labels-json: expected a JSON list of label names")
-    envs = [str(x)[len(LABEL_PREFIX):].strip() for x in labels if str(x).startswith(LABEL_PREFIX)]
+    envs = [str(x)[len(LABEL_PREFIX) :].strip() for x in labels if str(x).startswith(LABEL_PREFIX)]
     return tuple(dict.fromkeys(e for e in envs if e)) or default
 
 
-def pr_run(repo: Path, pr: int, base_ref: str, envs: tuple[str, ...], experiment: str, results: Path,
-           out_dir: Path, overrides: tuple[str, ...] = (), report_url: str | None = None,
-           thresholds: dict[str, float] | None = None, out: TextIO = sys.stdout) -> Path:
+def pr_run(
+    repo: Path,
+    pr: int,
+    base_ref: str,
+    envs: tuple[str, ...],
+    experiment: str,
+    results: Path,
+    out_dir: Path,
+    overrides: tuple[str, ...] = (),
+    report_url: str | None = None,
+    thresholds: dict[str, float] | None = None,
+    out: TextIO = sys.stdout,
+) -> Path:
     """Run the PR's head and its merge-base on `envs`, write the comment and `pr.json` to `out_dir`.
 
     Both commits run here, one after the other, so each environment is judged against its
@@ -246,8 +295,10 @@ def pr_run(repo: Path, pr: int, base_ref: str, envs: tuple[str, ...], experiment
     try:
         base = _git(repo, "merge-base", "HEAD", base_ref).strip()
     except AtlasError as exc:
-        raise AtlasError(f"no merge-base of HEAD and {base_ref!r} ({exc}); check out with full history "
-                         "(actions/checkout `fetch-depth: 0`)") from None
+        raise AtlasError(
+            f"no merge-base of HEAD and {base_ref!r} ({exc}); check out with full history "
+            "(actions/checkout `fetch-depth: 0`)"
+        ) from None
     results = Path(results).resolve()
     for sha in dict.fromkeys([head, base]):
         work = checkout_at(repo, sha, None, out)
@@ -258,16 +309,23 @@ def pr_run(repo: Path, pr: int, base_ref: str, envs: tuple[str, ...], experiment
             shutil.rmtree(work, ignore_errors=True)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / COMMENT_MD).write_text(render_pr_body(results, head, base, list(envs), thresholds,
-                                                          report_url=report_url))
-    (out_dir / PR_JSON).write_text(json.dumps({"pr": pr, "head_sha": head, "base_sha": base,
-                                               "envs": list(envs), "experiment": experiment}, indent=2) + "\n")
-    print(f"atlas: PR #{pr}: {head[:12]} vs merge-base {base[:12]} on {', '.join(envs)}: {out_dir / COMMENT_MD}",
-          file=out)
+    (out_dir / COMMENT_MD).write_text(
+        render_pr_body(results, head, base, list(envs), thresholds, report_url=report_url)
+    )
+    (out_dir / PR_JSON).write_text(
+        json.dumps(
+            {"pr": pr, "head_sha": head, "base_sha": base, "envs": list(envs), "experiment": experiment}, indent=2
+        )
+        + "\n"
+    )
+    print(
+        f"atlas: PR #{pr}: {head[:12]} vs merge-base {base[:12]} on {', '.join(envs)}: {out_dir / COMMENT_MD}", file=out
+    )
     return out_dir / COMMENT_MD
 
 
 # -- scheduled collection: only what no report has yet -------------------------------------
+
 
 def reported_runs(reports: Path) -> set[tuple[str, str]]:
     """(env, run_id) of every run some report already covers (its `runs.csv`)."""
@@ -285,8 +343,7 @@ def reported_runs(reports: Path) -> set[tuple[str, str]]:
     return seen
 
 
-def collect_unreported(env: str | Environment, results: Path, reports: Path,
-                       out: TextIO = sys.stdout) -> list[str]:
+def collect_unreported(env: str | Environment, results: Path, reports: Path, out: TextIO = sys.stdout) -> list[str]:
     """Collect the finished runs of every commit that has a finished run no report covers.
 
     A commit's report is written from all its runs, so when one run is new, every

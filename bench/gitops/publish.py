@@ -7,6 +7,7 @@ generated from the report folders, so when both sides changed it, it is regenera
 (`bench.render.report.write_index`) from the union of folders and the rebase goes on: two reports
 written at once both land. Any other conflict stops with a message, the remote untouched.
 """
+
 from __future__ import annotations
 
 import os
@@ -25,6 +26,7 @@ BOT_EMAIL = "atlas-bench-bot@users.noreply.github.com"
 SKIP_CI = "[skip ci]"
 DEFAULT_PATHS = ("reports",)
 
+
 def _regenerate_reports_index(root: Path) -> None:
     from bench.render.report import write_index
 
@@ -35,17 +37,20 @@ def _regenerate_reports_index(root: Path) -> None:
 REGENERATE: dict[str, Callable[[Path], None]] = {"reports/README.md": _regenerate_reports_index}
 DEFAULT_ATTEMPTS = 5
 
-_REJECTED = re.compile(r"\[rejected\]|non-fast-forward|fetch first|failed to update ref|cannot lock ref|"
-                       r"incorrect old value", re.I)
+_REJECTED = re.compile(
+    r"\[rejected\]|non-fast-forward|fetch first|failed to update ref|cannot lock ref|"
+    r"incorrect old value",
+    re.I,
+)
 _CREDENTIALS = re.compile(r"(https?://)[^/@\s]+@")
 
 
 @dataclass(frozen=True)
 class PublishResult:
-    status: str            # "pushed" | "nothing"
+    status: str  # "pushed" | "nothing"
     commit: str | None
-    attempts: int          # pushes tried
-    rebases: int           # times the branch had moved and our commit was replayed
+    attempts: int  # pushes tried
+    rebases: int  # times the branch had moved and our commit was replayed
 
 
 def _redact(text: str) -> str:
@@ -53,17 +58,22 @@ def _redact(text: str) -> str:
 
 
 def _git(repo: Path, *args: str, check: bool = True, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    proc = subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True,
-                          env={**os.environ, **(env or {})})
+    proc = subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, env={**os.environ, **(env or {})})
     if check and proc.returncode != 0:
-        raise AtlasError(f"`git {' '.join(args)}` failed in {repo}: {_redact(proc.stderr.strip() or proc.stdout.strip())}")
+        raise AtlasError(
+            f"`git {' '.join(args)}` failed in {repo}: {_redact(proc.stderr.strip() or proc.stdout.strip())}"
+        )
     return proc
 
 
 def bot_env() -> dict[str, str]:
     """The bot identity for author and committer, whatever the machine's git config says."""
-    return {"GIT_AUTHOR_NAME": BOT_NAME, "GIT_AUTHOR_EMAIL": BOT_EMAIL,
-            "GIT_COMMITTER_NAME": BOT_NAME, "GIT_COMMITTER_EMAIL": BOT_EMAIL}
+    return {
+        "GIT_AUTHOR_NAME": BOT_NAME,
+        "GIT_AUTHOR_EMAIL": BOT_EMAIL,
+        "GIT_COMMITTER_NAME": BOT_NAME,
+        "GIT_COMMITTER_EMAIL": BOT_EMAIL,
+    }
 
 
 def commit_message(subject: str) -> str:
@@ -71,10 +81,17 @@ def commit_message(subject: str) -> str:
     return subject if SKIP_CI in subject else f"{subject} {SKIP_CI}"
 
 
-def publish(repo: Path, paths: Sequence[str] = DEFAULT_PATHS, *, message: str = "reports: update",
-            remote: str = "origin", branch: str | None = None, attempts: int = DEFAULT_ATTEMPTS,
-            regenerate: Mapping[str, Callable[[Path], None]] | None = None,
-            pause_s: float = 0.5) -> PublishResult:
+def publish(
+    repo: Path,
+    paths: Sequence[str] = DEFAULT_PATHS,
+    *,
+    message: str = "reports: update",
+    remote: str = "origin",
+    branch: str | None = None,
+    attempts: int = DEFAULT_ATTEMPTS,
+    regenerate: Mapping[str, Callable[[Path], None]] | None = None,
+    pause_s: float = 0.5,
+) -> PublishResult:
     """Commit `paths` as the bot and push to `remote`/`branch`, rebasing and retrying."""
     repo = Path(repo)
     if attempts < 1:
@@ -109,16 +126,19 @@ def publish(repo: Path, paths: Sequence[str] = DEFAULT_PATHS, *, message: str = 
             return PublishResult("pushed", sha, attempt, rebases)
         output = push.stdout + push.stderr
         if not _REJECTED.search(output):
-            raise AtlasError(f"git push to {remote} {branch} failed (not a moved branch, so not retried): "
-                             f"{_redact(output.strip())}")
+            raise AtlasError(
+                f"git push to {remote} {branch} failed (not a moved branch, so not retried): {_redact(output.strip())}"
+            )
         if attempt == attempts:
             break
         time.sleep(pause_s * attempt * (0.5 + random.random()))
         _git(repo, "fetch", "--quiet", remote, branch)
         _rebase_onto_fetched(repo, REGENERATE if regenerate is None else regenerate)
         rebases += 1
-    raise AtlasError(f"{remote}/{branch} kept moving: {attempts} pushes were rejected. Nothing was forced; "
-                     f"your report commit is still in {repo}: run `bench publish` again")
+    raise AtlasError(
+        f"{remote}/{branch} kept moving: {attempts} pushes were rejected. Nothing was forced; "
+        f"your report commit is still in {repo}: run `bench publish` again"
+    )
 
 
 def _ahead_of_remote(repo: Path, remote: str, branch: str) -> bool:
@@ -145,7 +165,8 @@ def _rebase_onto_fetched(repo: Path, regenerate: Mapping[str, Callable[[Path], N
             raise AtlasError(
                 "the branch moved and its new reports conflict with ours in "
                 f"{', '.join(others) or 'some files'}; nothing was pushed or forced. "
-                "Run `bench report` on the updated branch and `bench publish` again")
+                "Run `bench report` on the updated branch and `bench publish` again"
+            )
         for path in conflicted:
             regenerate[path](repo)
         _git(repo, "add", "--", *conflicted)

@@ -3,6 +3,7 @@
 A job's real budget is its cgroup, not the host: a pod with `limits.cpu: 4` on a
 64-core node can use 4 cores. Both cgroup v2 and v1 (and hybrid hosts) are read.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -5,6 +5,7 @@ resolved against NVML by UUID, so `gpu0_*` is the job's first visible GPU whatev
 host index. Nothing here raises into the job: a missing library or a failing call is
 recorded as a fault and the column is left empty.
 """
+
 from __future__ import annotations
 
 import os
@@ -100,8 +101,10 @@ class GpuProbe:
             h = all_handles[idx]
             self.handles.append(h)
             entry: dict[str, Any] = {"index": pos, "host_index": idx, "uuid": uuids[idx], "driver": driver}
-            for key, call in (("model", lambda: _text(pynvml.nvmlDeviceGetName(h))),
-                              ("memory_total_mib", lambda: pynvml.nvmlDeviceGetMemoryInfo(h).total // (1 << 20))):
+            for key, call in (
+                ("model", lambda: _text(pynvml.nvmlDeviceGetName(h))),
+                ("memory_total_mib", lambda: pynvml.nvmlDeviceGetMemoryInfo(h).total // (1 << 20)),
+            ):
                 try:
                     entry[key] = call()
                 except Exception as exc:

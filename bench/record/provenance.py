@@ -3,6 +3,7 @@
 These fill `run.json` so that "identical jobs" can be checked (same config hash, code
 sha, image digest) and so that a surprising number can be explained later.
 """
+
 from __future__ import annotations
 
 import os
@@ -59,7 +60,9 @@ def software() -> dict[str, Any]:
     info: dict[str, Any] = {
         "python": platform.python_version(),
         "platform": platform.platform(),
-        "torch": None, "cuda": None, "cudnn": None,
+        "torch": None,
+        "cuda": None,
+        "cudnn": None,
     }
     try:
         import torch  # noqa: PLC0415 - optional and heavy
@@ -82,11 +85,21 @@ def git_info(cwd: Path | None = None) -> dict[str, Any]:
         dirty = os.environ["ATLAS_GIT_DIRTY"] == "1"
     try:
         if not sha:
-            sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True,
-                                 text=True, timeout=10, check=True).stdout.strip() or None
+            sha = (
+                subprocess.run(
+                    ["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True, timeout=10, check=True
+                ).stdout.strip()
+                or None
+            )
         if dirty is None:
-            out = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=cwd,
-                                 capture_output=True, text=True, timeout=10, check=True).stdout
+            out = subprocess.run(
+                ["git", "status", "--porcelain", "--untracked-files=no"],
+                cwd=cwd,
+                capture_output=True,
+                text=True,
+                timeout=10,
+                check=True,
+            ).stdout
             dirty = bool(out.strip())
     except (OSError, subprocess.SubprocessError):
         pass
@@ -94,8 +107,7 @@ def git_info(cwd: Path | None = None) -> dict[str, Any]:
 
 
 def image_info() -> dict[str, Any]:
-    return {"ref": os.environ.get("ATLAS_IMAGE_REF") or None,
-            "digest": os.environ.get("ATLAS_IMAGE_DIGEST") or None}
+    return {"ref": os.environ.get("ATLAS_IMAGE_REF") or None, "digest": os.environ.get("ATLAS_IMAGE_DIGEST") or None}
 
 
 def _float_env(name: str) -> float | None:
@@ -115,5 +127,11 @@ def scheduler_info(default_kind: str | None) -> dict[str, Any]:
         job_id = os.environ.get("POD_NAME") or os.environ.get("HOSTNAME") or hostname()
     elif os.environ.get("ATLAS_JOB_ID"):
         job_id = os.environ["ATLAS_JOB_ID"]
-    return {"kind": kind, "job_id": job_id, "submit_time": _float_env("ATLAS_SUBMIT_TIME"),
-            "start_time": None, "end_time": None, "queue_wait_s": None}
+    return {
+        "kind": kind,
+        "job_id": job_id,
+        "submit_time": _float_env("ATLAS_SUBMIT_TIME"),
+        "start_time": None,
+        "end_time": None,
+        "queue_wait_s": None,
+    }

@@ -6,6 +6,7 @@ training loop, which checkpoints and exits 75), passes the job's exit code throu
 and writes `run.json` twice: at start (exit.status "running") and at the end, both
 atomically, so even a recorder killed with SIGKILL leaves a readable record.
 """
+
 from __future__ import annotations
 
 import json
@@ -69,11 +70,14 @@ def _env_kind(env: str) -> str | None:
 
 
 class Recorder:
-    def __init__(self, run_dir: Path, env: str, command: list[str], interval_s: float = 1.0,
-                 run_id: str | None = None) -> None:
+    def __init__(
+        self, run_dir: Path, env: str, command: list[str], interval_s: float = 1.0, run_id: str | None = None
+    ) -> None:
         if not command:
-            raise AtlasError("nothing to record: give the command after `--`, e.g. "
-                             "bench record --run-dir runs/x --env local -- python -m workflows.biggan ...")
+            raise AtlasError(
+                "nothing to record: give the command after `--`, e.g. "
+                "bench record --run-dir runs/x --env local -- python -m workflows.biggan ..."
+            )
         self.run_dir = Path(run_dir)
         self.env = env
         self.command = list(command)
@@ -148,19 +152,27 @@ class Recorder:
         # Own process group: a terminal's Ctrl-C reaches the job once, through us.
         old_handlers = {s: signal.signal(s, self._forward) for s in FORWARDED}
         try:
-            self.child = subprocess.Popen(self.command, process_group=0,
-                                          preexec_fn=_set_parent_death_signal)
+            self.child = subprocess.Popen(self.command, process_group=0, preexec_fn=_set_parent_death_signal)
         except OSError as exc:
             for s, h in old_handlers.items():
                 signal.signal(s, h)
-            self.record["exit"] = {"status": "failed", "code": 127, "signal": None,
-                                   "error": f"could not start {self.command[0]!r}: {exc}"}
+            self.record["exit"] = {
+                "status": "failed",
+                "code": 127,
+                "signal": None,
+                "error": f"could not start {self.command[0]!r}: {exc}",
+            }
             self.record["end_time"] = time.time()
             self._write_run_json()
             print(f"bench record: could not start {self.command[0]!r}: {exc}", file=sys.stderr)
             return 127
-        sampler = Sampler(self.run_dir / samples_name(self.host), self.child.pid, self.interval_s,
-                          gpu_probe=gpu, cgroup=CgroupReader())
+        sampler = Sampler(
+            self.run_dir / samples_name(self.host),
+            self.child.pid,
+            self.interval_s,
+            gpu_probe=gpu,
+            cgroup=CgroupReader(),
+        )
         sampler.start()
         self.record["samples_file"] = sampler.csv_path.name
         self._write_run_json()
@@ -211,9 +223,12 @@ class Recorder:
             status = "preempted"
         else:
             status = "failed"
-        rec["exit"] = {"status": status, "code": code if code >= 0 else None,
-                       "signal": signal.Signals(sig).name if sig else None,
-                       "signals_forwarded": [signal.Signals(s).name for s in self.received]}
+        rec["exit"] = {
+            "status": status,
+            "code": code if code >= 0 else None,
+            "signal": signal.Signals(sig).name if sig else None,
+            "signals_forwarded": [signal.Signals(s).name for s in self.received],
+        }
         rec["end_time"] = end
         rec["scheduler"]["end_time"] = end
         rec["sampler_errors"] = list(sampler.faults)

@@ -4,6 +4,7 @@ Runs as a daemon thread inside `bench record`. It must never harm the job: every
 probe is wrapped, faults are collected (once per distinct message) for `run.json`,
 and each row is flushed as written so a hard kill loses at most the current row.
 """
+
 from __future__ import annotations
 
 import csv
@@ -19,11 +20,11 @@ from bench.record.cgroups import CgroupReader
 from bench.record.gpus import GpuProbe, gpu_columns
 
 BASE_COLUMNS = [
-    "time",                    # unix seconds
-    "proc_cpu_percent",        # process tree, % of one core (200 = two cores busy)
-    "proc_rss_bytes",          # process tree resident memory
-    "proc_count",              # processes in the tree
-    "host_cpu_percent",        # whole host, % of all cores (0..100)
+    "time",  # unix seconds
+    "proc_cpu_percent",  # process tree, % of one core (200 = two cores busy)
+    "proc_rss_bytes",  # process tree resident memory
+    "proc_count",  # processes in the tree
+    "host_cpu_percent",  # whole host, % of all cores (0..100)
     "host_mem_used_bytes",
     "host_mem_total_bytes",
     "cgroup_cpu_limit_cores",  # empty: no quota
@@ -70,8 +71,14 @@ class ProcessTree:
 
 
 class Sampler:
-    def __init__(self, csv_path: Path, root_pid: int, interval_s: float = 1.0,
-                 gpu_probe: GpuProbe | None = None, cgroup: CgroupReader | None = None) -> None:
+    def __init__(
+        self,
+        csv_path: Path,
+        root_pid: int,
+        interval_s: float = 1.0,
+        gpu_probe: GpuProbe | None = None,
+        cgroup: CgroupReader | None = None,
+    ) -> None:
         self.csv_path = Path(csv_path)
         self.interval_s = max(0.01, float(interval_s))
         self.gpu = gpu_probe if gpu_probe is not None else GpuProbe()
@@ -132,8 +139,17 @@ class Sampler:
             self.gpu.fault("cgroup", exc)
             cg_used = None
         limits = self.cgroup.limits
-        row = [round(now, 3), cpu, rss, count, *host, limits.cpu_limit_cores,
-               limits.memory_limit_bytes, cg_used, *self.gpu.sample()]
+        row = [
+            round(now, 3),
+            cpu,
+            rss,
+            count,
+            *host,
+            limits.cpu_limit_cores,
+            limits.memory_limit_bytes,
+            cg_used,
+            *self.gpu.sample(),
+        ]
         return [_fmt(v) for v in row]
 
     def _write(self, row: list[str]) -> None:

@@ -4,6 +4,7 @@ Everything downstream (collect, compare, report) reads only what this module nam
 the format is versioned (`schema_version`); `bench.records.place` writes it atomically.
 See bench/README.md for the full contract.
 """
+
 from __future__ import annotations
 
 import json
@@ -22,10 +23,30 @@ EXIT_RUNNING = "running"
 
 # Every top-level key the recorder writes (bench/README.md documents each one).
 RUN_JSON_KEYS = (
-    "schema_version", "run_id", "env", "experiment", "config", "config_sha256", "git",
-    "image", "hosts", "hardware", "software", "command", "scheduler", "exit",
-    "resumed_from", "sampler_errors", "sample_interval_s", "start_time", "end_time",
-    "previous_attempts", "bench_version", "samples_file", "samples_rows", "recorder",
+    "schema_version",
+    "run_id",
+    "env",
+    "experiment",
+    "config",
+    "config_sha256",
+    "git",
+    "image",
+    "hosts",
+    "hardware",
+    "software",
+    "command",
+    "scheduler",
+    "exit",
+    "resumed_from",
+    "sampler_errors",
+    "sample_interval_s",
+    "start_time",
+    "end_time",
+    "previous_attempts",
+    "bench_version",
+    "samples_file",
+    "samples_rows",
+    "recorder",
 )
 SCHEDULER_KEYS = ("kind", "job_id", "submit_time", "start_time", "end_time", "queue_wait_s")
 

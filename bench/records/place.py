@@ -4,6 +4,7 @@ Every write of `run.json` is atomic (temporary file, fsync, rename): a reader ne
 half a file, and a killed writer leaves the previous version. A collected record is
 copied beside its destination and renamed into place, so it appears whole or not at all.
 """
+
 from __future__ import annotations
 
 import json
@@ -63,8 +64,9 @@ def update_run_json(run_dir: str | Path, **sections: Any) -> dict[str, Any]:
     return record
 
 
-def copy_record(src: Path, dest: Path, extra_files: tuple[str, ...] = (),
-                edit: Callable[[Path], None] | None = None) -> Path:
+def copy_record(
+    src: Path, dest: Path, extra_files: tuple[str, ...] = (), edit: Callable[[Path], None] | None = None
+) -> Path:
     """Copy the record files of run dir `src` into `dest` as one atomic step.
 
     The copy is made in a hidden folder beside `dest`, optionally edited there (e.g.

@@ -4,6 +4,7 @@ A record from a killed job, a half-copied folder or a newer bench is still worth
 reporting: `load_run` never raises for bad content; it returns what it could read and
 a list of problems, each naming the file and what is missing, for the report to show.
 """
+
 from __future__ import annotations
 
 import json
@@ -63,8 +64,7 @@ def read_samples(path: Path) -> tuple[pd.DataFrame | None, list[str]]:
         with path.open("rb") as fh:
             fh.seek(-1, 2)
             truncated = fh.read(1) != b"\n"
-        df = pd.read_csv(path, engine="c", on_bad_lines="skip",
-                         low_memory=False)
+        df = pd.read_csv(path, engine="c", on_bad_lines="skip", low_memory=False)
     except (OSError, ValueError, pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
         return None, [f"{name} unreadable ({type(exc).__name__}: {str(exc)[:120]})"]
     if "time" not in df.columns:
@@ -112,20 +112,23 @@ def load_run(run_dir: Path, env: str | None = None) -> RunData:
         if version != SCHEMA_VERSION:
             data.problems.append(
                 f"{RUN_JSON} has schema_version {version!r}; this bench reads {SCHEMA_VERSION}: "
-                "its fields are ignored (upgrade bench to read it)")
+                "its fields are ignored (upgrade bench to read it)"
+            )
             meta = {}
     data.meta = meta
     if meta:
         exit_info = meta.get("exit")
         if isinstance(exit_info, dict) and exit_info.get("status") == EXIT_RUNNING:
-            data.problems.append(f"{RUN_JSON} still says 'running': the recorder did not finish (killed, or still running)")
+            data.problems.append(
+                f"{RUN_JSON} still says 'running': the recorder did not finish (killed, or still running)"
+            )
         if isinstance(meta.get("run_id"), str) and meta["run_id"] and meta["run_id"] != data.run_id:
             data.problems.append(f"{RUN_JSON} names run_id {meta['run_id']!r} but its folder is {data.run_id!r}")
     files = samples_files(run_dir)
     if not files:
         data.problems.append("no samples-<host>.csv (no CPU, memory or GPU figures)")
     for path in files:
-        host = path.name[len("samples-"):-len(".csv")]
+        host = path.name[len("samples-") : -len(".csv")]
         df, problems = read_samples(path)
         data.problems.extend(problems)
         if df is not None:

@@ -3,6 +3,7 @@
 They let compare/report be exercised (and timed at 48 h x 1 Hz scale) without running
 days of training. Deterministic: a seed gives the same files.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -73,48 +74,110 @@ def write_run(results: Path, spec: RunSpec) -> Path:
         }
         for name in FIELD_NAMES:
             cols[f"gpu{g}_{name}"] = vals[name]
-        gpu_info.append({"index": g, "host_index": g, "uuid": f"GPU-synthetic-{g}", "model": "Tesla V100-SXM2-32GB",
-                         "memory_total_mib": 32768, "driver": "535.00"})
+        gpu_info.append(
+            {
+                "index": g,
+                "host_index": g,
+                "uuid": f"GPU-synthetic-{g}",
+                "model": "Tesla V100-SXM2-32GB",
+                "memory_total_mib": 32768,
+                "driver": "535.00",
+            }
+        )
     header = BASE_COLUMNS + [c for c in cols if c.startswith("gpu")]
     matrix = np.column_stack([cols[c] for c in header])
     fmts = ["%.3f"] + ["%.6g"] * (len(header) - 1)
-    np.savetxt(run_dir / samples_name(spec.host), matrix, delimiter=",", fmt=fmts,
-               header=",".join(header), comments="")
+    np.savetxt(run_dir / samples_name(spec.host), matrix, delimiter=",", fmt=fmts, header=",".join(header), comments="")
 
     lines = []
     t0 = spec.start + 2.0
-    lines.append({"event": "run_start", "time": t0, "iteration": 0, "resumed_from": None, "experiment": "smoke",
-                  "config": CONFIG, "config_sha256": spec.config_sha256, "device": "cpu", "world_size": 1,
-                  "seed": spec.seed})
+    lines.append(
+        {
+            "event": "run_start",
+            "time": t0,
+            "iteration": 0,
+            "resumed_from": None,
+            "experiment": "smoke",
+            "config": CONFIG,
+            "config_sha256": spec.config_sha256,
+            "device": "cpu",
+            "world_size": 1,
+            "seed": spec.seed,
+        }
+    )
     steps = max(1, int((spec.duration_s - 4) / spec.log_every_s))
     seen = 0.0
     for i in range(1, steps + 1):
         rate = float(max(1.0, rng.normal(spec.images_per_s, spec.images_per_s * 0.02)))
         seen += rate * spec.log_every_s
-        lines.append({"event": "train", "time": t0 + i * spec.log_every_s, "iteration": i * 10,
-                      "images_seen": int(seen), "images_per_s": round(rate, 3), "g_loss": 1.0, "d_loss_real": 0.5,
-                      "d_loss_fake": 0.5, "wall_s": i * spec.log_every_s})
+        lines.append(
+            {
+                "event": "train",
+                "time": t0 + i * spec.log_every_s,
+                "iteration": i * 10,
+                "images_seen": int(seen),
+                "images_per_s": round(rate, 3),
+                "g_loss": 1.0,
+                "d_loss_real": 0.5,
+                "d_loss_fake": 0.5,
+                "wall_s": i * spec.log_every_s,
+            }
+        )
     t_stop = t0 + steps * spec.log_every_s + 0.5
-    lines.append({"event": "run_stop", "time": t_stop, "iteration": steps * 10, "status": "success",
-                  "g_sha256": "0" * 64, "images_seen": int(seen)})
+    lines.append(
+        {
+            "event": "run_stop",
+            "time": t_stop,
+            "iteration": steps * 10,
+            "status": "success",
+            "g_sha256": "0" * 64,
+            "images_seen": int(seen),
+        }
+    )
     (run_dir / "train.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
 
     end = float(t[-1])
-    write_json_atomic(run_dir / "run.json", {
-        "schema_version": SCHEMA_VERSION, "run_id": spec.run_id, "env": spec.env, "experiment": "smoke",
-        "config": CONFIG, "config_sha256": spec.config_sha256, "git": {"sha": spec.sha, "dirty": False},
-        "image": {"ref": None, "digest": None}, "hosts": [spec.host],
-        "hardware": {"cpu_model": "Synthetic CPU", "cpu_cores_logical": 8, "cpu_cores_physical": 4,
-                     "cpu_affinity_cores": 8, "memory_bytes": 64e9,
-                     "cgroup": {"version": 2, "cpu_limit_cores": 4.0, "memory_limit_bytes": 16e9},
-                     "gpus": gpu_info},
-        "software": {"python": "3.11.7", "platform": "synthetic", "torch": "2.13.0", "cuda": None, "cudnn": None},
-        "command": ["python", "-m", "workflows.biggan", "--experiment", "smoke", "--run-dir", str(run_dir)],
-        "scheduler": {"kind": "synthetic", "job_id": None, "submit_time": spec.start - spec.queue_wait_s,
-                      "start_time": spec.start, "end_time": end, "queue_wait_s": spec.queue_wait_s},
-        "exit": {"status": "success", "code": 0, "signal": None},
-        "resumed_from": None, "sampler_errors": [], "sample_interval_s": spec.interval_s,
-        "samples_file": samples_name(spec.host), "samples_rows": n,
-        "start_time": spec.start, "end_time": end, "previous_attempts": [], "bench_version": "synthetic",
-    })
+    write_json_atomic(
+        run_dir / "run.json",
+        {
+            "schema_version": SCHEMA_VERSION,
+            "run_id": spec.run_id,
+            "env": spec.env,
+            "experiment": "smoke",
+            "config": CONFIG,
+            "config_sha256": spec.config_sha256,
+            "git": {"sha": spec.sha, "dirty": False},
+            "image": {"ref": None, "digest": None},
+            "hosts": [spec.host],
+            "hardware": {
+                "cpu_model": "Synthetic CPU",
+                "cpu_cores_logical": 8,
+                "cpu_cores_physical": 4,
+                "cpu_affinity_cores": 8,
+                "memory_bytes": 64e9,
+                "cgroup": {"version": 2, "cpu_limit_cores": 4.0, "memory_limit_bytes": 16e9},
+                "gpus": gpu_info,
+            },
+            "software": {"python": "3.11.7", "platform": "synthetic", "torch": "2.13.0", "cuda": None, "cudnn": None},
+            "command": ["python", "-m", "workflows.biggan", "--experiment", "smoke", "--run-dir", str(run_dir)],
+            "scheduler": {
+                "kind": "synthetic",
+                "job_id": None,
+                "submit_time": spec.start - spec.queue_wait_s,
+                "start_time": spec.start,
+                "end_time": end,
+                "queue_wait_s": spec.queue_wait_s,
+            },
+            "exit": {"status": "success", "code": 0, "signal": None},
+            "resumed_from": None,
+            "sampler_errors": [],
+            "sample_interval_s": spec.interval_s,
+            "samples_file": samples_name(spec.host),
+            "samples_rows": n,
+            "start_time": spec.start,
+            "end_time": end,
+            "previous_attempts": [],
+            "bench_version": "synthetic",
+        },
+    )
     return run_dir

@@ -3,6 +3,7 @@
 A killed job leaves a last line without its newline, and a resumed run holds several
 `run_start ... run_stop` segments; both are normal, and both are handled here once.
 """
+
 from __future__ import annotations
 
 import json
@@ -49,7 +50,9 @@ def read_train_log(path: Path) -> TrainLog:
     if not truncated:
         lines = lines[:-1]
     if truncated:
-        log.problems.append(f"{Path(path).name}: last line ({len(lines)}) is incomplete (job killed while writing?); ignored")
+        log.problems.append(
+            f"{Path(path).name}: last line ({len(lines)}) is incomplete (job killed while writing?); ignored"
+        )
         lines = lines[:-1]
     # Fast path: one parse of the whole file as a JSON array (a 48-hour log has 10^5
     # lines); any bad line sends us to the line-by-line path, which names it.
@@ -70,8 +73,12 @@ def read_train_log(path: Path) -> TrainLog:
                 event = json.loads(raw)
             except (ValueError, UnicodeDecodeError):
                 event = None
-        if not isinstance(event, dict) or not isinstance(event.get("event"), str) \
-                or not isinstance(event.get("time"), (int, float)) or isinstance(event.get("time"), bool):
+        if (
+            not isinstance(event, dict)
+            or not isinstance(event.get("event"), str)
+            or not isinstance(event.get("time"), (int, float))
+            or isinstance(event.get("time"), bool)
+        ):
             bad += 1
             first_bad = first_bad or number
             continue
@@ -106,7 +113,9 @@ def time_to_train(log: TrainLog) -> tuple[float | None, list[str]]:
     total, any_done = 0.0, False
     for number, (start, stop, _) in enumerate(segments(log), 1):
         if stop is None:
-            problems.append(f"segment {number} has run_start but no run_stop (job killed?); not counted in time to train")
+            problems.append(
+                f"segment {number} has run_start but no run_stop (job killed?); not counted in time to train"
+            )
             continue
         total += float(stop["time"]) - float(start["time"])
         any_done = True

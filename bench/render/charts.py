@@ -4,6 +4,7 @@ Deterministic on purpose: same input, same bytes (no "Software"/date metadata, f
 size and DPI), so CI commits of `reports/` are clean diffs. Long time series are
 averaged into at most MAX_POINTS buckets so a 48-hour run stays a small file.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -121,7 +122,7 @@ def summary_bars(values: dict[str, dict[str, list[float]]], labels: dict[str, st
     cols = min(3, len(metrics))
     rows = (len(metrics) + cols - 1) // cols
     fig, axes = plt.subplots(rows, cols, figsize=(3.2 * cols, 2.6 * rows), squeeze=False)
-    for ax in axes.flat[len(metrics):]:
+    for ax in axes.flat[len(metrics) :]:
         ax.axis("off")
     for ax, m in zip(axes.flat, metrics):
         envs = sorted(values[m])

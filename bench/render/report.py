@@ -4,6 +4,7 @@ Output: `<out>/<date>-<shortsha>/` (README.md, charts, summary.json, runs.csv) a
 `<out>/README.md`. Date and sha come from the runs themselves, never from "now", and
 all numbers go through `compare.fmt`, so the same results give the same bytes.
 """
+
 from __future__ import annotations
 
 import json
@@ -17,8 +18,18 @@ import jinja2
 
 from bench.render import charts
 from bench.analysis.advisor import advise
-from bench.analysis.compare import (HEADLINE, METRIC_BY_KEY, CompareResult, compare_runs, env_cost_config, fmt,
-                           pairs_table, runs_table, summary_table, verdicts)
+from bench.analysis.compare import (
+    HEADLINE,
+    METRIC_BY_KEY,
+    CompareResult,
+    compare_runs,
+    env_cost_config,
+    fmt,
+    pairs_table,
+    runs_table,
+    summary_table,
+    verdicts,
+)
 from bench.errors import AtlasError
 from bench.analysis.metrics import RunMetrics, run_metrics
 from bench.records.read import RunData, find_runs
@@ -45,7 +56,9 @@ def choose_commit(runs: list[RunData], commit: str | None) -> str | None:
         shas = sorted({r.git_sha for r in runs if r.git_sha and r.git_sha.startswith(commit)})
         if not shas:
             known = sorted({r.git_sha[:12] for r in runs if r.git_sha})
-            raise AtlasError(f"no runs of commit {commit!r} in the results (commits present: {', '.join(known) or 'none'})")
+            raise AtlasError(
+                f"no runs of commit {commit!r} in the results (commits present: {', '.join(known) or 'none'})"
+            )
         return shas[0]
     dated = [(r.start_time or 0.0, r.git_sha) for r in runs if r.git_sha]
     return max(dated)[1] if dated else None
@@ -57,8 +70,11 @@ def _representative(runs: list[RunData], result: CompareResult) -> dict[str, Run
     out: dict[str, RunData] = {}
     for env in result.envs:
         mine = [r for r in runs if r.env == env]
-        rated = sorted((metrics[(env, r.run_id)].images_per_s, r.run_id, r) for r in mine
-                       if metrics[(env, r.run_id)].images_per_s is not None)
+        rated = sorted(
+            (metrics[(env, r.run_id)].images_per_s, r.run_id, r)
+            for r in mine
+            if metrics[(env, r.run_id)].images_per_s is not None
+        )
         if rated:
             out[env] = rated[(len(rated) - 1) // 2][2]
         else:
@@ -96,14 +112,24 @@ def _provenance(runs: list[RunData], envs: list[str]) -> list[tuple[str, list[st
         ("logical cores", lambda m: m["hardware"]["cpu_cores_logical"]),
         ("memory (GB)", lambda m: fmt(m["hardware"]["memory_bytes"] / 1e9)),
         ("cgroup CPU limit (cores)", lambda m: m["hardware"]["cgroup"]["cpu_limit_cores"]),
-        ("cgroup memory limit (GB)", lambda m: fmt(m["hardware"]["cgroup"]["memory_limit_bytes"] / 1e9)
-            if m["hardware"]["cgroup"]["memory_limit_bytes"] else None),
+        (
+            "cgroup memory limit (GB)",
+            lambda m: (
+                fmt(m["hardware"]["cgroup"]["memory_limit_bytes"] / 1e9)
+                if m["hardware"]["cgroup"]["memory_limit_bytes"]
+                else None
+            ),
+        ),
         ("GPUs", gpus),
         ("GPU driver", lambda m: m["hardware"]["gpus"][0]["driver"]),
         ("python", lambda m: m["software"]["python"]),
         ("torch", lambda m: m["software"].get("torch")),
-        ("CUDA / cuDNN", lambda m: f"{m['software'].get('cuda')} / {m['software'].get('cudnn')}"
-            if m["software"].get("cuda") else None),
+        (
+            "CUDA / cuDNN",
+            lambda m: (
+                f"{m['software'].get('cuda')} / {m['software'].get('cudnn')}" if m["software"].get("cuda") else None
+            ),
+        ),
         ("git sha (dirty)", lambda m: f"{m['git']['sha'][:12]} ({'dirty' if m['git']['dirty'] else 'clean'})"),
         ("image", lambda m: m["image"]["digest"] or m["image"]["ref"]),
         ("scheduler", lambda m: m["scheduler"]["kind"]),
@@ -112,8 +138,9 @@ def _provenance(runs: list[RunData], envs: list[str]) -> list[tuple[str, list[st
     return [(label, [distinct(env, get) for env in envs]) for label, get in rows]
 
 
-def _history(all_runs: list[RunData], envs: list[str], known: dict[tuple[str, str], RunMetrics]
-             ) -> list[tuple[str, int, str, float]]:
+def _history(
+    all_runs: list[RunData], envs: list[str], known: dict[tuple[str, str], RunMetrics]
+) -> list[tuple[str, int, str, float]]:
     """(env, position, short sha, median images/s) for every commit with rated runs."""
     first_seen: dict[str, float] = {}
     by_key: dict[tuple[str, str], list[float]] = {}
@@ -128,17 +155,25 @@ def _history(all_runs: list[RunData], envs: list[str], known: dict[tuple[str, st
     return [(env, order[sha], sha[:7], float(median(v) or 0.0)) for (env, sha), v in by_key.items()]
 
 
-def write_report(results: Path, out: Path, commit: str | None = None, envs: list[str] | None = None,
-                 allow_different: bool = False, baseline: str | None = None,
-                 cost_for: Callable[[str], dict[str, Any] | None] = env_cost_config,
-                 only: set[Path] | None = None) -> ReportResult:
+def write_report(
+    results: Path,
+    out: Path,
+    commit: str | None = None,
+    envs: list[str] | None = None,
+    allow_different: bool = False,
+    baseline: str | None = None,
+    cost_for: Callable[[str], dict[str, Any] | None] = env_cost_config,
+    only: set[Path] | None = None,
+) -> ReportResult:
     """Report one commit's runs (or exactly the run folders in `only`, as `bench demo`
     does for the runs it just made); the history chart uses every run in `results`."""
     results, out = Path(results), Path(out)
     all_runs = find_runs(results, envs)
     if not all_runs:
-        raise AtlasError(f"no runs under {results} (expected {results}/<env>/<run_id>/run.json); "
-                         "run `bench run` or `bench collect` first")
+        raise AtlasError(
+            f"no runs under {results} (expected {results}/<env>/<run_id>/run.json); "
+            "run `bench run` or `bench collect` first"
+        )
     if only is not None:
         wanted = {Path(p).resolve() for p in only}
         runs = [r for r in all_runs if r.path.resolve() in wanted]
@@ -164,22 +199,40 @@ def write_report(results: Path, out: Path, commit: str | None = None, envs: list
         lines = {env: charts.series(run, key) for env, run in reps.items()}
         file = f"{key}.png"
         if charts.timeseries_chart(lines, key, folder / file):
-            note = "One line per environment: its run with the median images/s (" + \
-                ", ".join(f"{e}: `{r.run_id}`" for e, r in sorted(reps.items())) + ")." if key == "cpu" else ""
+            note = (
+                "One line per environment: its run with the median images/s ("
+                + ", ".join(f"{e}: `{r.run_id}`" for e, r in sorted(reps.items()))
+                + ")."
+                if key == "cpu"
+                else ""
+            )
             chart_list.append({"title": title, "file": file, "note": note})
         else:
             missing.append(title)
-    bars = {k: {env: [getattr(m, k) for m in result.runs if m.env == env and getattr(m, k) is not None]
-                for env in result.envs} for k in HEADLINE}
-    if charts.summary_bars(bars, {k: f"{METRIC_BY_KEY[k].label} ({METRIC_BY_KEY[k].unit})" for k in HEADLINE},
-                           folder / "summary.png"):
-        chart_list.append({"title": "Summary: median per environment, whiskers min–max", "file": "summary.png",
-                           "note": "Median per environment; whiskers span the fastest to the slowest run."})
+    bars = {
+        k: {
+            env: [getattr(m, k) for m in result.runs if m.env == env and getattr(m, k) is not None]
+            for env in result.envs
+        }
+        for k in HEADLINE
+    }
+    if charts.summary_bars(
+        bars, {k: f"{METRIC_BY_KEY[k].label} ({METRIC_BY_KEY[k].unit})" for k in HEADLINE}, folder / "summary.png"
+    ):
+        chart_list.append(
+            {
+                "title": "Summary: median per environment, whiskers min–max",
+                "file": "summary.png",
+                "note": "Median per environment; whiskers span the fastest to the slowest run.",
+            }
+        )
     known = {(m.env, m.run_id): m for m in result.runs}
     if charts.history_chart(_history(all_runs, result.envs, known), folder / "history.png"):
         chart_list.append({"title": "History of images/s across commits", "file": "history.png", "note": ""})
 
-    problems = [(f"{r.env}/{r.run_id}", r.problems) for r in sorted(runs, key=lambda r: (r.env, r.run_id)) if r.problems]
+    problems = [
+        (f"{r.env}/{r.run_id}", r.problems) for r in sorted(runs, key=lambda r: (r.env, r.run_id)) if r.problems
+    ]
     if sha is None:
         problems.insert(0, ("all runs", ["no git sha recorded: runs of every commit are mixed in this report"]))
     cost_notes = []
@@ -188,18 +241,30 @@ def write_report(results: Path, out: Path, commit: str | None = None, envs: list
         cost_notes.append((env, "; ".join(notes)))
     experiments = sorted({str(r.meta.get("experiment")) for r in runs if r.meta.get("experiment")})
     others = [e for e in result.envs if e != result.baseline]
-    env_tpl = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
-                                 autoescape=False)
+    env_tpl = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False)
     text = env_tpl.from_string(_template()).render(
-        title=name, commit=sha[:12] if sha else "unknown",
+        title=name,
+        commit=sha[:12] if sha else "unknown",
         dirty=any((r.meta.get("git") or {}).get("dirty") for r in runs if isinstance(r.meta.get("git"), dict)),
-        experiment=", ".join(experiments) or "unknown", n_runs=len(runs), envs=result.envs,
-        first_start=_utc(min(starts)) if starts else "unknown", last_start=_utc(max(starts)) if starts else "unknown",
-        results=results.name, summary=verdicts(result) or _single_env_summary(result),
-        pairs_table=pairs_table(result), pairs_env=", ".join(others), baseline=result.baseline, resamples=BOOTSTRAP_RESAMPLES,
-        summary_table=summary_table(result), cost_notes=cost_notes, runs_table=runs_table(result),
-        charts=chart_list, missing_charts=missing, advice=sorted(advise(result).items()),
-        provenance=_provenance(runs, result.envs), problems=problems,
+        experiment=", ".join(experiments) or "unknown",
+        n_runs=len(runs),
+        envs=result.envs,
+        first_start=_utc(min(starts)) if starts else "unknown",
+        last_start=_utc(max(starts)) if starts else "unknown",
+        results=results.name,
+        summary=verdicts(result) or _single_env_summary(result),
+        pairs_table=pairs_table(result),
+        pairs_env=", ".join(others),
+        baseline=result.baseline,
+        resamples=BOOTSTRAP_RESAMPLES,
+        summary_table=summary_table(result),
+        cost_notes=cost_notes,
+        runs_table=runs_table(result),
+        charts=chart_list,
+        missing_charts=missing,
+        advice=sorted(advise(result).items()),
+        provenance=_provenance(runs, result.envs),
+        problems=problems,
     )
     text = "\n".join(line.rstrip() for line in text.splitlines()).rstrip() + "\n"
     while "\n\n\n" in text:
@@ -208,8 +273,12 @@ def write_report(results: Path, out: Path, commit: str | None = None, envs: list
     readme.write_text(text)
     result.frame().to_csv(folder / "runs.csv", index=False, float_format="%.6g")
     summary = {
-        "folder": name, "commit": sha, "envs": result.envs, "runs": len(runs),
-        "experiment": experiments, "problems": sum(len(p) for _, p in problems),
+        "folder": name,
+        "commit": sha,
+        "envs": result.envs,
+        "runs": len(runs),
+        "experiment": experiments,
+        "problems": sum(len(p) for _, p in problems),
         "images_per_s": {e: result.summaries[e].median["images_per_s"] for e in result.envs},
         "time_to_train_s": {e: result.summaries[e].median["time_to_train_s"] for e in result.envs},
         "first_start": min(starts) if starts else None,
@@ -229,8 +298,10 @@ def _single_env_summary(result: CompareResult) -> list[str]:
     lines = []
     for env in result.envs:
         s = result.summaries[env]
-        lines.append(f"{env}: {s.runs} run(s), median {fmt(s.median['images_per_s'])} images/s, "
-                     f"time to train {fmt(s.median['time_to_train_s'])} s (only one environment: nothing to compare against).")
+        lines.append(
+            f"{env}: {s.runs} run(s), median {fmt(s.median['images_per_s'])} images/s, "
+            f"time to train {fmt(s.median['time_to_train_s'])} s (only one environment: nothing to compare against)."
+        )
     return lines if len(result.envs) == 1 else []
 
 
@@ -245,15 +316,21 @@ def write_index(out: Path) -> Path:
             s = json.loads((folder / SUMMARY_JSON).read_text())
         except (OSError, ValueError):
             continue
-        entries.append({
-            "folder": folder.name, "commit": (s.get("commit") or "unknown")[:12],
-            "envs": s.get("envs") or [], "runs": s.get("runs", 0), "problems": s.get("problems", 0),
-            "images_per_s": [(e, fmt(v)) for e, v in sorted((s.get("images_per_s") or {}).items())],
-            "has_history": (folder / "history.png").is_file(),
-        })
+        entries.append(
+            {
+                "folder": folder.name,
+                "commit": (s.get("commit") or "unknown")[:12],
+                "envs": s.get("envs") or [],
+                "runs": s.get("runs", 0),
+                "problems": s.get("problems", 0),
+                "images_per_s": [(e, fmt(v)) for e, v in sorted((s.get("images_per_s") or {}).items())],
+                "has_history": (folder / "history.png").is_file(),
+            }
+        )
     latest = next((f"{e['folder']}/history.png" for e in entries if e["has_history"]), None)
-    text = jinja2.Environment(keep_trailing_newline=True).from_string(INDEX).render(
-        reports=entries, latest_history=latest)
+    text = (
+        jinja2.Environment(keep_trailing_newline=True).from_string(INDEX).render(reports=entries, latest_history=latest)
+    )
     while "\n\n\n" in text:
         text = text.replace("\n\n\n", "\n\n")
     path = out / "README.md"

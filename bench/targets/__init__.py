@@ -4,6 +4,7 @@ Each kind lives in its own module (local, slurm, openshift, container) and regis
 itself with `@register`. Modules are imported lazily so that, say, the OpenShift
 client library is only needed by people who use OpenShift.
 """
+
 from __future__ import annotations
 
 import importlib

@@ -4,6 +4,7 @@ A target knows how to start the wrapped job (`bench record -- python -m
 workflows.biggan ...`) somewhere, ask how it is doing, copy its run record back, and
 stop it. It never interprets the record: that is collect/compare's job.
 """
+
 from __future__ import annotations
 
 import enum
@@ -100,8 +101,10 @@ class Target(ABC):
     def require_finished(self, status: RunStatus) -> RunStatus:
         """Collect copies finished runs only: a record still being written is not one."""
         if not status.state.finished:
-            raise AtlasError(f"{self.env.name}: run {status.run_id} is {status.state.value} ({status.detail}); "
-                             f"collect it once it has finished (`bench status --env {self.env.name}`)")
+            raise AtlasError(
+                f"{self.env.name}: run {status.run_id} is {status.state.value} ({status.detail}); "
+                f"collect it once it has finished (`bench status --env {self.env.name}`)"
+            )
         return status
 
 
@@ -124,5 +127,15 @@ def workload_command(job: JobSpec, run_dir: str, python: str = "python") -> list
 
 def recorded_command(env_name: str, job: JobSpec, run_dir: str, python: str = "python") -> list[str]:
     """`bench record` wrapped around the workload: what every target finally executes."""
-    return [python, "-m", "bench", "record", "--run-dir", run_dir, "--env", env_name, "--",
-            *workload_command(job, run_dir, python)]
+    return [
+        python,
+        "-m",
+        "bench",
+        "record",
+        "--run-dir",
+        run_dir,
+        "--env",
+        env_name,
+        "--",
+        *workload_command(job, run_dir, python),
+    ]

@@ -8,6 +8,7 @@ memory limits in the Kubernetes quantity syntax of the Job (`requests = limits`)
 The container's state comes from `podman inspect`; when the container is gone, from
 the run record itself.
 """
+
 from __future__ import annotations
 
 import json
@@ -30,12 +31,34 @@ from bench.targets.base import JobSpec, RunState, RunStatus, Target
 SUBMIT_JSON = "submit.json"
 CANCELLED = "cancelled"
 JOB_LOG = "job.log"
-CONTAINER_KEYS = {"kind", "description", "local", "hardware", "cost", "image", "build_command", "user",
-                  "limits", "shm_size", "runs_dir", "results_mount", "podman"}
+CONTAINER_KEYS = {
+    "kind",
+    "description",
+    "local",
+    "hardware",
+    "cost",
+    "image",
+    "build_command",
+    "user",
+    "limits",
+    "shm_size",
+    "runs_dir",
+    "results_mount",
+    "podman",
+}
 _CPU = re.compile(r"^(\d+(?:\.\d+)?)(m?)$")
 _MEM = re.compile(r"^(\d+)(Ki|Mi|Gi|Ti|k|M|G|T)?$")
-_MEM_FACTOR = {None: 1, "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12,
-               "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40}
+_MEM_FACTOR = {
+    None: 1,
+    "k": 10**3,
+    "M": 10**6,
+    "G": 10**9,
+    "T": 10**12,
+    "Ki": 2**10,
+    "Mi": 2**20,
+    "Gi": 2**30,
+    "Ti": 2**40,
+}
 
 
 def cpu_quantity(value: Any) -> float:
@@ -76,8 +99,14 @@ class ContainerTarget(Target):
 
     def check_settings(self) -> None:
         s, where = self.env.settings, self.env.folder / "env.yaml"
-        problems = [f"unknown key(s) {', '.join(sorted(set(s) - CONTAINER_KEYS))} for kind container "
-                    f"(allowed: {', '.join(sorted(CONTAINER_KEYS))})"] if set(s) - CONTAINER_KEYS else []
+        problems = (
+            [
+                f"unknown key(s) {', '.join(sorted(set(s) - CONTAINER_KEYS))} for kind container "
+                f"(allowed: {', '.join(sorted(CONTAINER_KEYS))})"
+            ]
+            if set(s) - CONTAINER_KEYS
+            else []
+        )
         if not isinstance(s.get("image"), str) or not s.get("image"):
             problems.append("'image' must name the image to run, e.g. localhost/atlas-biggan:dev")
         if not re.fullmatch(r"\d+(:\d+)?", str(s.get("user", "1000680000:0"))):
@@ -134,8 +163,10 @@ class ContainerTarget(Target):
             return "podman is not installed (run `sudo scripts/podman-setup.sh`)"
         info = self._podman("info", "--format", "{{.Host.OCIRuntime.Name}}", check=False, timeout=60)
         if info.returncode != 0:
-            return (f"podman cannot run containers here ({info.stderr.strip()[-200:]}); "
-                    "run `sudo scripts/podman-setup.sh` (runc + ulimits)")
+            return (
+                f"podman cannot run containers here ({info.stderr.strip()[-200:]}); "
+                "run `sudo scripts/podman-setup.sh` (runc + ulimits)"
+            )
         if self._podman("image", "exists", self.image, check=False).returncode != 0:
             return f"the image {self.image} is not built: run `{self.env.get('build_command', 'make image')}`"
         return None
@@ -150,22 +181,44 @@ class ContainerTarget(Target):
         s = self.env.settings
         mount = f"{str(s.get('results_mount', '/results')).rstrip('/')}/{job.run_id}"
         memory = memory_quantity(s["limits"]["memory"])
-        env = {"ATLAS_RUN_DIR": mount, "ATLAS_ENV": self.env.name, "ATLAS_EXPERIMENT": job.experiment,
-               "ATLAS_RUN_ID": job.run_id, "ATLAS_SUBMIT_TIME": repr(time.time()),
-               "ATLAS_IMAGE_REF": self.image, "ATLAS_IMAGE_DIGEST": digest,
-               "ATLAS_JOB_ID": self.container_name(job.run_id)}
+        env = {
+            "ATLAS_RUN_DIR": mount,
+            "ATLAS_ENV": self.env.name,
+            "ATLAS_EXPERIMENT": job.experiment,
+            "ATLAS_RUN_ID": job.run_id,
+            "ATLAS_SUBMIT_TIME": repr(time.time()),
+            "ATLAS_IMAGE_REF": self.image,
+            "ATLAS_IMAGE_DIGEST": digest,
+            "ATLAS_JOB_ID": self.container_name(job.run_id),
+        }
         if commit:
             env["ATLAS_GIT_SHA"] = commit
         if dirty in ("0", "1"):
             env["ATLAS_GIT_DIRTY"] = dirty
-        cmd = ["run", "--detach", "--name", self.container_name(job.run_id),
-               "--user", str(s.get("user", "1000680000:0")),
-               "--cpus", str(cpu_quantity(s["limits"]["cpu"])),
-               "--memory", f"{memory}b", "--memory-swap", f"{memory}b",
-               "--shm-size", f"{memory_quantity(s.get('shm_size', '1Gi'))}b",
-               "--volume", f"{run_dir}:{mount}",
-               "--label", f"atlas.run-id={job.run_id}", "--label", f"atlas.env={self.env.name}",
-               "--label", f"atlas.commit={job.commit}"]
+        cmd = [
+            "run",
+            "--detach",
+            "--name",
+            self.container_name(job.run_id),
+            "--user",
+            str(s.get("user", "1000680000:0")),
+            "--cpus",
+            str(cpu_quantity(s["limits"]["cpu"])),
+            "--memory",
+            f"{memory}b",
+            "--memory-swap",
+            f"{memory}b",
+            "--shm-size",
+            f"{memory_quantity(s.get('shm_size', '1Gi'))}b",
+            "--volume",
+            f"{run_dir}:{mount}",
+            "--label",
+            f"atlas.run-id={job.run_id}",
+            "--label",
+            f"atlas.env={self.env.name}",
+            "--label",
+            f"atlas.commit={job.commit}",
+        ]
         for key, value in env.items():
             cmd += ["--env", f"{key}={value}"]
         cmd.append(self.image)
@@ -190,11 +243,24 @@ class ContainerTarget(Target):
         command = self.run_command(job, run_dir, digest, commit, str(labels.get("atlas.dirty", "")))
         submit_time = time.time()
         container_id = self._podman(*command).stdout.strip()
-        (run_dir / SUBMIT_JSON).write_text(json.dumps({
-            "run_id": job.run_id, "container": container_id, "name": self.container_name(job.run_id),
-            "submit_time": submit_time, "commit": job.commit, "experiment": job.experiment,
-            "overrides": list(job.overrides), "image": self.image, "digest": digest,
-            "command": [self.podman, *command]}, indent=2) + "\n")
+        (run_dir / SUBMIT_JSON).write_text(
+            json.dumps(
+                {
+                    "run_id": job.run_id,
+                    "container": container_id,
+                    "name": self.container_name(job.run_id),
+                    "submit_time": submit_time,
+                    "commit": job.commit,
+                    "experiment": job.experiment,
+                    "overrides": list(job.overrides),
+                    "image": self.image,
+                    "digest": digest,
+                    "command": [self.podman, *command],
+                },
+                indent=2,
+            )
+            + "\n"
+        )
         detail = "container started"
         if job.commit and commit and not commit.startswith(job.commit) and not job.commit.startswith(commit):
             detail += f"; the image holds commit {commit[:12]}, not {job.commit[:12]}: rebuild it with `make image`"
@@ -229,36 +295,57 @@ class ContainerTarget(Target):
                 return RunStatus(run_id, RunState.RUNNING, status, job_id, commit)
             code = st.get("ExitCode")
             if st.get("OOMKilled"):
-                return RunStatus(run_id, RunState.FAILED, f"OOMKilled: the container hit its memory limit "
-                                 f"({self.env.settings['limits']['memory']}); raise limits.memory in env.yaml", job_id, commit)
+                return RunStatus(
+                    run_id,
+                    RunState.FAILED,
+                    f"OOMKilled: the container hit its memory limit "
+                    f"({self.env.settings['limits']['memory']}); raise limits.memory in env.yaml",
+                    job_id,
+                    commit,
+                )
             if cancelled:
                 return RunStatus(run_id, RunState.CANCELLED, f"stopped, exit code {code}", job_id, commit)
             if code == 0:
                 return RunStatus(run_id, RunState.COMPLETED, "exit code 0", job_id, commit)
-            words = {75: "preempted: a checkpoint was saved; submitting the same run again resumes",
-                     2: "bad configuration (see job.log)", 137: "killed (SIGKILL)"}
-            return RunStatus(run_id, RunState.FAILED, f"exit code {code}: {words.get(code, 'see job.log')}",
-                             job_id, commit)
+            words = {
+                75: "preempted: a checkpoint was saved; submitting the same run again resumes",
+                2: "bad configuration (see job.log)",
+                137: "killed (SIGKILL)",
+            }
+            return RunStatus(
+                run_id, RunState.FAILED, f"exit code {code}: {words.get(code, 'see job.log')}", job_id, commit
+            )
         # The container is gone (removed after collect, or by hand): the record decides.
         try:
             record = json.loads((run_dir / RUN_JSON).read_text())
         except (OSError, ValueError):
-            return RunStatus(run_id, RunState.CANCELLED if cancelled else RunState.FAILED,
-                             f"the container is gone and left no {RUN_JSON}", job_id, commit)
+            return RunStatus(
+                run_id,
+                RunState.CANCELLED if cancelled else RunState.FAILED,
+                f"the container is gone and left no {RUN_JSON}",
+                job_id,
+                commit,
+            )
         exit_info = record.get("exit") or {}
         if exit_info.get("status") == EXIT_RUNNING:
             return RunStatus(run_id, RunState.FAILED, "the container is gone but run.json says running", job_id, commit)
         if cancelled:
             return RunStatus(run_id, RunState.CANCELLED, str(exit_info.get("status")), job_id, commit)
         ok = exit_info.get("code") == 0
-        return RunStatus(run_id, RunState.COMPLETED if ok else RunState.FAILED,
-                         f"{exit_info.get('status')}, exit code {exit_info.get('code')}", job_id, commit)
+        return RunStatus(
+            run_id,
+            RunState.COMPLETED if ok else RunState.FAILED,
+            f"{exit_info.get('status')}, exit code {exit_info.get('code')}",
+            job_id,
+            commit,
+        )
 
     def list_runs(self, commit: str | None = None) -> list[RunStatus]:
         if not self.runs_dir.is_dir():
             return []
-        runs = [self.status(p.name) for p in sorted(self.runs_dir.iterdir())
-                if p.is_dir() and not p.name.startswith(".")]
+        runs = [
+            self.status(p.name) for p in sorted(self.runs_dir.iterdir()) if p.is_dir() and not p.name.startswith(".")
+        ]
         return [r for r in runs if not commit or (r.commit or "").startswith(commit)]
 
     def collect(self, run_id: str, dest: Path) -> Path:
@@ -271,18 +358,30 @@ class ContainerTarget(Target):
         state = self._inspect(run_id)
         if state is not None:
             with (src / JOB_LOG).open("wb") as log:  # the job's stdout and stderr, interleaved
-                subprocess.run([self.podman, "logs", self.container_name(run_id)], stdout=log,
-                               stderr=subprocess.STDOUT, timeout=120, check=False)
+                subprocess.run(
+                    [self.podman, "logs", self.container_name(run_id)],
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    timeout=120,
+                    check=False,
+                )
         if not (src / RUN_JSON).is_file():
             raise AtlasError(f"run {run_id} left no {RUN_JSON} in {src}; see {src / JOB_LOG}")
         info = self._submit_info(run_id)
-        sched: dict[str, Any] = {"kind": "container", "job_id": (info.get("container") or "")[:12] or None,
-                                 "submit_time": info.get("submit_time")}
+        sched: dict[str, Any] = {
+            "kind": "container",
+            "job_id": (info.get("container") or "")[:12] or None,
+            "submit_time": info.get("submit_time"),
+        }
         if state is not None:
             sched["start_time"] = podman_time(state.get("State", {}).get("StartedAt"))
             sched["end_time"] = podman_time(state.get("State", {}).get("FinishedAt"))
-        copy_record(src, dest, extra_files=(JOB_LOG,),
-                    edit=lambda tmp: update_run_json(tmp, scheduler={k: v for k, v in sched.items() if v is not None}))
+        copy_record(
+            src,
+            dest,
+            extra_files=(JOB_LOG,),
+            edit=lambda tmp: update_run_json(tmp, scheduler={k: v for k, v in sched.items() if v is not None}),
+        )
         if state is not None:
             self._podman("rm", "--force", self.container_name(run_id), check=False)
         return dest

@@ -6,6 +6,7 @@ started in its own session so it outlives the `bench` process that submitted it;
 state is read back from the run record itself (`run.json`), never from memory, so
 `bench status` in another shell sees the same thing.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -25,9 +26,9 @@ from bench.records.place import copy_record
 from bench.targets import register
 from bench.targets.base import JobSpec, RunState, RunStatus, Target, recorded_command
 
-SUBMIT_JSON = "submit.json"   # written by submit(): pid, times, commit, command
-CANCELLED = "cancelled"       # marker file written by cancel()
-JOB_LOG = "job.log"           # the job's stdout + stderr
+SUBMIT_JSON = "submit.json"  # written by submit(): pid, times, commit, command
+CANCELLED = "cancelled"  # marker file written by cancel()
+JOB_LOG = "job.log"  # the job's stdout + stderr
 FINISHED_OK = ("success", "max_seconds")
 LOCAL_KEYS = {"kind", "description", "local", "hardware", "cost", "runs_dir", "interval_s"}
 
@@ -42,8 +43,10 @@ class LocalTarget(Target):
         where = self.env.folder / "env.yaml"
         unknown = sorted(set(self.env.settings) - LOCAL_KEYS)
         if unknown:
-            raise ConfigError(f"{where}: unknown key(s) {', '.join(unknown)} for kind local "
-                              f"(allowed: {', '.join(sorted(LOCAL_KEYS))})")
+            raise ConfigError(
+                f"{where}: unknown key(s) {', '.join(unknown)} for kind local "
+                f"(allowed: {', '.join(sorted(LOCAL_KEYS))})"
+            )
         runs_dir = self.env.get("runs_dir")
         if runs_dir is not None and not isinstance(runs_dir, str):
             raise ConfigError(f"{where}: runs_dir must be a path (string), got {runs_dir!r}")
@@ -76,16 +79,33 @@ class LocalTarget(Target):
         if interval:
             command.insert(command.index("--run-dir"), f"--interval={float(interval)}")
         submit_time = time.time()
-        env = dict(os.environ, ATLAS_SUBMIT_TIME=repr(submit_time), ATLAS_RUN_ID=job.run_id,
-                   PYTHONUNBUFFERED="1")
+        env = dict(os.environ, ATLAS_SUBMIT_TIME=repr(submit_time), ATLAS_RUN_ID=job.run_id, PYTHONUNBUFFERED="1")
         with (run_dir / JOB_LOG).open("wb") as log:
-            proc = subprocess.Popen(command, cwd=REPO_ROOT, env=env, stdin=subprocess.DEVNULL, stdout=log,
-                                    stderr=subprocess.STDOUT, start_new_session=True)
+            proc = subprocess.Popen(
+                command,
+                cwd=REPO_ROOT,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
         self._children[proc.pid] = proc
-        (run_dir / SUBMIT_JSON).write_text(json.dumps({
-            "run_id": job.run_id, "pid": proc.pid, "submit_time": submit_time, "commit": job.commit,
-            "experiment": job.experiment, "overrides": list(job.overrides), "command": command,
-        }, indent=2) + "\n")
+        (run_dir / SUBMIT_JSON).write_text(
+            json.dumps(
+                {
+                    "run_id": job.run_id,
+                    "pid": proc.pid,
+                    "submit_time": submit_time,
+                    "commit": job.commit,
+                    "experiment": job.experiment,
+                    "overrides": list(job.overrides),
+                    "command": command,
+                },
+                indent=2,
+            )
+            + "\n"
+        )
         return RunStatus(job.run_id, RunState.PENDING, "started", str(proc.pid), job.commit)
 
     def _submit_info(self, run_dir: Path) -> dict[str, Any]:
@@ -151,15 +171,25 @@ class LocalTarget(Target):
         if record is None:
             if alive:
                 return RunStatus(run_id, RunState.PENDING, "starting", job_id, commit)
-            return RunStatus(run_id, RunState.CANCELLED if cancelled else RunState.FAILED,
-                             f"the job ended without writing {RUN_JSON}; see {run_dir / JOB_LOG}", job_id, commit)
+            return RunStatus(
+                run_id,
+                RunState.CANCELLED if cancelled else RunState.FAILED,
+                f"the job ended without writing {RUN_JSON}; see {run_dir / JOB_LOG}",
+                job_id,
+                commit,
+            )
         exit_info = record.get("exit") or {}
         state = exit_info.get("status")
         if state == EXIT_RUNNING:
             if alive:
                 return RunStatus(run_id, RunState.RUNNING, self._progress(run_dir), job_id, commit)
-            return RunStatus(run_id, RunState.FAILED, "the recorder died before the job ended "
-                             f"(run.json still says running); see {run_dir / JOB_LOG}", job_id, commit)
+            return RunStatus(
+                run_id,
+                RunState.FAILED,
+                f"the recorder died before the job ended (run.json still says running); see {run_dir / JOB_LOG}",
+                job_id,
+                commit,
+            )
         if alive:  # run.json final, process still exiting
             return RunStatus(run_id, RunState.RUNNING, "finishing", job_id, commit)
         detail = f"{state}, exit code {exit_info.get('code')}"
@@ -196,8 +226,9 @@ class LocalTarget(Target):
             return dest
         self.require_finished(self.status(run_id))
         if dest.exists() and any(dest.iterdir()):
-            raise AtlasError(f"{dest} exists but holds no run.json (an earlier copy by hand?); "
-                             "move it away and collect again")
+            raise AtlasError(
+                f"{dest} exists but holds no run.json (an earlier copy by hand?); move it away and collect again"
+            )
         if dest.exists():
             dest.rmdir()
         return copy_record(self.runs_dir / run_id, dest, extra_files=(JOB_LOG,))

@@ -8,6 +8,7 @@ Collection: a short-lived collector pod mounts the results PVC read-only; `bench
 clusters/moc/README.md). Credentials come from the kubeconfig or the in-cluster
 service account through the `kubernetes` client and are never printed.
 """
+
 from __future__ import annotations
 
 import calendar
@@ -65,17 +66,25 @@ def api_error(exc: Exception, doing: str, env: str) -> AtlasError:
         except ValueError:
             message = (exc.body or "")[:200]
         if status == 0 or status is None:
-            return AtlasError(f"{env}: cannot reach the OpenShift API while {doing} ({exc.reason}); "
-                              "check the server in your kubeconfig (`oc whoami --show-server`) and your network/VPN")
+            return AtlasError(
+                f"{env}: cannot reach the OpenShift API while {doing} ({exc.reason}); "
+                "check the server in your kubeconfig (`oc whoami --show-server`) and your network/VPN"
+            )
         if status == 401:
-            return AtlasError(f"{env}: the OpenShift API refused the credentials while {doing} (401 Unauthorized): "
-                              "log in again (`oc login --token=... --server=...`); tokens expire")
+            return AtlasError(
+                f"{env}: the OpenShift API refused the credentials while {doing} (401 Unauthorized): "
+                "log in again (`oc login --token=... --server=...`); tokens expire"
+            )
         if status == 403:
-            return AtlasError(f"{env}: forbidden while {doing} (403): {message or 'no permission'}; "
-                              "ask the project admin for the `edit` role in the namespace")
+            return AtlasError(
+                f"{env}: forbidden while {doing} (403): {message or 'no permission'}; "
+                "ask the project admin for the `edit` role in the namespace"
+            )
         return AtlasError(f"{env}: OpenShift API error {status} while {doing}: {message or exc.reason}")
-    return AtlasError(f"{env}: cannot reach the OpenShift API while {doing}: {type(exc).__name__}: {exc}; "
-                      "check the server in your kubeconfig and your network/VPN")
+    return AtlasError(
+        f"{env}: cannot reach the OpenShift API while {doing}: {type(exc).__name__}: {exc}; "
+        "check the server in your kubeconfig and your network/VPN"
+    )
 
 
 @register("openshift")
@@ -84,8 +93,9 @@ class OpenShiftTarget(Target):
 
     def check_settings(self) -> None:
         s = self.env.settings
-        problems = [f"'{k}' must be a non-empty string" for k in _REQUIRED_STR
-                    if not isinstance(s.get(k), str) or not s.get(k)]
+        problems = [
+            f"'{k}' must be a non-empty string" for k in _REQUIRED_STR if not isinstance(s.get(k), str) or not s.get(k)
+        ]
         for key in ("build_timeout_s", "poll_interval_s", "collect_timeout_s"):
             if key in s and (not isinstance(s[key], (int, float)) or isinstance(s[key], bool) or s[key] <= 0):
                 problems.append(f"'{key}' must be a positive number, got {s[key]!r}")
@@ -118,8 +128,9 @@ class OpenShiftTarget(Target):
     def _kubeconfig(self) -> str | None:
         path = self.env.get("kubeconfig")
         if path:
-            return str(Path(os.path.expanduser(path)) if os.path.isabs(os.path.expanduser(path))
-                       else self.env.folder / path)
+            return str(
+                Path(os.path.expanduser(path)) if os.path.isabs(os.path.expanduser(path)) else self.env.folder / path
+            )
         return None
 
     def available(self) -> str | None:
@@ -137,8 +148,12 @@ class OpenShiftTarget(Target):
 
         try:
             cfg = client.Configuration()
-            config.load_kube_config(config_file=self._kubeconfig(), context=self.env.get("context"),
-                                    client_configuration=cfg, persist_config=False)
+            config.load_kube_config(
+                config_file=self._kubeconfig(),
+                context=self.env.get("context"),
+                client_configuration=cfg,
+                persist_config=False,
+            )
         except (config.ConfigException, OSError, TypeError) as exc:
             try:
                 cfg = client.Configuration()
@@ -171,7 +186,9 @@ class OpenShiftTarget(Target):
         try:
             return self._call(f"discovering {kind}", self._dynamic.resources.get, api_version=api_version, kind=kind)
         except ResourceNotFoundError:
-            raise AtlasError(f"{self.env.name}: the server has no {api_version} {kind}: is it an OpenShift cluster?") from None
+            raise AtlasError(
+                f"{self.env.name}: the server has no {api_version} {kind}: is it an OpenShift cluster?"
+            ) from None
 
     def _batch(self) -> Any:
         from kubernetes import client
@@ -195,35 +212,51 @@ class OpenShiftTarget(Target):
             bcs.get(name=bc_name, namespace=self.namespace)
         except ApiException as exc:
             if exc.status == 404:
-                raise AtlasError(f"{self.env.name}: BuildConfig {bc_name!r} not found in namespace {self.namespace!r}: "
-                                 f"apply the manifests first (`oc apply -k {self.env.folder}`)") from None
+                raise AtlasError(
+                    f"{self.env.name}: BuildConfig {bc_name!r} not found in namespace {self.namespace!r}: "
+                    f"apply the manifests first (`oc apply -k {self.env.folder}`)"
+                ) from None
             raise api_error(exc, f"reading BuildConfig {bc_name}", self.env.name) from None
         except Exception as exc:  # urllib3 / socket errors
             raise api_error(exc, f"reading BuildConfig {bc_name}", self.env.name) from None
-        listed = self._call("listing builds", builds.get, namespace=self.namespace,
-                            label_selector=f"buildconfig={bc_name}")
-        mine = [b for b in listed.to_dict().get("items", [])
-                if ((b.get("spec") or {}).get("revision") or {}).get("git", {}).get("commit", "").startswith(commit)
-                and commit]
-        mine.sort(key=lambda b: (b["metadata"].get("creationTimestamp") or ""))
+        listed = self._call(
+            "listing builds", builds.get, namespace=self.namespace, label_selector=f"buildconfig={bc_name}"
+        )
+        mine = [
+            b
+            for b in listed.to_dict().get("items", [])
+            if ((b.get("spec") or {}).get("revision") or {}).get("git", {}).get("commit", "").startswith(commit)
+            and commit
+        ]
+        mine.sort(key=lambda b: b["metadata"].get("creationTimestamp") or "")
         usable = [b for b in mine if b.get("status", {}).get("phase") not in ("Failed", "Error", "Cancelled")]
         if usable:
             build = usable[-1]
         elif mine:
             build = mine[-1]  # only failed builds: report the newest one
         else:
-            body = {"kind": "BuildRequest", "apiVersion": "build.openshift.io/v1",
-                    "metadata": {"name": bc_name},
-                    "revision": {"type": "Git", "git": {"commit": commit}},
-                    "triggeredBy": [{"message": f"bench run at commit {commit}"}]}
-            build = self._call(f"starting a build of {bc_name} at {commit[:12]}", bcs.subresources["instantiate"].create,
-                               body=body, name=bc_name, namespace=self.namespace).to_dict()
+            body = {
+                "kind": "BuildRequest",
+                "apiVersion": "build.openshift.io/v1",
+                "metadata": {"name": bc_name},
+                "revision": {"type": "Git", "git": {"commit": commit}},
+                "triggeredBy": [{"message": f"bench run at commit {commit}"}],
+            }
+            build = self._call(
+                f"starting a build of {bc_name} at {commit[:12]}",
+                bcs.subresources["instantiate"].create,
+                body=body,
+                name=bc_name,
+                namespace=self.namespace,
+            ).to_dict()
         build = self._wait_build(builds, build["metadata"]["name"])
         status = build.get("status", {})
         digest = ((status.get("output") or {}).get("to") or {}).get("imageDigest")
         if not digest:
-            raise AtlasError(f"{self.env.name}: build {build['metadata']['name']} completed without an image digest "
-                             "(status.output.to.imageDigest): is the output an ImageStreamTag?")
+            raise AtlasError(
+                f"{self.env.name}: build {build['metadata']['name']} completed without an image digest "
+                "(status.output.to.imageDigest): is the output an ImageStreamTag?"
+            )
         repo = status.get("outputDockerImageReference") or ""
         if ":" in repo.rsplit("/", 1)[-1]:
             repo = repo.rsplit(":", 1)[0]
@@ -241,10 +274,13 @@ class OpenShiftTarget(Target):
                 raise AtlasError(
                     f"{self.env.name}: build {name} {phase.lower()}: {st.get('reason', '')} {st.get('message', '')}".rstrip()
                     + f"; see `oc -n {self.namespace} logs build/{name}`, fix, then push again "
-                    f"or `oc -n {self.namespace} start-build {self.env.settings['buildconfig']} --commit=<sha>`")
+                    f"or `oc -n {self.namespace} start-build {self.env.settings['buildconfig']} --commit=<sha>`"
+                )
             if time.monotonic() > deadline:
-                raise AtlasError(f"{self.env.name}: build {name} still {phase} after {self.env.get('build_timeout_s', 3600)} s "
-                                 "(raise build_timeout_s in env.yaml or check `oc get builds`)")
+                raise AtlasError(
+                    f"{self.env.name}: build {name} still {phase} after {self.env.get('build_timeout_s', 3600)} s "
+                    "(raise build_timeout_s in env.yaml or check `oc get builds`)"
+                )
             time.sleep(self.poll_s)
 
     # -- job ------------------------------------------------------------------------
@@ -269,9 +305,17 @@ class OpenShiftTarget(Target):
         train["image"] = image
         train["args"] = [a for item in job.overrides for a in ("--set", item)]
         run_dir = f"{s['results_mount'].rstrip('/')}/{job.run_id}"
-        values = {"ATLAS_ENV": self.env.name, "ATLAS_EXPERIMENT": job.experiment, "ATLAS_RUN_DIR": run_dir,
-                  "ATLAS_IMAGE_REF": image, "ATLAS_IMAGE_DIGEST": digest, "ATLAS_GIT_SHA": job.commit,
-                  "ATLAS_GIT_DIRTY": "0", "ATLAS_RUN_ID": job.run_id, "ATLAS_SUBMIT_TIME": repr(time.time())}
+        values = {
+            "ATLAS_ENV": self.env.name,
+            "ATLAS_EXPERIMENT": job.experiment,
+            "ATLAS_RUN_DIR": run_dir,
+            "ATLAS_IMAGE_REF": image,
+            "ATLAS_IMAGE_DIGEST": digest,
+            "ATLAS_GIT_SHA": job.commit,
+            "ATLAS_GIT_DIRTY": "0",
+            "ATLAS_RUN_ID": job.run_id,
+            "ATLAS_SUBMIT_TIME": repr(time.time()),
+        }
         env = [e for e in train.get("env", []) if e.get("name") not in values]
         train["env"] = env + [{"name": k, "value": v} for k, v in values.items()]
         self._validate(manifest)
@@ -287,27 +331,46 @@ class OpenShiftTarget(Target):
             raise AtlasError(f"{self.env.name}: a commit is needed: OpenShift builds the image from the pushed commit")
         image, digest, build = self.image_for_commit(job.commit)
         manifest = self.job_manifest(job, image, digest, build)
-        created = self._call(f"creating Job {manifest['metadata']['name']}", self._batch().create_namespaced_job,
-                             namespace=self.namespace, body=manifest)
-        return RunStatus(job.run_id, RunState.PENDING, f"Job created from build {build}",
-                         scheduler_job_id=created.metadata.name, commit=job.commit,
-                         extra={"image": image, "submit_time": str(_ts(created.metadata.creation_timestamp))})
+        created = self._call(
+            f"creating Job {manifest['metadata']['name']}",
+            self._batch().create_namespaced_job,
+            namespace=self.namespace,
+            body=manifest,
+        )
+        return RunStatus(
+            job.run_id,
+            RunState.PENDING,
+            f"Job created from build {build}",
+            scheduler_job_id=created.metadata.name,
+            commit=job.commit,
+            extra={"image": image, "submit_time": str(_ts(created.metadata.creation_timestamp))},
+        )
 
     def _find_job(self, run_id: str) -> Any | None:
-        jobs = self._call("listing Jobs", self._batch().list_namespaced_job, namespace=self.namespace,
-                          label_selector=f"{LABEL_RUN}={run_id}").items
+        jobs = self._call(
+            "listing Jobs",
+            self._batch().list_namespaced_job,
+            namespace=self.namespace,
+            label_selector=f"{LABEL_RUN}={run_id}",
+        ).items
         return jobs[0] if jobs else None
 
     def _job(self, run_id: str) -> Any:
         job = self._find_job(run_id)
         if job is None:
-            raise AtlasError(f"{self.env.name}: no Job with run id {run_id!r} in namespace {self.namespace!r} "
-                             "(finished Jobs are deleted after ttlSecondsAfterFinished)")
+            raise AtlasError(
+                f"{self.env.name}: no Job with run id {run_id!r} in namespace {self.namespace!r} "
+                "(finished Jobs are deleted after ttlSecondsAfterFinished)"
+            )
         return job
 
     def _pods(self, job: Any) -> list[Any]:
-        pods = self._call("listing pods", self._core().list_namespaced_pod, namespace=self.namespace,
-                          label_selector=f"job-name={job.metadata.name}").items
+        pods = self._call(
+            "listing pods",
+            self._core().list_namespaced_pod,
+            namespace=self.namespace,
+            label_selector=f"job-name={job.metadata.name}",
+        ).items
         return sorted(pods, key=lambda p: _ts(p.metadata.creation_timestamp) or 0.0)
 
     def status(self, run_id: str) -> RunStatus:
@@ -317,9 +380,13 @@ class OpenShiftTarget(Target):
     def _status_of(self, job: Any, pods: list[Any]) -> RunStatus:
         run_id = job.metadata.labels.get(LABEL_RUN, "")
         times = self.scheduler_times(job, pods)
-        out = RunStatus(run_id, RunState.UNKNOWN, scheduler_job_id=job.metadata.name,
-                        commit=job.metadata.labels.get(LABEL_COMMIT),
-                        extra={k: str(v) for k, v in times.items() if v is not None})
+        out = RunStatus(
+            run_id,
+            RunState.UNKNOWN,
+            scheduler_job_id=job.metadata.name,
+            commit=job.metadata.labels.get(LABEL_COMMIT),
+            extra={k: str(v) for k, v in times.items() if v is not None},
+        )
         notes = self._pod_notes(pods)
         conditions = {c.type: c for c in (job.status.conditions or []) if c.status == "True"}
         if "Complete" in conditions:
@@ -328,10 +395,12 @@ class OpenShiftTarget(Target):
         failed = conditions.get("Failed") or conditions.get("FailureTarget")
         if failed is not None:
             reason = failed.reason or "Failed"
-            words = {"DeadlineExceeded": f"stopped at activeDeadlineSeconds ({job.spec.active_deadline_seconds} s); "
-                                         "raise it in job.yaml or lower max_iters",
-                     "BackoffLimitExceeded": f"failed {job.status.failed or 0} times (backoffLimit {job.spec.backoff_limit})",
-                     "PodFailurePolicy": "failed with a non-retryable exit code (2 = bad configuration)"}
+            words = {
+                "DeadlineExceeded": f"stopped at activeDeadlineSeconds ({job.spec.active_deadline_seconds} s); "
+                "raise it in job.yaml or lower max_iters",
+                "BackoffLimitExceeded": f"failed {job.status.failed or 0} times (backoffLimit {job.spec.backoff_limit})",
+                "PodFailurePolicy": "failed with a non-retryable exit code (2 = bad configuration)",
+            }
             out.state = RunState.FAILED
             out.detail = "; ".join([f"{reason}: {words.get(reason, failed.message or '')}".rstrip(": "), *notes])
             return out
@@ -363,8 +432,10 @@ class OpenShiftTarget(Target):
             waiting = cs.state.waiting if cs.state else None
             if waiting is not None and waiting.reason in STUCK_REASONS:
                 owner = (pod.metadata.labels or {}).get("job-name", pod.metadata.name)
-                return (f"{waiting.reason}: {STUCK_REASONS[waiting.reason]} ({waiting.message or cs.image}); "
-                        f"it retries until its deadline: delete it with `oc delete job {owner}`")
+                return (
+                    f"{waiting.reason}: {STUCK_REASONS[waiting.reason]} ({waiting.message or cs.image}); "
+                    f"it retries until its deadline: delete it with `oc delete job {owner}`"
+                )
         return ""
 
     @staticmethod
@@ -375,51 +446,78 @@ class OpenShiftTarget(Target):
             st = pod.status
             if st is None:
                 continue
-            if st.reason == "Evicted" or any(c.type == "DisruptionTarget" and c.status == "True"
-                                             for c in st.conditions or []):
-                notes.append(f"pod {pod.metadata.name} evicted/preempted ({st.message or st.reason}); "
-                             "a new pod resumes from the last checkpoint")
+            if st.reason == "Evicted" or any(
+                c.type == "DisruptionTarget" and c.status == "True" for c in st.conditions or []
+            ):
+                notes.append(
+                    f"pod {pod.metadata.name} evicted/preempted ({st.message or st.reason}); "
+                    "a new pod resumes from the last checkpoint"
+                )
             for cs in st.container_statuses or []:
                 term = cs.state.terminated if cs.state else None
                 if term is not None and term.reason == "OOMKilled":
-                    notes.append(f"pod {pod.metadata.name} OOMKilled: the container hit its memory limit "
-                                 "(raise resources.limits.memory in job.yaml, or lower batch_size)")
+                    notes.append(
+                        f"pod {pod.metadata.name} OOMKilled: the container hit its memory limit "
+                        "(raise resources.limits.memory in job.yaml, or lower batch_size)"
+                    )
         return notes
 
     @staticmethod
     def scheduler_times(job: Any, pods: list[Any]) -> dict[str, Any]:
         """The run.json `scheduler` section: queue wait = Job created -> container started."""
         submit = _ts(job.metadata.creation_timestamp)
-        starts = [_ts(cs.state.running.started_at) if cs.state and cs.state.running else
-                  (_ts(cs.state.terminated.started_at) if cs.state and cs.state.terminated else None)
-                  for p in pods for cs in ((p.status.container_statuses or []) if p.status else [])]
+        starts = [
+            _ts(cs.state.running.started_at)
+            if cs.state and cs.state.running
+            else (_ts(cs.state.terminated.started_at) if cs.state and cs.state.terminated else None)
+            for p in pods
+            for cs in ((p.status.container_statuses or []) if p.status else [])
+        ]
         starts = [s for s in starts if s is not None]
         start = min(starts) if starts else None
         end = _ts(job.status.completion_time)
         if end is None:
-            ends = [_ts(c.last_transition_time) for c in job.status.conditions or []
-                    if c.type in ("Complete", "Failed") and c.status == "True"]
+            ends = [
+                _ts(c.last_transition_time)
+                for c in job.status.conditions or []
+                if c.type in ("Complete", "Failed") and c.status == "True"
+            ]
             end = ends[0] if ends else None
-        return {"kind": "openshift", "job_id": job.metadata.name, "submit_time": submit, "start_time": start,
-                "end_time": end, "queue_wait_s": round(start - submit, 3) if start is not None and submit is not None else None}
+        return {
+            "kind": "openshift",
+            "job_id": job.metadata.name,
+            "submit_time": submit,
+            "start_time": start,
+            "end_time": end,
+            "queue_wait_s": round(start - submit, 3) if start is not None and submit is not None else None,
+        }
 
     def list_runs(self, commit: str | None = None) -> list[RunStatus]:
         selector = f"{COMPONENT}=training"
         if commit and len(commit) == 40:
             selector += f",{LABEL_COMMIT}={commit}"
-        jobs = self._call("listing Jobs", self._batch().list_namespaced_job, namespace=self.namespace,
-                          label_selector=selector).items
-        jobs = [j for j in jobs if LABEL_RUN in (j.metadata.labels or {})
-                and (not commit or j.metadata.labels.get(LABEL_COMMIT, "").startswith(commit))]
+        jobs = self._call(
+            "listing Jobs", self._batch().list_namespaced_job, namespace=self.namespace, label_selector=selector
+        ).items
+        jobs = [
+            j
+            for j in jobs
+            if LABEL_RUN in (j.metadata.labels or {})
+            and (not commit or j.metadata.labels.get(LABEL_COMMIT, "").startswith(commit))
+        ]
         return [self._status_of(j, self._pods(j)) for j in jobs]
 
     def cancel(self, run_id: str) -> None:
         from kubernetes import client
 
         job = self._job(run_id)
-        self._call(f"deleting Job {job.metadata.name}", self._batch().delete_namespaced_job,
-                   name=job.metadata.name, namespace=self.namespace,
-                   body=client.V1DeleteOptions(propagation_policy="Foreground"))
+        self._call(
+            f"deleting Job {job.metadata.name}",
+            self._batch().delete_namespaced_job,
+            name=job.metadata.name,
+            namespace=self.namespace,
+            body=client.V1DeleteOptions(propagation_policy="Foreground"),
+        )
 
     # -- collect --------------------------------------------------------------------
     def collect(self, run_id: str, dest: Path) -> Path:
@@ -438,8 +536,12 @@ class OpenShiftTarget(Target):
             image = f"{self.env.get('imagestream') or self.env.settings['buildconfig']}:latest"
         pod_name = f"atlas-collect-{run_id}"[:63].rstrip("-")
         core = self._core()
-        self._call("creating the collector pod", core.create_namespaced_pod, namespace=self.namespace,
-                   body=self.collector_manifest(pod_name, image, run_id))
+        self._call(
+            "creating the collector pod",
+            core.create_namespaced_pod,
+            namespace=self.namespace,
+            body=self.collector_manifest(pod_name, image, run_id),
+        )
         try:
             self._wait_running(pod_name)
             self._copy_out(pod_name, run_id, dest)
@@ -461,21 +563,31 @@ class OpenShiftTarget(Target):
         s = self.env.settings
         small = {"cpu": "100m", "memory": "256Mi"}
         pod = {
-            "apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": name, "namespace": self.namespace,
-                         "labels": {COMPONENT: "collector", LABEL_RUN: run_id}},
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": name,
+                "namespace": self.namespace,
+                "labels": {COMPONENT: "collector", LABEL_RUN: run_id},
+            },
             "spec": {
                 "restartPolicy": "Never",
                 "activeDeadlineSeconds": int(s.get("collect_timeout_s", 1800)),
                 "automountServiceAccountToken": False,
                 "securityContext": {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}},
-                "containers": [{
-                    "name": "collect", "image": image, "command": ["sleep", "infinity"],
-                    "resources": {"requests": small, "limits": small},
-                    "volumeMounts": [{"name": "results", "mountPath": s["results_mount"], "readOnly": True}],
-                    "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
-                }],
-                "volumes": [{"name": "results", "persistentVolumeClaim": {"claimName": s["results_pvc"], "readOnly": True}}],
+                "containers": [
+                    {
+                        "name": "collect",
+                        "image": image,
+                        "command": ["sleep", "infinity"],
+                        "resources": {"requests": small, "limits": small},
+                        "volumeMounts": [{"name": "results", "mountPath": s["results_mount"], "readOnly": True}],
+                        "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
+                    }
+                ],
+                "volumes": [
+                    {"name": "results", "persistentVolumeClaim": {"claimName": s["results_pvc"], "readOnly": True}}
+                ],
             },
         }
         self._validate(pod)
@@ -491,13 +603,16 @@ class OpenShiftTarget(Target):
             if stuck or (pod.status and pod.status.phase in ("Failed", "Succeeded")):
                 raise AtlasError(f"{self.env.name}: collector pod {name} cannot run: {stuck or pod.status.phase}")
             if time.monotonic() > deadline:
-                raise AtlasError(f"{self.env.name}: collector pod {name} did not start in time; "
-                                 f"see `oc -n {self.namespace} describe pod {name}`")
+                raise AtlasError(
+                    f"{self.env.name}: collector pod {name} did not start in time; "
+                    f"see `oc -n {self.namespace} describe pod {name}`"
+                )
             time.sleep(min(self.poll_s, 2.0))
 
     # `sh -c SCRIPT collect MOUNT RUN_ID`: stdout = tar of MOUNT/RUN_ID, stderr = its sha256.
-    TAR_SCRIPT = ('set -e; t=$(mktemp); trap \'rm -f "$t"\' EXIT; '
-                  'tar -C "$1" -cf "$t" "$2"; sha256sum "$t" >&2; cat "$t"')
+    TAR_SCRIPT = (
+        'set -e; t=$(mktemp); trap \'rm -f "$t"\' EXIT; tar -C "$1" -cf "$t" "$2"; sha256sum "$t" >&2; cat "$t"'
+    )
 
     def _read_exec(self, ws: Any, sink: Any) -> tuple[Any, bytes, int]:
         """Drain an exec WebSocket frame by frame: stdout to `sink`, stderr, exit code.
@@ -528,7 +643,9 @@ class OpenShiftTarget(Target):
                     status += payload
         except (WebSocketException, OSError) as exc:
             if not status:
-                raise AtlasError(f"{self.env.name}: the exec stream broke while copying the record: {exc}; collect again") from None
+                raise AtlasError(
+                    f"{self.env.name}: the exec stream broke while copying the record: {exc}; collect again"
+                ) from None
         finally:
             ws.close()
         code = 0
@@ -546,9 +663,20 @@ class OpenShiftTarget(Target):
         from kubernetes.stream import stream
 
         command = ["sh", "-c", self.TAR_SCRIPT, "collect", self.env.settings["results_mount"], run_id]
-        ws = self._call("starting tar in the collector pod", stream, self._core().connect_get_namespaced_pod_exec,
-                        pod, self.namespace, command=command, stderr=True, stdin=False, stdout=True, tty=False,
-                        binary=True, _preload_content=False)
+        ws = self._call(
+            "starting tar in the collector pod",
+            stream,
+            self._core().connect_get_namespaced_pod_exec,
+            pod,
+            self.namespace,
+            command=command,
+            stderr=True,
+            stdin=False,
+            stdout=True,
+            tty=False,
+            binary=True,
+            _preload_content=False,
+        )
         dest.parent.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(prefix=f".{run_id}.", dir=dest.parent) as tmp:
             tar_path = Path(tmp) / "record.tar"
@@ -556,12 +684,16 @@ class OpenShiftTarget(Target):
                 digest, err, code = self._read_exec(ws, fh)
             text = err.decode("utf-8", "replace").strip()
             if code != 0:
-                raise AtlasError(f"{self.env.name}: reading {run_id} from the results volume failed (exit {code}): "
-                                 f"{text[-300:] or 'no message'}")
+                raise AtlasError(
+                    f"{self.env.name}: reading {run_id} from the results volume failed (exit {code}): "
+                    f"{text[-300:] or 'no message'}"
+                )
             expected = text.splitlines()[-1].split()[0] if text else ""
             if expected != digest.hexdigest():
-                raise AtlasError(f"{self.env.name}: the run record of {run_id} arrived damaged "
-                                 f"(sha256 {digest.hexdigest()[:12]} != {expected[:12] or 'none'}); collect again")
+                raise AtlasError(
+                    f"{self.env.name}: the run record of {run_id} arrived damaged "
+                    f"(sha256 {digest.hexdigest()[:12]} != {expected[:12] or 'none'}); collect again"
+                )
             out = Path(tmp) / "out"
             with tarfile.open(tar_path) as tar:
                 names = tar.getnames()
@@ -569,8 +701,10 @@ class OpenShiftTarget(Target):
                     raise AtlasError(f"{self.env.name}: unexpected paths in the record tar of {run_id}")
                 tar.extractall(out, filter="data")
             if not (out / run_id / "run.json").is_file():
-                raise AtlasError(f"{self.env.name}: run {run_id} has no run.json on the results volume "
-                                 "(the job did not start `bench record`; see `oc logs job/...`)")
+                raise AtlasError(
+                    f"{self.env.name}: run {run_id} has no run.json on the results volume "
+                    "(the job did not start `bench record`; see `oc logs job/...`)"
+                )
             if dest.exists():
                 shutil.rmtree(dest)
             os.replace(out / run_id, dest)

@@ -6,6 +6,7 @@ kinds are checked against the `-strict` schemas bundled with kubernetes-validate
 OpenShift kinds against the OpenShift API's own definitions shipped in
 `clusters/moc/schemas/`, made strict here. A kind neither knows is an error.
 """
+
 from __future__ import annotations
 
 import copy
@@ -105,8 +106,10 @@ def validate_kubernetes(obj: dict[str, Any]) -> list[str]:
     try:
         kubernetes_validate.validate(obj, KUBERNETES_VERSION, strict=True)
     except kubernetes_validate.SchemaNotFoundError:
-        return [f"(top level): unknown kind {obj.get('apiVersion')}/{obj.get('kind')} "
-                f"(no Kubernetes {KUBERNETES_VERSION} schema and not an OpenShift kind Atlas ships)"]
+        return [
+            f"(top level): unknown kind {obj.get('apiVersion')}/{obj.get('kind')} "
+            f"(no Kubernetes {KUBERNETES_VERSION} schema and not an OpenShift kind Atlas ships)"
+        ]
     except kubernetes_validate.ValidationError as exc:
         return [f"{'/'.join(str(p) for p in exc.path) or '(top level)'}: {exc.message}"]
     return []
@@ -138,7 +141,9 @@ def validate_env_folder(folder: Path, job_template: str = "job.yaml") -> list[di
     problems = validate_objects(objects, folder / SCHEMA_FILE)
     kinds = {o.get("kind") for o in objects}
     if "DeploymentConfig" in kinds:
-        problems.append("DeploymentConfig is deprecated since OpenShift 4.14 and restarts training forever: use the batch Job")
+        problems.append(
+            "DeploymentConfig is deprecated since OpenShift 4.14 and restarts training forever: use the batch Job"
+        )
     if problems:
         raise ConfigError(f"{folder}: {len(problems)} invalid manifest field(s):\n  " + "\n  ".join(problems))
     return objects

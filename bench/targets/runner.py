@@ -3,6 +3,7 @@
 Shared by `bench run` and `bench demo`. Runs on a target whose jobs share this machine
 (`runs_share_host`) go one after another; elsewhere all are submitted, then awaited.
 """
+
 from __future__ import annotations
 
 import sys
@@ -39,8 +40,13 @@ def collect_run(target: Target, run_id: str, results: Path, out: TextIO | None =
     return dest
 
 
-def wait(target: Target, run_ids: list[str], out: TextIO | None = None, poll_s: float = POLL_S,
-         timeout_s: float | None = None) -> dict[str, RunStatus]:
+def wait(
+    target: Target,
+    run_ids: list[str],
+    out: TextIO | None = None,
+    poll_s: float = POLL_S,
+    timeout_s: float | None = None,
+) -> dict[str, RunStatus]:
     """Poll until every run has finished; one progress line, rewritten on a terminal."""
     out = out or sys.stdout
     start = time.monotonic()
@@ -67,13 +73,21 @@ def wait(target: Target, run_ids: list[str], out: TextIO | None = None, poll_s: 
         if len(final) == len(run_ids):
             return final
         if timeout_s is not None and time.monotonic() - start > timeout_s:
-            raise AtlasError(f"gave up waiting after {timeout_s:.0f} s for {', '.join(sorted(set(run_ids) - set(final)))} "
-                             f"on {target.env.name}; they keep running: `bench status --env {target.env.name}`")
+            raise AtlasError(
+                f"gave up waiting after {timeout_s:.0f} s for {', '.join(sorted(set(run_ids) - set(final)))} "
+                f"on {target.env.name}; they keep running: `bench status --env {target.env.name}`"
+            )
         time.sleep(poll_s)
 
 
-def submit_runs(target: Target, experiment: str, commit: str, runs: int = 1,
-                overrides: tuple[str, ...] = (), out: TextIO | None = None) -> list[RunStatus]:
+def submit_runs(
+    target: Target,
+    experiment: str,
+    commit: str,
+    runs: int = 1,
+    overrides: tuple[str, ...] = (),
+    out: TextIO | None = None,
+) -> list[RunStatus]:
     """Submit `runs` runs of `commit` and return at once; training goes on without us."""
     out = out or sys.stdout
     if not commit or len(commit) < 7:
@@ -82,15 +96,24 @@ def submit_runs(target: Target, experiment: str, commit: str, runs: int = 1,
     for _ in range(runs):
         job = JobSpec(run_id=new_run_id(commit), experiment=experiment, commit=commit, overrides=overrides)
         st = target.submit(job)
-        print(f"submitted {target.env.name}/{job.run_id} ({experiment}, commit {commit[:8]}, "
-              f"job {st.scheduler_job_id})", file=out, flush=True)
+        print(
+            f"submitted {target.env.name}/{job.run_id} ({experiment}, commit {commit[:8]}, job {st.scheduler_job_id})",
+            file=out,
+            flush=True,
+        )
         submitted.append(st)
     return submitted
 
 
-def run_and_collect(target: Target, experiment: str, runs: int, results: Path,
-                    overrides: tuple[str, ...] = (), out: TextIO | None = None,
-                    timeout_s: float | None = None) -> list[Path]:
+def run_and_collect(
+    target: Target,
+    experiment: str,
+    runs: int,
+    results: Path,
+    overrides: tuple[str, ...] = (),
+    out: TextIO | None = None,
+    timeout_s: float | None = None,
+) -> list[Path]:
     """Submit `runs` runs of `experiment`, wait, and collect every finished one."""
     out = out or sys.stdout
     if runs < 1:

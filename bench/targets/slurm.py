@@ -9,6 +9,7 @@ Every value bench passes to Ansible that holds a Jinja delimiter is marked `!uns
 or override (`x; touch /tmp/pwned`, `$(...)`, `{{ lookup('pipe', ...) }}`) stays text:
 Ansible does not template it and the batch script quotes it.
 """
+
 from __future__ import annotations
 
 import json
@@ -35,15 +36,29 @@ LOCAL_SLURM_SCRIPT = REPO_ROOT / "scripts" / "local-slurm.sh"
 STATE_DIR = Path(os.environ.get("ATLAS_SLURM_STATE_DIR") or REPO_ROOT / ".slurm" / "ledger")
 
 SLURM_STATES: dict[str, RunState] = {
-    "PENDING": RunState.PENDING, "CONFIGURING": RunState.PENDING, "REQUEUED": RunState.PENDING,
-    "REQUEUE_HOLD": RunState.PENDING, "REQUEUE_FED": RunState.PENDING, "RESV_DEL_HOLD": RunState.PENDING,
-    "RUNNING": RunState.RUNNING, "COMPLETING": RunState.RUNNING, "SUSPENDED": RunState.RUNNING,
-    "STAGE_OUT": RunState.RUNNING, "SIGNALING": RunState.RUNNING, "RESIZING": RunState.RUNNING,
+    "PENDING": RunState.PENDING,
+    "CONFIGURING": RunState.PENDING,
+    "REQUEUED": RunState.PENDING,
+    "REQUEUE_HOLD": RunState.PENDING,
+    "REQUEUE_FED": RunState.PENDING,
+    "RESV_DEL_HOLD": RunState.PENDING,
+    "RUNNING": RunState.RUNNING,
+    "COMPLETING": RunState.RUNNING,
+    "SUSPENDED": RunState.RUNNING,
+    "STAGE_OUT": RunState.RUNNING,
+    "SIGNALING": RunState.RUNNING,
+    "RESIZING": RunState.RUNNING,
     "COMPLETED": RunState.COMPLETED,
     "CANCELLED": RunState.CANCELLED,
-    "FAILED": RunState.FAILED, "TIMEOUT": RunState.FAILED, "NODE_FAIL": RunState.FAILED,
-    "OUT_OF_MEMORY": RunState.FAILED, "BOOT_FAIL": RunState.FAILED, "DEADLINE": RunState.FAILED,
-    "PREEMPTED": RunState.FAILED, "SPECIAL_EXIT": RunState.FAILED, "REVOKED": RunState.FAILED,
+    "FAILED": RunState.FAILED,
+    "TIMEOUT": RunState.FAILED,
+    "NODE_FAIL": RunState.FAILED,
+    "OUT_OF_MEMORY": RunState.FAILED,
+    "BOOT_FAIL": RunState.FAILED,
+    "DEADLINE": RunState.FAILED,
+    "PREEMPTED": RunState.FAILED,
+    "SPECIAL_EXIT": RunState.FAILED,
+    "REVOKED": RunState.FAILED,
 }
 EXIT_PREEMPTED = 75
 
@@ -58,8 +73,7 @@ class _UnsafeDumper(yaml.SafeDumper):
     pass
 
 
-_UnsafeDumper.add_representer(
-    _Unsafe, lambda dumper, value: dumper.represent_scalar("!unsafe", str(value), style='"'))
+_UnsafeDumper.add_representer(_Unsafe, lambda dumper, value: dumper.represent_scalar("!unsafe", str(value), style='"'))
 
 
 def _unsafe(value: Any) -> Any:
@@ -163,8 +177,13 @@ class SlurmTarget(Target):
             (Path(tmp) / "env").mkdir()
             (Path(tmp) / "env" / "extravars").write_text(extravars_yaml(variables))
             result = ansible_runner.run(
-                private_data_dir=tmp, project_dir=str(PLAYBOOKS), playbook=playbook,
-                inventory=str(self.inventory), envvars=envvars, quiet=True, timeout=timeout_s,
+                private_data_dir=tmp,
+                project_dir=str(PLAYBOOKS),
+                playbook=playbook,
+                inventory=str(self.inventory),
+                envvars=envvars,
+                quiet=True,
+                timeout=timeout_s,
             )
             events = list(result.events)
         stats: dict[str, Any] = {}
@@ -179,16 +198,21 @@ class SlurmTarget(Target):
             return stats
         raise AtlasError(self._failure_message(playbook, result.status, failures, events))
 
-    def _failure_message(self, playbook: str, status: str, failures: list[dict[str, Any]],
-                         events: list[dict[str, Any]]) -> str:
-        hint = (f"check that the cluster answers (`ansible -i {self.inventory} slurm_login -m ping`)"
-                " and that Slurm runs there (`sinfo`)")
+    def _failure_message(
+        self, playbook: str, status: str, failures: list[dict[str, Any]], events: list[dict[str, Any]]
+    ) -> str:
+        hint = (
+            f"check that the cluster answers (`ansible -i {self.inventory} slurm_login -m ping`)"
+            " and that Slurm runs there (`sinfo`)"
+        )
         if self.env.get("local"):
             hint = "check the local Slurm (`scripts/local-slurm.sh status`; start it with `make slurm-up`)"
         if not failures:
             tail = "".join(e.get("stdout", "") + "\n" for e in events[-5:]).strip()
-            return (f"{self.env.name}: ansible/{playbook} ended with status {status!r}: {tail[-800:]}\n"
-                    f"What to check: {hint}")
+            return (
+                f"{self.env.name}: ansible/{playbook} ended with status {status!r}: {tail[-800:]}\n"
+                f"What to check: {hint}"
+            )
         data = failures[0]
         res = data.get("res") or {}
         if str(data.get("task", "")).startswith(("Validate", "Check where", "Fail when the commit")):
@@ -197,8 +221,10 @@ class SlurmTarget(Target):
         if res.get("assertion"):
             words.append(f"failed check: {res['assertion']}")
         message = "; ".join(dict.fromkeys(w for w in words if w)) or json.dumps(res)[:800]
-        return (f"{self.env.name}: Ansible task {data.get('task', '?')!r} of ansible/{playbook} failed "
-                f"on {data.get('host', '?')}: {message[-1500:]}\nWhat to check: {hint}")
+        return (
+            f"{self.env.name}: Ansible task {data.get('task', '?')!r} of ansible/{playbook} failed "
+            f"on {data.get('host', '?')}: {message[-1500:]}\nWhat to check: {hint}"
+        )
 
     # -- bookkeeping ---------------------------------------------------------------
     def _ledger(self, run_id: str) -> Path:
@@ -206,41 +232,69 @@ class SlurmTarget(Target):
 
     def _resolve_commit(self, commit: str) -> str:
         try:
-            proc = subprocess.run(["git", "-C", str(self.repo), "rev-parse", "--verify", "--quiet",
-                                   "--end-of-options", f"{commit}^{{commit}}"],
-                                  capture_output=True, text=True, timeout=30)
+            proc = subprocess.run(
+                [
+                    "git",
+                    "-C",
+                    str(self.repo),
+                    "rev-parse",
+                    "--verify",
+                    "--quiet",
+                    "--end-of-options",
+                    f"{commit}^{{commit}}",
+                ],
+                capture_output=True,
+                text=True,
+                timeout=30,
+            )
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise AtlasError(f"cannot run git in {self.repo}: {exc}") from exc
         sha = proc.stdout.strip()
         if proc.returncode != 0 or len(sha) != 40:
-            raise AtlasError(f"commit {commit!r} is not in {self.repo}: commit your change (the cluster "
-                             "runs `git archive` of a commit, never the working tree)")
+            raise AtlasError(
+                f"commit {commit!r} is not in {self.repo}: commit your change (the cluster "
+                "runs `git archive` of a commit, never the working tree)"
+            )
         return sha
 
     # -- Target --------------------------------------------------------------------
     def submit(self, job: JobSpec) -> RunStatus:
         sha = self._resolve_commit(job.commit)
-        stats = self._run("submit.yml", {
-            "atlas_run_id": job.run_id, "atlas_commit": sha, "atlas_experiment": job.experiment,
-            "atlas_overrides": list(job.overrides), "atlas_repo": str(self.repo),
-        })
+        stats = self._run(
+            "submit.yml",
+            {
+                "atlas_run_id": job.run_id,
+                "atlas_commit": sha,
+                "atlas_experiment": job.experiment,
+                "atlas_overrides": list(job.overrides),
+                "atlas_repo": str(self.repo),
+            },
+        )
         job_id = str(stats.get("job_id") or "")
         self.state_dir.mkdir(parents=True, exist_ok=True)
-        entry = {"run_id": job.run_id, "commit": sha, "experiment": job.experiment,
-                 "overrides": list(job.overrides), "job_id": job_id, "submitted_at": time.time(),
-                 "run_dir": stats.get("run_dir")}
+        entry = {
+            "run_id": job.run_id,
+            "commit": sha,
+            "experiment": job.experiment,
+            "overrides": list(job.overrides),
+            "job_id": job_id,
+            "submitted_at": time.time(),
+            "run_dir": stats.get("run_dir"),
+        }
         tmp = self._ledger(job.run_id).with_suffix(".tmp")
         tmp.write_text(json.dumps(entry, indent=2) + "\n")
         tmp.replace(self._ledger(job.run_id))
-        return RunStatus(job.run_id, RunState.PENDING, f"submitted as Slurm job {job_id}",
-                         scheduler_job_id=job_id, commit=sha)
+        return RunStatus(
+            job.run_id, RunState.PENDING, f"submitted as Slurm job {job_id}", scheduler_job_id=job_id, commit=sha
+        )
 
     def _status_from(self, run_id: str, stats: dict[str, Any]) -> RunStatus:
         jobs = stats.get("jobs") or []
         commit = stats.get("commit") or self._commit_of(run_id)
         if not jobs:
-            return RunStatus(run_id, RunState.UNKNOWN, str(stats.get("detail") or "no Slurm job recorded"),
-                             commit=commit)
+            return RunStatus(
+                run_id, RunState.UNKNOWN, str(stats.get("detail") or "no Slurm job recorded"), commit=commit
+            )
         last = jobs[-1]
         exit_code = last.get("exit_code")
         state = map_state(str(last.get("state", "")))
@@ -248,15 +302,16 @@ class SlurmTarget(Target):
         if state is RunState.COMPLETED and exit_code not in (None, 0):
             state = RunState.FAILED
         if state is RunState.FAILED and exit_code == EXIT_PREEMPTED:
-            detail = ("checkpointed (exit 75) but not resubmitted: max_segments reached or sbatch "
-                      "failed; submit again with the same run dir to resume")
+            detail = (
+                "checkpointed (exit 75) but not resubmitted: max_segments reached or sbatch "
+                "failed; submit again with the same run dir to resume"
+            )
         if len(jobs) > 1 and not state.finished:
             detail = f"segment {len(jobs)} (resumed after a checkpoint); {detail}".rstrip("; ")
         if state is RunState.FAILED and stats.get("log_tail"):
             detail = f"{detail}; last lines of slurm-{last['job_id']}.out:\n{stats['log_tail']}"
         extra = {"slurm_state": str(last.get("state", "")), "job_ids": ",".join(str(j["job_id"]) for j in jobs)}
-        return RunStatus(run_id, state, detail, scheduler_job_id=str(jobs[0]["job_id"]), commit=commit,
-                         extra=extra)
+        return RunStatus(run_id, state, detail, scheduler_job_id=str(jobs[0]["job_id"]), commit=commit, extra=extra)
 
     def _commit_of(self, run_id: str) -> str | None:
         try:
@@ -282,15 +337,18 @@ class SlurmTarget(Target):
             if status.state.finished:
                 return status
             if time.monotonic() > deadline:
-                raise AtlasError(f"{self.env.name}: run {run_id} still {status.state.value} after {timeout_s:.0f}s "
-                                 f"({status.detail}); collect it later with `bench collect`")
+                raise AtlasError(
+                    f"{self.env.name}: run {run_id} still {status.state.value} after {timeout_s:.0f}s "
+                    f"({status.detail}); collect it later with `bench collect`"
+                )
             time.sleep(poll_s)
 
     def collect(self, run_id: str, dest: Path) -> Path:
         self.require_finished(self.status(run_id))
         dest = Path(dest).resolve()
-        self._run("collect.yml", {"atlas_run_id": run_id, "atlas_dest": str(dest),
-                                  "atlas_wait_s": 0, "atlas_poll_s": 1})
+        self._run(
+            "collect.yml", {"atlas_run_id": run_id, "atlas_dest": str(dest), "atlas_wait_s": 0, "atlas_poll_s": 1}
+        )
         return dest
 
     def cancel(self, run_id: str) -> None:

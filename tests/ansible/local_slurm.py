@@ -6,6 +6,7 @@ if this session started it. `standin_repo` is a throw-away git repository holdin
 working tree's `bench` package and a test double of the workload, so the Slurm/Ansible
 mechanics are tested in seconds; the end-to-end test uses the real repository.
 """
+
 from __future__ import annotations
 
 import os
@@ -30,8 +31,10 @@ def _script(*args: str, timeout: int = 1800) -> subprocess.CompletedProcess[str]
 def local_slurm() -> Iterator[dict[str, str]]:
     """SLURM_CONF of a running local Slurm; skips (with the reason) only where it cannot run."""
     if shutil.which("sbatch") is None and os.geteuid() != 0:
-        pytest.skip("Slurm is not installed and this user is not root: "
-                    "run `sudo scripts/local-slurm.sh up` (or `make slurm-up` as root)")
+        pytest.skip(
+            "Slurm is not installed and this user is not root: "
+            "run `sudo scripts/local-slurm.sh up` (or `make slurm-up` as root)"
+        )
     was_up = _script("status", timeout=60).returncode == 0
     if not was_up:
         up = _script("up")
@@ -65,5 +68,6 @@ def standin_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def head(repo: Path) -> str:
-    return subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True,
-                          check=True).stdout.strip()
+    return subprocess.run(
+        ["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
+    ).stdout.strip()

@@ -8,6 +8,7 @@ a second start in the same --run-dir resumes. Knobs come as --set standin.KEY=VA
   standin.iters   iterations to reach (one every 0.1 s; default 20)
   standin.exit    exit with this code at the end instead of 0
 """
+
 import argparse
 import hashlib
 import json
@@ -38,9 +39,15 @@ start = json.load(open(ckpt))["iteration"] if os.path.exists(ckpt) else 0
 stop = {"signal": None}
 for sig in (signal.SIGUSR1, signal.SIGTERM):
     signal.signal(sig, lambda s, _f: stop.update(signal=s))
-log("run_start", iteration=start, resumed_from="checkpoint.json" if start else None,
-    experiment=args.experiment, overrides=args.set, world_size=1,
-    gpus={k: os.environ.get(k) for k in ("CUDA_VISIBLE_DEVICES", "SLURM_JOB_GPUS")})
+log(
+    "run_start",
+    iteration=start,
+    resumed_from="checkpoint.json" if start else None,
+    experiment=args.experiment,
+    overrides=args.set,
+    world_size=1,
+    gpus={k: os.environ.get(k) for k in ("CUDA_VISIBLE_DEVICES", "SLURM_JOB_GPUS")},
+)
 i = start
 while i < iters:
     if stop["signal"] is not None:

@@ -1,5 +1,6 @@
 """scripts/local-slurm.sh once the session's Slurm is up: idempotent, answers, refuses to
 start a second cluster over the first one's ports."""
+
 from __future__ import annotations
 
 import os
@@ -9,8 +10,9 @@ from tests.ansible.local_slurm import SCRIPT, SLURM_CONF, local_slurm  # noqa: F
 
 
 def sh(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(SCRIPT), *args], capture_output=True, text=True, timeout=180,
-                          env={**os.environ, **(env or {})})
+    return subprocess.run(
+        [str(SCRIPT), *args], capture_output=True, text=True, timeout=180, env={**os.environ, **(env or {})}
+    )
 
 
 def test_up_is_idempotent_and_the_node_is_usable(local_slurm) -> None:
@@ -24,8 +26,13 @@ def test_up_is_idempotent_and_the_node_is_usable(local_slurm) -> None:
         assert line in conf
     assert "DefMemPerCPU=" in conf and "Gres=gpu:1" in conf
     assert "File=/dev/null" in (SLURM_CONF.parent / "gres.conf").read_text()
-    sinfo = subprocess.run(["sinfo", "-h", "-N", "-o", "%T %c %G"], capture_output=True, text=True, timeout=30,
-                           env={**os.environ, "SLURM_CONF": str(SLURM_CONF)})
+    sinfo = subprocess.run(
+        ["sinfo", "-h", "-N", "-o", "%T %c %G"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env={**os.environ, "SLURM_CONF": str(SLURM_CONF)},
+    )
     state, cpus, gres = sinfo.stdout.split()[:3]
     assert state in ("idle", "mixed", "allocated") and int(cpus) == os.cpu_count() and gres.startswith("gpu:1")
 

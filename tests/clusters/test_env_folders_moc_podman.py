@@ -1,4 +1,5 @@
 """clusters/moc and clusters/local-podman pass `bench validate`'s checks."""
+
 from __future__ import annotations
 
 import pytest

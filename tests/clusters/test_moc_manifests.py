@@ -1,4 +1,5 @@
 """clusters/moc renders with kubectl kustomize and every object passes strict schemas."""
+
 from __future__ import annotations
 
 import copy
@@ -13,12 +14,17 @@ pytest.importorskip("kubernetes_validate")
 from bench.envs import CLUSTERS_DIR  # noqa: E402
 from bench.errors import ConfigError  # noqa: E402
 from bench.targets.openshift_manifests import (  # noqa: E402
-    SCHEMA_FILE, load_job_template, validate_env_folder, validate_objects)
+    SCHEMA_FILE,
+    load_job_template,
+    validate_env_folder,
+    validate_objects,
+)
 
 MOC = CLUSTERS_DIR / "moc"
 SCHEMAS = MOC / SCHEMA_FILE
-needs_kubectl = pytest.mark.skipif(not (shutil.which("kubectl") or shutil.which("oc")),
-                                   reason="kubectl (or oc) with kustomize is not installed")
+needs_kubectl = pytest.mark.skipif(
+    not (shutil.which("kubectl") or shutil.which("oc")), reason="kubectl (or oc) with kustomize is not installed"
+)
 
 
 @pytest.fixture(scope="module")
@@ -30,8 +36,16 @@ def objects() -> dict[str, dict]:
 
 def test_overlay_renders_and_validates(objects):
     kinds = sorted(k.split("/")[0] for k in objects)
-    assert kinds == ["BuildConfig", "ImageStream", "Job", "Namespace", "PersistentVolumeClaim",
-                     "PersistentVolumeClaim", "RoleBinding", "ServiceAccount"]
+    assert kinds == [
+        "BuildConfig",
+        "ImageStream",
+        "Job",
+        "Namespace",
+        "PersistentVolumeClaim",
+        "PersistentVolumeClaim",
+        "RoleBinding",
+        "ServiceAccount",
+    ]
     assert "DeploymentConfig" not in kinds
     for key, obj in objects.items():
         if obj["kind"] not in ("Namespace", "Job"):
@@ -49,7 +63,9 @@ def test_buildconfig_triggers_and_output(objects):
     assert objects["ImageStream/atlas-biggan"]["spec"]["lookupPolicy"]["local"] is True
     rb = objects["RoleBinding/atlas-biggan-webhook"]
     assert rb["roleRef"]["name"] == "system:webhook"
-    assert rb["subjects"] == [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "system:unauthenticated"}]
+    assert rb["subjects"] == [
+        {"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "system:unauthenticated"}
+    ]
 
 
 def test_no_secret_values_committed(objects):
@@ -78,12 +94,20 @@ def test_job_template_resources_and_policies():
         assert {"atlas/commit", "atlas/run-id"} <= set(labels)
 
 
-@pytest.mark.parametrize("mutate, expected", [
-    (lambda o: o["spec"]["strategy"]["dockerStrategy"].update(dockerfilepath="Dockerfile"),
-     "BuildConfig/atlas-biggan: spec/strategy/dockerStrategy: Additional properties are not allowed ('dockerfilepath'"),
-    (lambda o: o["spec"].update(runPolicy=3), "BuildConfig/atlas-biggan: spec/runPolicy: 3 is not of type 'string'"),
-    (lambda o: o["spec"]["triggers"][0]["github"].update(secret_reference={}), "spec/triggers/0/github"),
-])
+@pytest.mark.parametrize(
+    "mutate, expected",
+    [
+        (
+            lambda o: o["spec"]["strategy"]["dockerStrategy"].update(dockerfilepath="Dockerfile"),
+            "BuildConfig/atlas-biggan: spec/strategy/dockerStrategy: Additional properties are not allowed ('dockerfilepath'",
+        ),
+        (
+            lambda o: o["spec"].update(runPolicy=3),
+            "BuildConfig/atlas-biggan: spec/runPolicy: 3 is not of type 'string'",
+        ),
+        (lambda o: o["spec"]["triggers"][0]["github"].update(secret_reference={}), "spec/triggers/0/github"),
+    ],
+)
 def test_wrong_openshift_field_fails_with_its_path(objects, mutate, expected):
     bc = copy.deepcopy(objects["BuildConfig/atlas-biggan"])
     mutate(bc)
@@ -109,7 +133,9 @@ def test_invalid_overlay_is_a_config_error_listing_problems(tmp_path: Path):
     shutil.copytree(MOC, env)
     bc = env / "base" / "buildconfig.yaml"
     bc.write_text(bc.read_text().replace("runPolicy: Serial", "runPolicy: Serial\n  restartPolicy: Always"))
-    with pytest.raises(ConfigError, match=r"(?s)1 invalid manifest field.*BuildConfig/atlas-biggan: spec: .*'restartPolicy'"):
+    with pytest.raises(
+        ConfigError, match=r"(?s)1 invalid manifest field.*BuildConfig/atlas-biggan: spec: .*'restartPolicy'"
+    ):
         validate_env_folder(env)
 
 

@@ -1,5 +1,6 @@
 """clusters/satori and clusters/local-slurm: facts and settings that the slurm target and
 the playbooks accept, and an inventory that Ansible itself parses."""
+
 from __future__ import annotations
 
 import copy
@@ -31,8 +32,15 @@ def test_satori_env_holds_the_cluster_facts() -> None:
     assert env.get("runtime")["conda_env"] and env.get("runtime")["singularity_image"].endswith(".sif")
     assert env.get("hardware")["gpus_per_node"] == 4 and env.get("hardware")["gpu_model"].startswith("Tesla V100")
     cost = env.get("cost")
-    assert cost == {"model": "onprem", "electricity_usd_per_kwh": 0.0839, "pue": 1.2, "node_capex_usd": 50000,
-                    "node_life_years": 5, "utilisation": 0.9, "gpus_per_node": 4}
+    assert cost == {
+        "model": "onprem",
+        "electricity_usd_per_kwh": 0.0839,
+        "pue": 1.2,
+        "node_capex_usd": 50000,
+        "node_life_years": 5,
+        "utilisation": 0.9,
+        "gpus_per_node": 4,
+    }
 
 
 def test_both_slurm_envs_build_a_slurm_target() -> None:
@@ -42,14 +50,21 @@ def test_both_slurm_envs_build_a_slurm_target() -> None:
     assert load_env("local-slurm").get("local") is True
 
 
-@pytest.mark.parametrize("name, host_var", [
-    ("satori", {"ansible_host": "satori-login-001.mit.edu"}),
-    ("local-slurm", {"ansible_connection": "local"}),
-])
+@pytest.mark.parametrize(
+    "name, host_var",
+    [
+        ("satori", {"ansible_host": "satori-login-001.mit.edu"}),
+        ("local-slurm", {"ansible_connection": "local"}),
+    ],
+)
 def test_inventory_and_group_vars_parse_with_ansible(name: str, host_var: dict) -> None:
     inventory = REPO / "clusters" / name / "inventory.yml"
-    proc = subprocess.run([str(Path(sys.executable).parent / "ansible-inventory"), "-i", str(inventory), "--list"],
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [str(Path(sys.executable).parent / "ansible-inventory"), "-i", str(inventory), "--list"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
     (host,) = data["slurm_login"]["hosts"]
@@ -58,14 +73,17 @@ def test_inventory_and_group_vars_parse_with_ansible(name: str, host_var: dict) 
     assert "atlas_root" in hostvars and "atlas_slurm_env" in hostvars  # group_vars beside the inventory
 
 
-@pytest.mark.parametrize("change, message", [
-    ({"slurm": {"nodes": "two"}}, "slurm.nodes"),
-    ({"slurm": {"exclusive": "yes"}}, "slurm.exclusive"),
-    ({"runtime": {"mode": "docker"}}, "runtime.mode"),
-    ({"runtime": {"mode": "conda"}}, "conda_setup"),
-    ({"runtime": {"mode": "singularity"}}, "singularity_image"),
-    ({"inventory": "missing.yml"}, "missing.yml does not exist"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"slurm": {"nodes": "two"}}, "slurm.nodes"),
+        ({"slurm": {"exclusive": "yes"}}, "slurm.exclusive"),
+        ({"runtime": {"mode": "docker"}}, "runtime.mode"),
+        ({"runtime": {"mode": "conda"}}, "conda_setup"),
+        ({"runtime": {"mode": "singularity"}}, "singularity_image"),
+        ({"inventory": "missing.yml"}, "missing.yml does not exist"),
+    ],
+)
 def test_bad_settings_are_config_errors_naming_the_key(change: dict, message: str) -> None:
     base = load_env("satori")
     settings = copy.deepcopy(base.settings)

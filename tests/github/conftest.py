@@ -1,4 +1,5 @@
 """Fixtures: the GitHub REST double (tests/github/rest_double.py) on loopback."""
+
 from __future__ import annotations
 
 import pytest
@@ -13,7 +14,8 @@ HEAD = "a" * 40
 
 @pytest.fixture
 def github_double():
-    double = GitHubDouble(tokens={WRITE_TOKEN: "write", FORK_TOKEN: "read"}, repos={REPO},
-                          pulls={(REPO, 7): HEAD}).start()
+    double = GitHubDouble(
+        tokens={WRITE_TOKEN: "write", FORK_TOKEN: "read"}, repos={REPO}, pulls={(REPO, 7): HEAD}
+    ).start()
     yield double
     double.stop()

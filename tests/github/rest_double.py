@@ -5,6 +5,7 @@ GitHub Enterprise (`<url>/api/v3/...`), and the tests drive it through the real 
 client. It checks the token, paginates with `Link` headers, and can answer 401 / 403 / 404 /
 rate-limit the way GitHub does. It is not a GitHub emulator: only what the tests need.
 """
+
 from __future__ import annotations
 
 import json
@@ -23,7 +24,7 @@ class GitHubDouble:
     """State of the double; `url` is what github3.GitHubEnterprise needs."""
 
     tokens: dict[str, str] = field(default_factory=dict)  # token -> "write" | "read"
-    repos: set[str] = field(default_factory=set)          # "owner/name"
+    repos: set[str] = field(default_factory=set)  # "owner/name"
     pulls: dict[tuple[str, int], str] = field(default_factory=dict)  # (repo, number) -> head sha
     comments: list[dict] = field(default_factory=list)
     max_per_page: int = 100
@@ -97,8 +98,11 @@ class GitHubDouble:
                 return 401, {"message": "Bad credentials", "documentation_url": "https://docs.github.com/rest"}, {}
             if self.rate_limited:
                 reset = str(int(time.time()) + 1800)
-                return 403, {"message": "API rate limit exceeded for installation ID 1."}, {
-                    "X-RateLimit-Limit": "5000", "X-RateLimit-Remaining": "0", "X-RateLimit-Reset": reset}
+                return (
+                    403,
+                    {"message": "API rate limit exceeded for installation ID 1."},
+                    {"X-RateLimit-Limit": "5000", "X-RateLimit-Remaining": "0", "X-RateLimit-Reset": reset},
+                )
             m = re.fullmatch(API + r"/repos/([^/]+/[^/]+)/(issues|pulls)/(\d+)(/comments)?", path)
             if m:
                 repo, kind, number, sub = m.group(1), m.group(2), int(m.group(3)), m.group(4)
@@ -132,7 +136,7 @@ class GitHubDouble:
         per_page = min(int(query.get("per_page", ["30"])[0]), self.max_per_page)
         page = int(query.get("page", ["1"])[0])
         items = self.comments_on(repo, number)
-        chunk = items[(page - 1) * per_page: page * per_page]
+        chunk = items[(page - 1) * per_page : page * per_page]
         headers = {}
         if page * per_page < len(items):
             nxt = f"{self.url}{API}/repos/{repo}/issues/{number}/comments?per_page={per_page}&page={page + 1}"
@@ -142,39 +146,85 @@ class GitHubDouble:
     def _new_comment(self, repo: str, number: int, body: str, login: str) -> dict:
         self._next_id += 1
         cid = self._next_id
-        c = {"id": cid, "body": body, "_repo": repo, "_number": number, "_login": login,
-             "created_at": _now(), "updated_at": _now()}
+        c = {
+            "id": cid,
+            "body": body,
+            "_repo": repo,
+            "_number": number,
+            "_login": login,
+            "created_at": _now(),
+            "updated_at": _now(),
+        }
         self.comments.append(c)
         return c
 
     def _user(self, login: str) -> dict:
         u = f"{self.url}{API}/users/{login}"
-        return {"login": login, "id": abs(hash(login)) % 10_000, "type": "Bot", "site_admin": False,
-                "avatar_url": "", "gravatar_id": "", "html_url": f"{self.url}/{login}", "url": u,
-                "events_url": u + "/events{/privacy}", "followers_url": u + "/followers",
-                "following_url": u + "/following{/other_user}", "gists_url": u + "/gists{/gist_id}",
-                "organizations_url": u + "/orgs", "received_events_url": u + "/received_events",
-                "repos_url": u + "/repos", "starred_url": u + "/starred{/owner}{/repo}",
-                "subscriptions_url": u + "/subscriptions"}
+        return {
+            "login": login,
+            "id": abs(hash(login)) % 10_000,
+            "type": "Bot",
+            "site_admin": False,
+            "avatar_url": "",
+            "gravatar_id": "",
+            "html_url": f"{self.url}/{login}",
+            "url": u,
+            "events_url": u + "/events{/privacy}",
+            "followers_url": u + "/followers",
+            "following_url": u + "/following{/other_user}",
+            "gists_url": u + "/gists{/gist_id}",
+            "organizations_url": u + "/orgs",
+            "received_events_url": u + "/received_events",
+            "repos_url": u + "/repos",
+            "starred_url": u + "/starred{/owner}{/repo}",
+            "subscriptions_url": u + "/subscriptions",
+        }
 
     def _public(self, c: dict) -> dict:
         base = f"{self.url}{API}/repos/{c['_repo']}"
-        return {"id": c["id"], "body": c["body"], "body_html": "", "body_text": c["body"],
-                "url": f"{base}/issues/comments/{c['id']}",
-                "html_url": f"{self.url}/{c['_repo']}/pull/{c['_number']}#issuecomment-{c['id']}",
-                "issue_url": f"{base}/issues/{c['_number']}", "author_association": "NONE",
-                "created_at": c["created_at"], "updated_at": c["updated_at"], "user": self._user(c["_login"])}
+        return {
+            "id": c["id"],
+            "body": c["body"],
+            "body_html": "",
+            "body_text": c["body"],
+            "url": f"{base}/issues/comments/{c['id']}",
+            "html_url": f"{self.url}/{c['_repo']}/pull/{c['_number']}#issuecomment-{c['id']}",
+            "issue_url": f"{base}/issues/{c['_number']}",
+            "author_association": "NONE",
+            "created_at": c["created_at"],
+            "updated_at": c["updated_at"],
+            "user": self._user(c["_login"]),
+        }
 
     def _issue_json(self, repo: str, number: int) -> dict:
         base = f"{self.url}{API}/repos/{repo}/issues/{number}"
-        return {"id": number, "number": number, "url": base, "html_url": f"{self.url}/{repo}/pull/{number}",
-                "comments_url": base + "/comments", "events_url": base + "/events",
-                "labels_url": base + "/labels{/name}", "title": "a pull request", "body": "", "body_html": "", "body_text": "", "closed_by": None,
-                "state": "open", "locked": False, "assignee": None, "assignees": [], "milestone": None,
-                "labels": [], "comments": len(self.comments_on(repo, number)), "closed_at": None,
-                "created_at": _now(), "updated_at": _now(), "user": self._user("author"),
-                "pull_request": {"url": f"{self.url}{API}/repos/{repo}/pulls/{number}"},
-                "author_association": "NONE"}
+        return {
+            "id": number,
+            "number": number,
+            "url": base,
+            "html_url": f"{self.url}/{repo}/pull/{number}",
+            "comments_url": base + "/comments",
+            "events_url": base + "/events",
+            "labels_url": base + "/labels{/name}",
+            "title": "a pull request",
+            "body": "",
+            "body_html": "",
+            "body_text": "",
+            "closed_by": None,
+            "state": "open",
+            "locked": False,
+            "assignee": None,
+            "assignees": [],
+            "milestone": None,
+            "labels": [],
+            "comments": len(self.comments_on(repo, number)),
+            "closed_at": None,
+            "created_at": _now(),
+            "updated_at": _now(),
+            "user": self._user("author"),
+            "pull_request": {"url": f"{self.url}{API}/repos/{repo}/pulls/{number}"},
+            "author_association": "NONE",
+        }
 
 
 def _now() -> str:

@@ -1,4 +1,5 @@
 """The make targets that carry secrets into CI jobs: files written, values never printed."""
+
 from __future__ import annotations
 
 import os
@@ -13,16 +14,25 @@ KEY = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAAsecretKEYbod
 
 def make(target: str, *args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("OPENSHIFT_", "SATORI_"))}
-    return subprocess.run(["make", "--no-print-directory", target, *args], cwd=ROOT, env={**clean, **env},
-                          capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        ["make", "--no-print-directory", target, *args],
+        cwd=ROOT,
+        env={**clean, **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 def test_ci_kubeconfig_is_usable_by_the_kubernetes_client_and_silent(tmp_path: Path):
     from kubernetes import client, config
 
     out = tmp_path / "kube" / "config"
-    p = make("ci-kubeconfig", f"KUBECONFIG_OUT={out}",
-             env={"OPENSHIFT_SERVER": "https://api.moc.example:6443", "OPENSHIFT_TOKEN": TOKEN})
+    p = make(
+        "ci-kubeconfig",
+        f"KUBECONFIG_OUT={out}",
+        env={"OPENSHIFT_SERVER": "https://api.moc.example:6443", "OPENSHIFT_TOKEN": TOKEN},
+    )
     assert p.returncode == 0, p.stderr
     assert TOKEN not in p.stdout + p.stderr and "CItoken" not in p.stdout + p.stderr
     assert stat.S_IMODE(out.stat().st_mode) == 0o600
@@ -39,8 +49,11 @@ def test_ci_kubeconfig_names_what_is_missing(tmp_path: Path):
 
 
 def test_ci_ssh_pins_the_host_key_and_keeps_the_key_private(tmp_path: Path):
-    env = {"SATORI_SSH_KEY": KEY, "SATORI_KNOWN_HOSTS": "satori-login-001.mit.edu ssh-ed25519 AAAAC3Nza",
-           "SATORI_USER": "atlasci"}
+    env = {
+        "SATORI_SSH_KEY": KEY,
+        "SATORI_KNOWN_HOSTS": "satori-login-001.mit.edu ssh-ed25519 AAAAC3Nza",
+        "SATORI_USER": "atlasci",
+    }
     for _ in range(2):  # twice: the ssh config entry is written once
         p = make("ci-ssh", f"HOME={tmp_path}", env=env)
         assert p.returncode == 0, p.stderr
@@ -55,4 +68,3 @@ def test_ci_ssh_pins_the_host_key_and_keeps_the_key_private(tmp_path: Path):
     assert f"UserKnownHostsFile {ssh / 'atlas_known_hosts'}" in conf
     p = make("ci-ssh", f"HOME={tmp_path / 'other'}", env={"SATORI_SSH_KEY": KEY, "SATORI_USER": "u"})
     assert p.returncode != 0 and "SATORI_KNOWN_HOSTS" in p.stderr
-

@@ -3,6 +3,7 @@
 "Every step is a make or bench command": each `run:` line is parsed, `bench X` must
 answer `--help` (with every flag the workflow passes), and `make Y` must be a target.
 """
+
 from __future__ import annotations
 
 import re
@@ -60,8 +61,10 @@ def test_actionlint_passes():
 def test_actionlint_catches_a_broken_workflow(tmp_path: Path):
     broken = tmp_path / ".github" / "workflows" / "broken.yml"
     broken.parent.mkdir(parents=True)
-    broken.write_text("on: push\njobs:\n  x:\n    runs-on: ubuntu-24.04\n    steps:\n"
-                      "      - run: echo ${{ github.event.nope.nope }}\n      - uses: actions/checkout\n")
+    broken.write_text(
+        "on: push\njobs:\n  x:\n    runs-on: ubuntu-24.04\n    steps:\n"
+        "      - run: echo ${{ github.event.nope.nope }}\n      - uses: actions/checkout\n"
+    )
     binary = Path(sys.executable).parent / "actionlint"
     p = subprocess.run([str(binary), str(broken)], cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert p.returncode != 0
@@ -101,8 +104,9 @@ def _commands(script: str) -> list[list[str]]:
 
 @lru_cache(maxsize=None)
 def _bench_help(*words: str) -> str:
-    p = subprocess.run([sys.executable, "-m", "bench", *words, "--help"], cwd=ROOT, capture_output=True,
-                       text=True, timeout=120)
+    p = subprocess.run(
+        [sys.executable, "-m", "bench", *words, "--help"], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
     assert p.returncode == 0, f"`bench {' '.join(words)} --help` failed: {p.stderr}"
     return p.stdout
 
@@ -137,14 +141,18 @@ def test_every_step_is_a_make_or_bench_command_that_exists():
                 sub.append(words[2])
             text = _bench_help(*sub)
             for flag in (w.split("=")[0] for w in words if w.startswith("--")):
-                assert re.search(rf"(?<![\w-]){re.escape(flag)}(?![\w-])", text), \
+                assert re.search(rf"(?<![\w-]){re.escape(flag)}(?![\w-])", text), (
                     f"{where}: `bench {' '.join(sub)}` has no option {flag}"
+                )
         else:
             pytest.fail(f"{where}: `{' '.join(words)}` is neither a make nor a bench command")
     assert seen["make"] >= 5 and seen["bench"] >= 8
 
 
 def test_the_checker_itself_rejects_unknown_commands_and_flags():
-    assert _commands("make a && .venv/bin/bench x --y 'q r'  # note") == [["make", "a"], [".venv/bin/bench", "x", "--y", "q r"]]
+    assert _commands("make a && .venv/bin/bench x --y 'q r'  # note") == [
+        ["make", "a"],
+        [".venv/bin/bench", "x", "--y", "q r"],
+    ]
     assert not _make_target_exists("no-such-target-here")
     assert not re.search(r"(?<![\w-])--no-such-flag(?![\w-])", _bench_help("publish"))

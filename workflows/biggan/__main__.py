@@ -1,4 +1,5 @@
 """`python -m workflows.biggan`: train (default) or `prepare-data`. Exit codes: README.md."""
+
 from __future__ import annotations
 
 import argparse
@@ -25,15 +26,27 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m workflows.biggan",
         description="Train BigGAN / BigGAN-deep. Writes DIR/train.jsonl, DIR/checkpoints/ and "
-                    "DIR/samples.png; resumes from DIR/checkpoints/ when present.",
-        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--experiment", metavar="NAME",
-                   help=f"preset under workflows/biggan/experiments/ ({', '.join(known_experiments())}) or a .yaml path")
+        "DIR/samples.png; resumes from DIR/checkpoints/ when present.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "--experiment",
+        metavar="NAME",
+        help=f"preset under workflows/biggan/experiments/ ({', '.join(known_experiments())}) or a .yaml path",
+    )
     p.add_argument("--run-dir", type=Path, metavar="DIR", help="where the log and checkpoints go")
-    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                   help="override one setting (repeatable)")
-    p.add_argument("--print-config", action="store_true",
-                   help="print the resolved config and its config_sha256 as JSON, then exit")
+    p.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override one setting (repeatable)",
+    )
+    p.add_argument(
+        "--print-config", action="store_true", help="print the resolved config and its config_sha256 as JSON, then exit"
+    )
     p.add_argument("--list-keys", action="store_true", help="list every setting with its default, then exit")
     return p
 
@@ -63,8 +76,16 @@ def _train(argv: list[str]) -> int:
         parser.error("--experiment is required (known: " + ", ".join(config.known_experiments()) + ")")
     flat = config.resolve(args.experiment, args.overrides)
     if args.print_config:
-        print(json.dumps({"experiment": args.experiment, "config_sha256": config.config_sha256(flat),
-                          "config": config.nested(flat)}, indent=2))
+        print(
+            json.dumps(
+                {
+                    "experiment": args.experiment,
+                    "config_sha256": config.config_sha256(flat),
+                    "config": config.nested(flat),
+                },
+                indent=2,
+            )
+        )
         return 0
     if args.run_dir is None:
         parser.error("--run-dir is required")

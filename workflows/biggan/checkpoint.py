@@ -6,6 +6,7 @@ file that is fsynced, renamed into place and followed by an fsync of the directo
 crash leaves either the old or the new bundle, never half of one. Loading tries the
 newest bundle first and falls back to older ones when it is unreadable.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -24,8 +25,19 @@ from workflows.biggan.errors import WorkloadConfigError
 
 FORMAT = "atlas-biggan-checkpoint/1"
 NAME = re.compile(r"^ckpt-(\d{8,})\.pt$")
-REQUIRED = ("format", "iteration", "data_position", "images_seen", "G", "D", "G_ema",
-            "g_optim", "d_optim", "rng", "config_sha256")
+REQUIRED = (
+    "format",
+    "iteration",
+    "data_position",
+    "images_seen",
+    "G",
+    "D",
+    "G_ema",
+    "g_optim",
+    "d_optim",
+    "rng",
+    "config_sha256",
+)
 
 
 def checkpoint_dir(run_dir: Path) -> Path:
@@ -58,9 +70,14 @@ def capture_rng(z_gen: torch.Generator) -> dict[str, Any]:
 
 def restore_rng(rng: dict[str, Any], z_gen: torch.Generator) -> None:
     random.setstate(_python_state_from_tensor(rng["python"]))
-    np.random.set_state({"bit_generator": "MT19937",
-                         "state": {"key": rng["numpy_key"].numpy().astype(np.uint32), "pos": rng["numpy_pos"]},
-                         "has_gauss": 0, "gauss": 0.0})
+    np.random.set_state(
+        {
+            "bit_generator": "MT19937",
+            "state": {"key": rng["numpy_key"].numpy().astype(np.uint32), "pos": rng["numpy_pos"]},
+            "has_gauss": 0,
+            "gauss": 0.0,
+        }
+    )
     torch.set_rng_state(rng["torch"])
     z_gen.set_state(rng["z"])
     if "cuda" in rng and torch.cuda.is_available():
@@ -150,8 +167,12 @@ def load_latest(run_dir: Path) -> tuple[dict[str, Any], Path] | None:
         return bundle, path
     if problems:
         raise WorkloadConfigError(
-            "no readable checkpoint in " + str(checkpoint_dir(run_dir)) + ": " + "; ".join(problems)
-            + ". Move the folder away to start over.")
+            "no readable checkpoint in "
+            + str(checkpoint_dir(run_dir))
+            + ": "
+            + "; ".join(problems)
+            + ". Move the folder away to start over."
+        )
     return None
 
 

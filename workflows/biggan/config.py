@@ -9,6 +9,7 @@ keys, wrong types and impossible values are errors that name the key.
 `RUNTIME_KEYS` (device, precision, workers, data paths, cadences, ...), which may differ
 between two environments running the same job without changing what is trained.
 """
+
 from __future__ import annotations
 
 import difflib
@@ -55,11 +56,17 @@ SETTINGS: dict[str, Setting] = {
     "model.n_classes": Setting(10, int, "number of classes", check=_positive),
     "model.g_ch": Setting(64, int, "G channel width multiplier (BigGAN G_ch)", check=_positive),
     "model.d_ch": Setting(64, int, "D channel width multiplier (BigGAN D_ch)", check=_positive),
-    "model.dim_z": Setting(128, int, "latent size (with hier, rounded down to a multiple of G blocks + 1)", check=_positive),
-    "model.shared_dim": Setting(128, int, "size of the shared class embedding fed to every conditional BN", check=_positive),
+    "model.dim_z": Setting(
+        128, int, "latent size (with hier, rounded down to a multiple of G blocks + 1)", check=_positive
+    ),
+    "model.shared_dim": Setting(
+        128, int, "size of the shared class embedding fed to every conditional BN", check=_positive
+    ),
     "model.hier": Setting(True, bool, "hierarchical z: split z across the input layer and the G blocks (BigGAN only)"),
     "model.depth": Setting(2, int, "residual blocks per resolution stage (BigGAN-deep only)", check=_positive),
-    "model.attention": Setting(0, int, "resolution of the self-attention block in G and D (0 = none)", check=_non_negative),
+    "model.attention": Setting(
+        0, int, "resolution of the self-attention block in G and D (0 = none)", check=_non_negative
+    ),
     "model.init": Setting("N02", str, "weight init", choices=("N02", "ortho", "xavier")),
     "model.bn_eps": Setting(1e-5, float, "BatchNorm epsilon", check=_positive),
     "model.sn_eps": Setting(1e-6, float, "spectral-norm epsilon", check=_positive),
@@ -75,47 +82,87 @@ SETTINGS: dict[str, Setting] = {
     "train.ortho_reg": Setting(0.0, float, "orthogonal regularisation strength for G (0 = off)", check=_non_negative),
     "train.ema": Setting(True, bool, "keep an exponential moving average of G (G_ema)"),
     "train.ema_decay": Setting(0.9999, float, "G_ema decay", check=_fraction),
-    "train.ema_start": Setting(1000, int, "G iteration from which G_ema averages (before: copies G)", check=_non_negative),
+    "train.ema_start": Setting(
+        1000, int, "G iteration from which G_ema averages (before: copies G)", check=_non_negative
+    ),
     "train.max_iters": Setting(1000, int, "stop after this many G iterations", check=_positive),
-    "train.max_seconds": Setting(None, float, "stop (status max_seconds, resumable) after this many seconds of this process", nullable=True, check=_positive),
+    "train.max_seconds": Setting(
+        None,
+        float,
+        "stop (status max_seconds, resumable) after this many seconds of this process",
+        nullable=True,
+        check=_positive,
+    ),
     "train.seed": Setting(0, int, "seed of every random number generator", check=_non_negative),
-    "train.checkpoint_every": Setting(500, int, "save a checkpoint every N G iterations (0 = only at the end)", check=_non_negative),
+    "train.checkpoint_every": Setting(
+        500, int, "save a checkpoint every N G iterations (0 = only at the end)", check=_non_negative
+    ),
     "train.checkpoint_keep": Setting(3, int, "checkpoints kept on disk", check=_positive),
     "train.log_every": Setting(50, int, "write a `train` line every N G iterations", check=_positive),
     "train.sample_grid": Setting(True, bool, "write samples.png from fixed z with G_ema at the end"),
     # data
-    "data.source": Setting("synthetic", str, "where real images come from", choices=("synthetic", "imagefolder", "hdf5")),
-    "data.path": Setting(None, str, "image folder (one subfolder per class) or HDF5 file from prepare-data", nullable=True),
+    "data.source": Setting(
+        "synthetic", str, "where real images come from", choices=("synthetic", "imagefolder", "hdf5")
+    ),
+    "data.path": Setting(
+        None, str, "image folder (one subfolder per class) or HDF5 file from prepare-data", nullable=True
+    ),
     "data.synthetic_size": Setting(1024, int, "images in the synthetic data set", check=_positive),
     "data.workers": Setting(0, int, "DataLoader worker processes", check=_non_negative),
-    "data.pin_memory": Setting("auto", str, "pinned host memory (auto = on with CUDA)", choices=("auto", "true", "false")),
+    "data.pin_memory": Setting(
+        "auto", str, "pinned host memory (auto = on with CUDA)", choices=("auto", "true", "false")
+    ),
     "data.prefetch_factor": Setting(2, int, "batches prefetched per worker (workers > 0)", check=_positive),
     # runtime
     "runtime.device": Setting("auto", str, "auto (CUDA when available), cpu or cuda", choices=("auto", "cpu", "cuda")),
-    "runtime.precision": Setting("auto", str, "auto (bf16 on CUDA, fp32 on CPU), fp32 or bf16", choices=("auto", "fp32", "bf16")),
-    "runtime.channels_last": Setting("auto", str, "channels_last memory format (auto = on with CUDA)", choices=("auto", "true", "false")),
-    "runtime.fused_adam": Setting("auto", str, "fused Adam kernels (auto = on with CUDA)", choices=("auto", "true", "false")),
+    "runtime.precision": Setting(
+        "auto", str, "auto (bf16 on CUDA, fp32 on CPU), fp32 or bf16", choices=("auto", "fp32", "bf16")
+    ),
+    "runtime.channels_last": Setting(
+        "auto", str, "channels_last memory format (auto = on with CUDA)", choices=("auto", "true", "false")
+    ),
+    "runtime.fused_adam": Setting(
+        "auto", str, "fused Adam kernels (auto = on with CUDA)", choices=("auto", "true", "false")
+    ),
     "runtime.compile": Setting(False, bool, "torch.compile G and D (CUDA only; ignored on CPU)"),
     "runtime.threads": Setting(0, int, "CPU threads for PyTorch (0 = its default)", check=_non_negative),
     "runtime.deterministic": Setting(True, bool, "deterministic algorithms (bit-exact resume on CPU)"),
-    "runtime.progress": Setting("auto", str, "progress bar: auto (when stderr is a terminal), bar or lines", choices=("auto", "bar", "lines")),
+    "runtime.progress": Setting(
+        "auto", str, "progress bar: auto (when stderr is a terminal), bar or lines", choices=("auto", "bar", "lines")
+    ),
     # eval
     "eval.every": Setting(0, int, "IS/FID every N G iterations (0 = off)", check=_non_negative),
     "eval.at_end": Setting(False, bool, "IS/FID once at the end"),
-    "eval.inception_weights": Setting(None, str, "local torchvision Inception-v3 state_dict file (never downloaded)", nullable=True),
+    "eval.inception_weights": Setting(
+        None, str, "local torchvision Inception-v3 state_dict file (never downloaded)", nullable=True
+    ),
     "eval.num_samples": Setting(1000, int, "generated (and real) images per evaluation", check=_positive),
 }
 
 # Keys that may differ between environments running the same job: excluded from
 # config_sha256. Everything else defines what is trained.
-RUNTIME_KEYS: frozenset[str] = frozenset({
-    "runtime.device", "runtime.precision", "runtime.channels_last", "runtime.fused_adam",
-    "runtime.compile", "runtime.deterministic", "runtime.threads", "runtime.progress",
-    "data.path", "data.workers", "data.pin_memory", "data.prefetch_factor",
-    "train.max_seconds", "train.checkpoint_every", "train.checkpoint_keep", "train.log_every",
-    "train.sample_grid",
-    "eval.inception_weights",
-})
+RUNTIME_KEYS: frozenset[str] = frozenset(
+    {
+        "runtime.device",
+        "runtime.precision",
+        "runtime.channels_last",
+        "runtime.fused_adam",
+        "runtime.compile",
+        "runtime.deterministic",
+        "runtime.threads",
+        "runtime.progress",
+        "data.path",
+        "data.workers",
+        "data.pin_memory",
+        "data.prefetch_factor",
+        "train.max_seconds",
+        "train.checkpoint_every",
+        "train.checkpoint_keep",
+        "train.log_every",
+        "train.sample_grid",
+        "eval.inception_weights",
+    }
+)
 
 
 def known_experiments() -> list[str]:
@@ -162,7 +209,8 @@ def coerce(key: str, value: Any, origin: str) -> Any:
             raise WorkloadConfigError(f"{origin}: {key} must be a string, got {value!r}")
     if s.choices is not None and value not in s.choices:
         raise WorkloadConfigError(
-            f"{origin}: {key}={value!r} is not supported (choose one of: {', '.join(map(str, s.choices))})")
+            f"{origin}: {key}={value!r} is not supported (choose one of: {', '.join(map(str, s.choices))})"
+        )
     if s.check is not None and (problem := s.check(value)):
         raise WorkloadConfigError(f"{origin}: {key}={value!r} {problem}")
     return value
@@ -188,8 +236,8 @@ def load_preset(name: str) -> dict[str, Any]:
         path = EXPERIMENTS_DIR / f"{name}.yaml"
         if not path.is_file():
             raise WorkloadConfigError(
-                f"unknown experiment {name!r} (known: {', '.join(known_experiments())}; "
-                f"or give a path to a .yaml file)")
+                f"unknown experiment {name!r} (known: {', '.join(known_experiments())}; or give a path to a .yaml file)"
+            )
     try:
         tree = yaml.safe_load(path.read_text()) or {}
     except yaml.YAMLError as exc:
@@ -229,11 +277,13 @@ def check_consistency(c: dict[str, Any]) -> None:
     if attn and (attn not in _powers_of_two(res) or attn < 8):
         raise WorkloadConfigError(
             f"model.attention={attn} must be 0 or a power-of-two resolution in "
-            f"[8, {res}] inside the models (model.resolution={res})")
+            f"[8, {res}] inside the models (model.resolution={res})"
+        )
     if c["data.source"] != "synthetic" and not c["data.path"]:
         raise WorkloadConfigError(
             f"data.source={c['data.source']} needs data.path (an image folder or an HDF5 file "
-            f"made by `python -m workflows.biggan prepare-data`)")
+            f"made by `python -m workflows.biggan prepare-data`)"
+        )
     if c["model.arch"] == "biggan" and c["model.hier"] and c["model.dim_z"] < 8:
         raise WorkloadConfigError("model.dim_z must be >= 8 with model.hier=true")
 

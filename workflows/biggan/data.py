@@ -4,6 +4,7 @@ Batches come from a seeded, resumable plan: global batch k is a fixed function o
 (seed, k), so a run resumed at data position k sees exactly the batches the
 uninterrupted run would have seen, on any number of processes.
 """
+
 from __future__ import annotations
 
 import json
@@ -78,11 +79,16 @@ def scan_image_folder(root: Path) -> tuple[list[str], list[tuple[Path, int]]]:
     if not root.is_dir():
         raise WorkloadConfigError(f"data.path {str(root)!r} is not a directory (expected one sub-folder per class)")
     classes = sorted(p.name for p in root.iterdir() if p.is_dir())
-    items = [(f, ci) for ci, cls in enumerate(classes)
-             for f in sorted((root / cls).rglob("*")) if f.suffix.lower() in IMAGE_SUFFIXES]
+    items = [
+        (f, ci)
+        for ci, cls in enumerate(classes)
+        for f in sorted((root / cls).rglob("*"))
+        if f.suffix.lower() in IMAGE_SUFFIXES
+    ]
     if not items:
         raise WorkloadConfigError(
-            f"data.path {str(root)!r} holds no images in class sub-folders (looked for {', '.join(IMAGE_SUFFIXES)})")
+            f"data.path {str(root)!r} holds no images in class sub-folders (looked for {', '.join(IMAGE_SUFFIXES)})"
+        )
     return classes, items
 
 
@@ -114,11 +120,13 @@ class HDF5Images(Dataset):
         except (OSError, KeyError, ValueError) as exc:
             raise WorkloadConfigError(
                 f"data.path {str(path)!r}: not an HDF5 file from prepare-data ({exc}); "
-                f"make one with `python -m workflows.biggan prepare-data SRC OUT.h5 --resolution {resolution}`") from exc
+                f"make one with `python -m workflows.biggan prepare-data SRC OUT.h5 --resolution {resolution}`"
+            ) from exc
         if len(shape) != 4 or shape[1:] != (resolution, resolution, 3) or n_labels != shape[0]:
             raise WorkloadConfigError(
                 f"data.path {str(path)!r}: images have shape {shape} with {n_labels} labels, expected "
-                f"(N, {resolution}, {resolution}, 3) for model.resolution={resolution}")
+                f"(N, {resolution}, {resolution}, 3) for model.resolution={resolution}"
+            )
         self.size = shape[0]
 
     def __len__(self) -> int:
@@ -143,12 +151,15 @@ def build_dataset(c: dict[str, Any]) -> Dataset:
         ds = ImageFolderImages(path, res)
     else:
         if not path.is_file():
-            raise WorkloadConfigError(f"data.path {str(path)!r} does not exist (expected an HDF5 file from prepare-data)")
+            raise WorkloadConfigError(
+                f"data.path {str(path)!r} does not exist (expected an HDF5 file from prepare-data)"
+            )
         ds = HDF5Images(path, res)
     if ds.classes and len(ds.classes) > n_classes:
         raise WorkloadConfigError(
             f"data.path {str(path)!r} has {len(ds.classes)} classes but model.n_classes={n_classes}; "
-            f"set --set model.n_classes={len(ds.classes)}")
+            f"set --set model.n_classes={len(ds.classes)}"
+        )
     return ds
 
 
@@ -161,8 +172,7 @@ class BatchPlan(Sampler[list[int]]):
 
     def __init__(self, n_items: int, global_batch: int, seed: int, rank: int, world_size: int, start: int = 0) -> None:
         if n_items < global_batch:
-            raise WorkloadConfigError(
-                f"the data set has {n_items} images, fewer than train.batch_size={global_batch}")
+            raise WorkloadConfigError(f"the data set has {n_items} images, fewer than train.batch_size={global_batch}")
         self.n, self.batch, self.seed, self.start = n_items, global_batch, seed, start
         self.per_rank = global_batch // world_size
         self.rank = rank
@@ -179,15 +189,16 @@ class BatchPlan(Sampler[list[int]]):
             if e != epoch:
                 epoch, perm = e, self._perm(e)
             lo = j * self.batch + self.rank * self.per_rank
-            yield perm[lo: lo + self.per_rank].tolist()
+            yield perm[lo : lo + self.per_rank].tolist()
             k += 1
 
     def __len__(self) -> int:  # endless; DataLoader only needs this for len()
         return 2**62
 
 
-def build_loader(dataset: Dataset, c: dict[str, Any], rank: int, world_size: int, start: int,
-                 use_cuda: bool) -> DataLoader:
+def build_loader(
+    dataset: Dataset, c: dict[str, Any], rank: int, world_size: int, start: int, use_cuda: bool
+) -> DataLoader:
     """Endless loader from data position `start` (global batches already consumed)."""
     plan = BatchPlan(len(dataset), c["train.batch_size"], c["train.seed"], rank, world_size, start)  # type: ignore[arg-type]
     workers = c["data.workers"]

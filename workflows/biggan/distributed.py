@@ -4,6 +4,7 @@ Gradients are averaged with one flattened all-reduce per optimizer step (instead
 wrapping D in DistributedDataParallel, which does not fit GAN steps where D runs in G's
 backward without needing its own gradients). Rank 0 alone writes the log and checkpoints.
 """
+
 from __future__ import annotations
 
 import os
@@ -53,7 +54,7 @@ def average_gradients(params: list[torch.nn.Parameter], world: World) -> None:
     offset = 0
     for g in grads:
         n = g.numel()
-        g.copy_(flat[offset: offset + n].view_as(g))
+        g.copy_(flat[offset : offset + n].view_as(g))
         offset += n
 
 

@@ -4,6 +4,7 @@ Nothing is ever downloaded: without `eval.inception_weights`, or without torchvi
 the evaluation is skipped and the training log says why. FID compares generated images
 with the same number of real images of the training data set.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -24,16 +25,20 @@ class EvalSkipped(Exception):
 
 def _load_inception(path_str: str | None) -> torch.nn.Module:
     if not path_str:
-        raise EvalSkipped("no Inception weights given: set eval.inception_weights=PATH to a local "
-                          "torchvision inception_v3 state_dict file (nothing is downloaded)")
+        raise EvalSkipped(
+            "no Inception weights given: set eval.inception_weights=PATH to a local "
+            "torchvision inception_v3 state_dict file (nothing is downloaded)"
+        )
     path = Path(path_str).expanduser()
     if not path.is_file():
         raise EvalSkipped(f"eval.inception_weights {str(path)!r} does not exist")
     try:
         from torchvision.models import inception_v3
     except ImportError:
-        raise EvalSkipped("torchvision is not installed (IS/FID use its Inception-v3); install the torchvision "
-                          "build that matches your torch") from None
+        raise EvalSkipped(
+            "torchvision is not installed (IS/FID use its Inception-v3); install the torchvision "
+            "build that matches your torch"
+        ) from None
     net = inception_v3(weights=None, aux_logits=True, init_weights=False, transform_input=False)
     try:
         net.load_state_dict(torch.load(path, map_location="cpu", weights_only=True))
@@ -79,7 +84,9 @@ def frechet_distance(a: np.ndarray, b: np.ndarray) -> float:
 
 
 @torch.no_grad()
-def inception_metrics(g: torch.nn.Module, dataset: Dataset, c: dict[str, Any], device: torch.device) -> dict[str, float]:
+def inception_metrics(
+    g: torch.nn.Module, dataset: Dataset, c: dict[str, Any], device: torch.device
+) -> dict[str, float]:
     net = _load_inception(c["eval.inception_weights"]).to(device)
     n = c["eval.num_samples"]
     gen = torch.Generator().manual_seed(c["train.seed"] + 31_337)

@@ -3,6 +3,7 @@
 Spectral norm is our own (one power iteration per training forward, u kept as a buffer)
 so that the state dict is plain tensors and a resumed run continues the same iteration.
 """
+
 from __future__ import annotations
 
 import torch
@@ -38,8 +39,9 @@ class _SpectralNorm:
 
 
 class SNConv2d(nn.Conv2d, _SpectralNorm):
-    def __init__(self, cin: int, cout: int, kernel: int = 3, padding: int | None = None,
-                 bias: bool = True, eps: float = 1e-6) -> None:
+    def __init__(
+        self, cin: int, cout: int, kernel: int = 3, padding: int | None = None, bias: bool = True, eps: float = 1e-6
+    ) -> None:
         super().__init__(cin, cout, kernel, padding=kernel // 2 if padding is None else padding, bias=bias)
         self._init_sn(eps)
 

@@ -1,4 +1,5 @@
 """Hinge loss (Lim & Ye 2017; Miyato et al. 2018) and BigGAN's orthogonal regularisation."""
+
 from __future__ import annotations
 
 import torch

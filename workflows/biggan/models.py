@@ -4,6 +4,7 @@ Channel widths are multiples of `g_ch` / `d_ch` per resolution stage (Brock et a
 appendix B). G: shared class embedding + (hierarchical) z feed conditional BatchNorm in
 every block. D: residual blocks, global sum pooling, linear output + class projection.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -15,17 +16,19 @@ from torch import nn
 from workflows.biggan.layers import ConditionalBN, SelfAttention, SNConv2d, SNEmbedding, SNLinear, init_weights
 
 # resolution -> (input multipliers, output multipliers) of G's upsampling stages (from 4x4)
-G_STAGES = {32: ([4, 4, 4], [4, 4, 4]),
-            64: ([16, 16, 8, 4], [16, 8, 4, 2]),
-            128: ([16, 16, 8, 4, 2], [16, 8, 4, 2, 1])}
+G_STAGES = {32: ([4, 4, 4], [4, 4, 4]), 64: ([16, 16, 8, 4], [16, 8, 4, 2]), 128: ([16, 16, 8, 4, 2], [16, 8, 4, 2, 1])}
 # resolution -> (output multipliers, downsample?) of D's stages (input: the image)
-D_STAGES = {32: ([4, 4, 4, 4], [True, True, False, False]),
-            64: ([1, 2, 4, 8, 16], [True, True, True, True, False]),
-            128: ([1, 2, 4, 8, 16, 16], [True, True, True, True, True, False])}
+D_STAGES = {
+    32: ([4, 4, 4, 4], [True, True, False, False]),
+    64: ([1, 2, 4, 8, 16], [True, True, True, True, False]),
+    128: ([1, 2, 4, 8, 16, 16], [True, True, True, True, True, False]),
+}
 # BigGAN-deep D: an input conv to the first width, then stages (in, out, downsample?)
-D_DEEP_STAGES = {32: ([4, 4, 4], [4, 4, 4], [True, True, False]),
-                 64: ([1, 2, 4, 8], [2, 4, 8, 16], [True, True, True, True]),
-                 128: ([1, 2, 4, 8, 16], [2, 4, 8, 16, 16], [True, True, True, True, True])}
+D_DEEP_STAGES = {
+    32: ([4, 4, 4], [4, 4, 4], [True, True, False]),
+    64: ([1, 2, 4, 8], [2, 4, 8, 16], [True, True, True, True]),
+    128: ([1, 2, 4, 8, 16], [2, 4, 8, 16, 16], [True, True, True, True, True]),
+}
 
 
 class GBlock(nn.Module):

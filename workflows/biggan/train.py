@@ -4,6 +4,7 @@ One G iteration = `d_steps` D steps (each over `accumulate` real batches) + one 
 (over `accumulate` fake batches) + the G_ema update. The data position counts global
 batches consumed, so a resumed run draws exactly the batches an uninterrupted run would.
 """
+
 from __future__ import annotations
 
 import copy
@@ -23,7 +24,15 @@ import torch
 from workflows.biggan import checkpoint as ckpt
 from workflows.biggan.config import config_sha256, nested
 from workflows.biggan.data import build_dataset, build_loader
-from workflows.biggan.distributed import World, any_rank, average_gradients, barrier, gather_states, init_world, same_on_all_ranks
+from workflows.biggan.distributed import (
+    World,
+    any_rank,
+    average_gradients,
+    barrier,
+    gather_states,
+    init_world,
+    same_on_all_ranks,
+)
 from workflows.biggan.errors import WorkloadConfigError
 from workflows.biggan.losses import d_hinge, g_hinge, ortho_penalty
 from workflows.biggan.models import Generator, build_models
@@ -53,7 +62,8 @@ def resolve_device(c: dict[str, Any]) -> torch.device:
     if want == "cuda" and not torch.cuda.is_available():
         raise WorkloadConfigError(
             "runtime.device=cuda but PyTorch sees no CUDA device (torch.cuda.is_available() is False); "
-            "use runtime.device=auto or runtime.device=cpu")
+            "use runtime.device=auto or runtime.device=cpu"
+        )
     if want == "cpu" or not torch.cuda.is_available():
         return torch.device("cpu")
     return torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
@@ -98,7 +108,8 @@ class Trainer:
         if c["train.batch_size"] % self.world.world_size:
             raise WorkloadConfigError(
                 f"train.batch_size={c['train.batch_size']} does not split evenly over "
-                f"{self.world.world_size} processes; choose a multiple of {self.world.world_size}")
+                f"{self.world.world_size} processes; choose a multiple of {self.world.world_size}"
+            )
         self.local_batch = c["train.batch_size"] // self.world.world_size
         precision = c["runtime.precision"]
         self.amp_dtype = torch.bfloat16 if (precision == "bf16" or (precision == "auto" and cuda)) else None
@@ -115,7 +126,9 @@ class Trainer:
         if self.G_ema is not None:
             self.G_ema.eval().requires_grad_(False)
         fused = _flag(c["runtime.fused_adam"], cuda) and cuda
-        adam = dict(betas=(c["train.beta1"], c["train.beta2"]), eps=c["train.adam_eps"], **({"fused": True} if fused else {}))
+        adam = dict(
+            betas=(c["train.beta1"], c["train.beta2"]), eps=c["train.adam_eps"], **({"fused": True} if fused else {})
+        )
         self.g_opt = torch.optim.Adam(self.G.parameters(), lr=c["train.g_lr"], **adam)
         self.d_opt = torch.optim.Adam(self.D.parameters(), lr=c["train.d_lr"], **adam)
         self.G_fwd, self.D_fwd = self.G, self.D
@@ -133,12 +146,17 @@ class Trainer:
     # ---- checkpoints -------------------------------------------------------------
     def bundle(self) -> dict[str, Any]:
         return {
-            "iteration": self.iteration, "data_position": self.data_position,
-            "images_seen": self.images_seen, "config_sha256": self.sha, "config": dict(self.c),
+            "iteration": self.iteration,
+            "data_position": self.data_position,
+            "images_seen": self.images_seen,
+            "config_sha256": self.sha,
+            "config": dict(self.c),
             "experiment": self.experiment,
-            "G": self.G.state_dict(), "D": self.D.state_dict(),
+            "G": self.G.state_dict(),
+            "D": self.D.state_dict(),
             "G_ema": self.G_ema.state_dict() if self.G_ema is not None else {},
-            "g_optim": self.g_opt.state_dict(), "d_optim": self.d_opt.state_dict(),
+            "g_optim": self.g_opt.state_dict(),
+            "d_optim": self.d_opt.state_dict(),
             "rng": {**ckpt.capture_rng(self.z_gen), "z_ranks": gather_states(self.z_gen.get_state(), self.world)},
         }
 
@@ -149,10 +167,14 @@ class Trainer:
             raise WorkloadConfigError(
                 f"checkpoint {path} was trained with a different model ("
                 + ", ".join(f"{k}={old[k]!r} there, {self.c[k]!r} now" for k in changed)
-                + "); use a new --run-dir or the same settings")
+                + "); use a new --run-dir or the same settings"
+            )
         if bundle["config_sha256"] != self.sha and self.world.main:
-            print(f"biggan: warning: resuming {path.name} with a changed configuration "
-                  f"(config_sha256 {bundle['config_sha256'][:12]} -> {self.sha[:12]})", file=sys.stderr)
+            print(
+                f"biggan: warning: resuming {path.name} with a changed configuration "
+                f"(config_sha256 {bundle['config_sha256'][:12]} -> {self.sha[:12]})",
+                file=sys.stderr,
+            )
         try:
             self.G.load_state_dict(bundle["G"])
             self.D.load_state_dict(bundle["D"])
@@ -171,8 +193,9 @@ class Trainer:
         if z_ranks is not None and len(z_ranks) == self.world.world_size:
             rng["z"] = z_ranks[self.world.rank]
         elif self.world.rank != 0:  # another world size: a fresh stream per rank
-            rng["z"] = self.z_gen.manual_seed(self.c["train.seed"] * 1000 + 17 + self.world.rank
-                                              + 7919 * self.iteration).get_state()
+            rng["z"] = self.z_gen.manual_seed(
+                self.c["train.seed"] * 1000 + 17 + self.world.rank + 7919 * self.iteration
+            ).get_state()
         ckpt.restore_rng(rng, self.z_gen)
         self.resumed_from = path.name
 
@@ -181,8 +204,12 @@ class Trainer:
         bundle = self.bundle()  # collective on every rank (z streams are gathered)
         if self.world.main:
             path = ckpt.save(self.run_dir, bundle, self.c["train.checkpoint_keep"])
-            log.write("checkpoint", iteration=self.iteration, path=str(path.relative_to(self.run_dir)),
-                      seconds=round(time.perf_counter() - t0, 4))
+            log.write(
+                "checkpoint",
+                iteration=self.iteration,
+                path=str(path.relative_to(self.run_dir)),
+                seconds=round(time.perf_counter() - t0, 4),
+            )
         barrier(self.world)
 
     # ---- training ----------------------------------------------------------------
@@ -201,11 +228,15 @@ class Trainer:
         return z, y
 
     def batches(self) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
-        loader = build_loader(self.dataset, self.c, self.world.rank, self.world.world_size,
-                              self.data_position, self.device.type == "cuda")
+        loader = build_loader(
+            self.dataset, self.c, self.world.rank, self.world.world_size, self.data_position, self.device.type == "cuda"
+        )
         fmt = torch.channels_last if self.channels_last else torch.contiguous_format
         for x, y in loader:
-            yield x.to(self.device, non_blocking=True).contiguous(memory_format=fmt), y.to(self.device, non_blocking=True)
+            yield (
+                x.to(self.device, non_blocking=True).contiguous(memory_format=fmt),
+                y.to(self.device, non_blocking=True),
+            )
 
     def step(self, real: Iterator[tuple[torch.Tensor, torch.Tensor]]) -> None:
         """One G iteration (D steps, G step, EMA); losses are accumulated for the log."""
@@ -223,7 +254,7 @@ class Trainer:
                     with torch.no_grad():
                         fake = self.G_fwd(z, yf)
                     logits = self.D_fwd(torch.cat([x, fake.to(x.dtype)]), torch.cat([y, yf])).float()
-                loss_real, loss_fake = d_hinge(logits[: x.shape[0]], logits[x.shape[0]:])
+                loss_real, loss_fake = d_hinge(logits[: x.shape[0]], logits[x.shape[0] :])
                 ((loss_real + loss_fake) / acc).backward()
                 self._loss_sums[1:] += torch.stack([loss_real.detach(), loss_fake.detach()])
                 self._loss_counts[1:] += 1
@@ -264,8 +295,11 @@ class Trainer:
         empty = (self._loss_counts == 0).tolist()
         self._loss_sums.zero_()
         self._loss_counts.zero_()
-        return {"g_loss": None if empty[0] else g, "d_loss_real": None if empty[1] else dr,
-                "d_loss_fake": None if empty[2] else df}
+        return {
+            "g_loss": None if empty[0] else g,
+            "d_loss_real": None if empty[1] else dr,
+            "d_loss_fake": None if empty[2] else df,
+        }
 
     def g_sha256(self) -> str:
         return ckpt.state_sha256(self.G.state_dict())
@@ -316,12 +350,18 @@ class _Progress:
         if self.bar is not None:
             self.bar.update(1)
             if record is not None:
-                self.bar.set_postfix(g=_fmt(record["g_loss"]), d=_fmt(record["d_loss_real"]),
-                                     img_s=_fmt(record["images_per_s"]), refresh=False)
+                self.bar.set_postfix(
+                    g=_fmt(record["g_loss"]),
+                    d=_fmt(record["d_loss_real"]),
+                    img_s=_fmt(record["images_per_s"]),
+                    refresh=False,
+                )
         elif record is not None:
-            line(f"iter {record['iteration']} images {record['images_seen']} "
-                 f"{_fmt(record['images_per_s'])} img/s g_loss {_fmt(record['g_loss'])} "
-                 f"d_loss_real {_fmt(record['d_loss_real'])} d_loss_fake {_fmt(record['d_loss_fake'])}")
+            line(
+                f"iter {record['iteration']} images {record['images_seen']} "
+                f"{_fmt(record['images_per_s'])} img/s g_loss {_fmt(record['g_loss'])} "
+                f"d_loss_real {_fmt(record['d_loss_real'])} d_loss_fake {_fmt(record['d_loss_fake'])}"
+            )
 
     def close(self) -> None:
         if self.bar is not None:
@@ -364,14 +404,24 @@ def train(c: dict[str, Any], run_dir: Path, experiment: str) -> Outcome:
     try:
         real = trainer.batches()
         barrier(world)
-        start = log.write("run_start", iteration=trainer.iteration, resumed_from=trainer.resumed_from,
-                          experiment=experiment, config=nested(c), config_sha256=trainer.sha,
-                          device=str(trainer.device), world_size=world.world_size, seed=c["train.seed"],
-                          precision=str(trainer.amp_dtype or torch.float32).replace("torch.", ""))
+        start = log.write(
+            "run_start",
+            iteration=trainer.iteration,
+            resumed_from=trainer.resumed_from,
+            experiment=experiment,
+            config=nested(c),
+            config_sha256=trainer.sha,
+            device=str(trainer.device),
+            world_size=world.world_size,
+            seed=c["train.seed"],
+            precision=str(trainer.amp_dtype or torch.float32).replace("torch.", ""),
+        )
         started = True
         if world.main:
-            line(f"run_start {experiment} at iteration {trainer.iteration}/{max_iters} on {trainer.device} "
-                 f"x{world.world_size}" + (f", resumed from {trainer.resumed_from}" if trainer.resumed_from else ""))
+            line(
+                f"run_start {experiment} at iteration {trainer.iteration}/{max_iters} on {trainer.device} "
+                f"x{world.world_size}" + (f", resumed from {trainer.resumed_from}" if trainer.resumed_from else "")
+            )
         progress = _Progress(c["runtime.progress"], max_iters, trainer.iteration, world.main)
         t_start = last_t = start["time"]
         last_images, last_iter, saved_at = trainer.images_seen, trainer.iteration, trainer.iteration
@@ -408,12 +458,18 @@ def train(c: dict[str, Any], run_dir: Path, experiment: str) -> Outcome:
                 _evaluate(trainer, log)
         outcome = Outcome(status, trainer.iteration, trainer.g_sha256())
         if world.active:  # data parallelism must keep every replica's weights bit-identical
-            params = ckpt.state_sha256({**{f"G.{k}": v for k, v in trainer.G.named_parameters()},
-                                        **{f"D.{k}": v for k, v in trainer.D.named_parameters()}})
+            params = ckpt.state_sha256(
+                {
+                    **{f"G.{k}": v for k, v in trainer.G.named_parameters()},
+                    **{f"D.{k}": v for k, v in trainer.D.named_parameters()},
+                }
+            )
             extra["replicas_identical"] = same_on_all_ranks(params, world)
         if status == "preempted" and world.main:
-            line(f"stop requested ({stop.signal_name or 'by another rank'}): checkpoint saved at iteration "
-                 f"{trainer.iteration}; run again with the same --run-dir to resume (exit {EXIT_PREEMPTED})")
+            line(
+                f"stop requested ({stop.signal_name or 'by another rank'}): checkpoint saved at iteration "
+                f"{trainer.iteration}; run again with the same --run-dir to resume (exit {EXIT_PREEMPTED})"
+            )
         return outcome
     except BaseException:
         try:
@@ -426,20 +482,32 @@ def train(c: dict[str, Any], run_dir: Path, experiment: str) -> Outcome:
         if progress is not None:
             progress.close()
         if started:
-            log.write("run_stop", iteration=outcome.iteration, status=outcome.status,
-                      g_sha256=outcome.g_sha256, images_seen=trainer.images_seen, **extra)
+            log.write(
+                "run_stop",
+                iteration=outcome.iteration,
+                status=outcome.status,
+                g_sha256=outcome.g_sha256,
+                images_seen=trainer.images_seen,
+                **extra,
+            )
             if world.main:
                 line(f"run_stop {outcome.status} at iteration {outcome.iteration} g_sha256 {outcome.g_sha256[:16]}")
         log.close()
         stop.uninstall()
 
 
-def _train_record(t: Trainer, now: float, t_start: float, last_t: float, last_images: int, last_iter: int) -> dict[str, Any]:
+def _train_record(
+    t: Trainer, now: float, t_start: float, last_t: float, last_images: int, last_iter: int
+) -> dict[str, Any]:
     dt = max(now - last_t, 1e-9)
-    return {"iteration": t.iteration, "images_seen": t.images_seen,
-            "images_per_s": round((t.images_seen - last_images) / dt, 3),
-            "g_iters_per_s": round((t.iteration - last_iter) / dt, 4),
-            **t.take_losses(), "wall_s": round(now - t_start, 4)}
+    return {
+        "iteration": t.iteration,
+        "images_seen": t.images_seen,
+        "images_per_s": round((t.images_seen - last_images) / dt, 3),
+        "g_iters_per_s": round((t.iteration - last_iter) / dt, 4),
+        **t.take_losses(),
+        "wall_s": round(now - t_start, 4),
+    }
 
 
 @torch.no_grad()
@@ -457,7 +525,7 @@ def _write_samples(t: Trainer, path: Path) -> None:
     n = 64
     z = torch.randn(n, g.dim_z, generator=gen).to(t.device)
     y = (torch.arange(n) % t.c["model.n_classes"]).to(t.device)
-    imgs = torch.cat([g(z[i: i + 16], y[i: i + 16]).float().cpu() for i in range(0, n, 16)])
+    imgs = torch.cat([g(z[i : i + 16], y[i : i + 16]).float().cpu() for i in range(0, n, 16)])
     g.train(was_training)
     r = t.c["model.resolution"]
     grid = imgs.view(8, 8, 3, r, r).permute(0, 3, 1, 4, 2).reshape(8 * r, 8 * r, 3)

@@ -3,6 +3,7 @@
 One JSON object per line, appended and flushed line by line so that a killed job leaves
 every complete line readable. Only rank 0 writes.
 """
+
 from __future__ import annotations
 
 import json

@@ -1,4 +1,5 @@
 """compare/stats/cost on synthetic records written in the real on-disk format."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -12,8 +13,14 @@ from bench.records.read import find_runs
 from bench.analysis.stats import compare_samples, olympic_mean
 from bench.records.synthetic import RunSpec, write_run
 
-SATORI = {"model": "onprem", "electricity_usd_per_kwh": 0.0839, "pue": 1.2, "node_capex_usd": 50000,
-          "node_life_years": 5, "gpus_per_node": 4}
+SATORI = {
+    "model": "onprem",
+    "electricity_usd_per_kwh": 0.0839,
+    "pue": 1.2,
+    "node_capex_usd": 50000,
+    "node_life_years": 5,
+    "gpus_per_node": 4,
+}
 MOC = {"model": "cloud", "usd_per_gpu_hour": 2.0}
 
 
@@ -24,8 +31,19 @@ def costs(env: str) -> dict | None:
 def two_envs(tmp_path: Path, moc_rate: float = 100.0, runs: int = 3) -> Path:
     for i in range(runs):
         write_run(tmp_path, RunSpec("satori", f"s{i}", seed=i, gpus=1, images_per_s=200.0, start=1.79e9 + i * 100))
-        write_run(tmp_path, RunSpec("moc", f"m{i}", seed=50 + i, gpus=1, images_per_s=moc_rate, gpu_util=30,
-                                    queue_wait_s=12.0, start=1.79e9 + i * 100 + 10))
+        write_run(
+            tmp_path,
+            RunSpec(
+                "moc",
+                f"m{i}",
+                seed=50 + i,
+                gpus=1,
+                images_per_s=moc_rate,
+                gpu_util=30,
+                queue_wait_s=12.0,
+                start=1.79e9 + i * 100 + 10,
+            ),
+        )
     return tmp_path
 
 
@@ -58,13 +76,16 @@ def test_onprem_cost_by_hand() -> None:
     assert "electricity not included" in no_energy.note
 
 
-@pytest.mark.parametrize("cfg, needle", [
-    ({"model": "onprem", "pue": 1.2, "node_capex_usd": 1}, "cost.electricity_usd_per_kwh is required"),
-    ({"model": "onprem", "electricity_usd_per_kwh": 0.1, "pue": 0.5, "node_capex_usd": 1}, "cost.pue must be >= 1"),
-    ({"model": "cloud", "usd_per_gpu_hour": "cheap"}, "cost.usd_per_gpu_hour must be a number"),
-    ({"model": "aws"}, "cost.model is 'aws'"),
-    ({"model": "cloud", "usd_per_gpu_hour": 1, "usd_per_tpu_hour": 2}, "cost.usd_per_tpu_hour is not a key"),
-])
+@pytest.mark.parametrize(
+    "cfg, needle",
+    [
+        ({"model": "onprem", "pue": 1.2, "node_capex_usd": 1}, "cost.electricity_usd_per_kwh is required"),
+        ({"model": "onprem", "electricity_usd_per_kwh": 0.1, "pue": 0.5, "node_capex_usd": 1}, "cost.pue must be >= 1"),
+        ({"model": "cloud", "usd_per_gpu_hour": "cheap"}, "cost.usd_per_gpu_hour must be a number"),
+        ({"model": "aws"}, "cost.model is 'aws'"),
+        ({"model": "cloud", "usd_per_gpu_hour": 1, "usd_per_tpu_hour": 2}, "cost.usd_per_tpu_hour is not a key"),
+    ],
+)
 def test_cost_validation_names_file_and_key(cfg: dict, needle: str) -> None:
     errors = check_cost(cfg, "clusters/x/env.yaml")
     assert errors and all(e.startswith("clusters/x/env.yaml: ") for e in errors)
@@ -101,6 +122,13 @@ def test_unknown_baseline_is_an_error(tmp_path: Path) -> None:
 
 
 def test_fmt_is_stable() -> None:
-    assert [fmt(v) for v in (None, 0, 0.000123456, 1.23456, 123.456, 12345.6, -2.5)] == \
-        ["—", "0", "0.000123", "1.23", "123", "12,346", "-2.50"]
+    assert [fmt(v) for v in (None, 0, 0.000123456, 1.23456, 123.456, 12345.6, -2.5)] == [
+        "—",
+        "0",
+        "0.000123",
+        "1.23",
+        "123",
+        "12,346",
+        "-2.50",
+    ]
     assert fmt(float("nan")) == "—"

@@ -1,12 +1,21 @@
 """Regression verdicts on synthetic numbers: pure functions, no files."""
+
 from __future__ import annotations
 
 import pytest
 
 from bench.errors import ConfigError
 from bench.analysis.regression import (
-    IMPROVEMENT, INCONCLUSIVE, NO_BASELINE, NO_DATA, REGRESSION, UNCHANGED,
-    judge, judge_env, parse_thresholds, worst_first,
+    IMPROVEMENT,
+    INCONCLUSIVE,
+    NO_BASELINE,
+    NO_DATA,
+    REGRESSION,
+    UNCHANGED,
+    judge,
+    judge_env,
+    parse_thresholds,
+    worst_first,
 )
 
 
@@ -46,10 +55,12 @@ def test_significant_change_below_threshold_is_unchanged():
 def test_per_metric_thresholds_in_judge_env():
     base = [{"env": "local", "images_per_s": x, "time_to_train_s": t} for x, t in [(100, 60), (101, 61), (99, 59)]]
     cand = [{"env": "local", "images_per_s": x, "time_to_train_s": t} for x, t in [(93, 64), (94, 65), (92, 63)]]
-    verdicts = {v.metric: v for v in judge_env("local", base, cand, ["images_per_s", "time_to_train_s"],
-                                                thresholds={"images_per_s": 0.10})}
-    assert verdicts["images_per_s"].status == UNCHANGED       # -7 % < 10 %
-    assert verdicts["time_to_train_s"].status == REGRESSION   # +6.7 % > default 5 %
+    verdicts = {
+        v.metric: v
+        for v in judge_env("local", base, cand, ["images_per_s", "time_to_train_s"], thresholds={"images_per_s": 0.10})
+    }
+    assert verdicts["images_per_s"].status == UNCHANGED  # -7 % < 10 %
+    assert verdicts["time_to_train_s"].status == REGRESSION  # +6.7 % > default 5 %
 
 
 def test_few_runs_use_a_seeded_bootstrap_interval():
@@ -98,8 +109,9 @@ def test_missing_candidate_data():
 
 def test_cross_environment_rows_are_refused():
     with pytest.raises(ConfigError, match="one environment"):
-        judge_env("local", [{"env": "satori", "images_per_s": 1}], [{"env": "local", "images_per_s": 1}],
-                  ["images_per_s"])
+        judge_env(
+            "local", [{"env": "satori", "images_per_s": 1}], [{"env": "local", "images_per_s": 1}], ["images_per_s"]
+        )
 
 
 def test_unknown_metric_needs_a_direction():
@@ -116,9 +128,11 @@ def test_parse_thresholds():
 
 
 def test_worst_first_lists_regressions_then_missing_baselines():
-    vs = [judge("a", "images_per_s", [1, 1, 1], [1, 1, 1]),
-          judge("b", "images_per_s", [], [1]),
-          judge("c", "images_per_s", [100, 101, 99], [50, 51, 49])]
+    vs = [
+        judge("a", "images_per_s", [1, 1, 1], [1, 1, 1]),
+        judge("b", "images_per_s", [], [1]),
+        judge("c", "images_per_s", [100, 101, 99], [50, 51, 49]),
+    ]
     vs.append(judge("d", "images_per_s", [100], [50]))
     assert [v.status for v in worst_first(vs)] == [REGRESSION, INCONCLUSIVE, NO_BASELINE, UNCHANGED]
 

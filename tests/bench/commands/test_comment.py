@@ -1,4 +1,5 @@
 """`bench comment` as a user runs it: a subprocess, the token in GITHUB_TOKEN, the REST double."""
+
 from __future__ import annotations
 
 import os
@@ -17,8 +18,14 @@ def bench(*args: str, token: str | None, double=None) -> subprocess.CompletedPro
         env["GITHUB_TOKEN"] = token
     if double is not None:
         env["GITHUB_API_URL"] = double.url + "/api/v3"
-    return subprocess.run([sys.executable, "-m", "bench", "comment", *args], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "bench", "comment", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def body_file(tmp_path: Path, text: str = "| env | images/s |\n|---|---|\n| local | 12.5 |\n") -> Path:
@@ -65,18 +72,39 @@ def test_errors_exit_nonzero_keep_the_body_and_redact_the_token(tmp_path, github
 def test_missing_token_and_missing_body_are_clear(tmp_path, github_double):
     p = bench("--pr", "7", "--repo", REPO, "--body-file", str(body_file(tmp_path)), token=None, double=github_double)
     assert p.returncode == 2 and "GITHUB_TOKEN is not set" in p.stderr
-    p = bench("--pr", "7", "--repo", REPO, "--body-file", str(tmp_path / "nope.md"), token=WRITE_TOKEN,
-              double=github_double)
+    p = bench(
+        "--pr", "7", "--repo", REPO, "--body-file", str(tmp_path / "nope.md"), token=WRITE_TOKEN, double=github_double
+    )
     assert p.returncode == 2 and "does not exist" in p.stderr
 
 
 def test_expect_head_sha_guards_the_workflow_run_path(tmp_path, github_double):
     path = body_file(tmp_path)
-    p = bench("--pr", "7", "--repo", REPO, "--body-file", str(path), "--expect-head-sha", "c" * 40,
-              token=WRITE_TOKEN, double=github_double)
+    p = bench(
+        "--pr",
+        "7",
+        "--repo",
+        REPO,
+        "--body-file",
+        str(path),
+        "--expect-head-sha",
+        "c" * 40,
+        token=WRITE_TOKEN,
+        double=github_double,
+    )
     assert p.returncode == 2 and "not commenting" in p.stderr
-    p = bench("--pr", "7", "--repo", REPO, "--body-file", str(path), "--expect-head-sha", HEAD,
-              token=WRITE_TOKEN, double=github_double)
+    p = bench(
+        "--pr",
+        "7",
+        "--repo",
+        REPO,
+        "--body-file",
+        str(path),
+        "--expect-head-sha",
+        HEAD,
+        token=WRITE_TOKEN,
+        double=github_double,
+    )
     assert p.returncode == 0, p.stderr
 
 
@@ -100,8 +128,9 @@ def test_artifact_names_the_pr_and_is_checked(tmp_path, github_double):
     p = bench("--artifact", str(d), "--repo", REPO, "--expect-head-sha", HEAD, token=WRITE_TOKEN, double=github_double)
     assert p.returncode == 0, p.stderr
     assert "created comment" in p.stdout and len(github_double.comments_on(REPO, 7)) == 1
-    p = bench("--artifact", str(d), "--repo", REPO, "--expect-head-sha", "d" * 40, token=WRITE_TOKEN,
-              double=github_double)
+    p = bench(
+        "--artifact", str(d), "--repo", REPO, "--expect-head-sha", "d" * 40, token=WRITE_TOKEN, double=github_double
+    )
     assert p.returncode == 2 and "not commenting" in p.stderr
     for bad_pr, bad_head, message in [("7; rm -rf /", HEAD, "positive integer"), (7, "HEAD", "40-hex")]:
         d = artifact(tmp_path, bad_pr, bad_head)

@@ -1,4 +1,5 @@
 """`bench demo` end to end: the real smoke workload on the local env, compare, report."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -15,13 +16,25 @@ def test_demo_runs_records_and_reports(tmp_path: Path, capsys: pytest.CaptureFix
     (clusters / "here").mkdir(parents=True)
     (clusters / "here" / "env.yaml").write_text(
         f"kind: local\nlocal: true\nruns_dir: {tmp_path / 'runs'}\n"
-        "cost: {model: onprem, electricity_usd_per_kwh: 0.0839, pue: 1.2, node_capex_usd: 3000}\n")
+        "cost: {model: onprem, electricity_usd_per_kwh: 0.0839, pue: 1.2, node_capex_usd: 3000}\n"
+    )
     (clusters / "far").mkdir()
     (clusters / "far" / "env.yaml").write_text("kind: local\n")  # not local: true -> not run
     (clusters / "broken").mkdir()
     (clusters / "broken" / "env.yaml").write_text("kind: nosuchkind\nlocal: true\n")
-    code = main(["demo", "--runs", "2", "--clusters", str(clusters), "--results", str(tmp_path / "results"),
-                 "--out", str(tmp_path / "reports")])
+    code = main(
+        [
+            "demo",
+            "--runs",
+            "2",
+            "--clusters",
+            str(clusters),
+            "--results",
+            str(tmp_path / "results"),
+            "--out",
+            str(tmp_path / "reports"),
+        ]
+    )
     out = capsys.readouterr().out
     assert code == 0, out
     assert "skip broken: unknown target kind 'nosuchkind'" in out
@@ -41,5 +54,7 @@ def test_demo_with_nothing_available_says_why(tmp_path: Path, capsys: pytest.Cap
     clusters = tmp_path / "clusters"
     (clusters / "x").mkdir(parents=True)
     (clusters / "x" / "env.yaml").write_text("kind: local\n")
-    assert main(["demo", "--clusters", str(clusters), "--results", str(tmp_path / "r"), "--out", str(tmp_path / "o")]) == 2
+    assert (
+        main(["demo", "--clusters", str(clusters), "--results", str(tmp_path / "r"), "--out", str(tmp_path / "o")]) == 2
+    )
     assert "no local environment is available" in capsys.readouterr().err

@@ -1,4 +1,5 @@
 """`bench validate` says exactly which file and key is wrong."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -20,18 +21,25 @@ def test_repository_envs_and_experiments_are_valid(capsys: pytest.CaptureFixture
     assert "ok   env local" in out and "ok   experiment smoke" in out
 
 
-@pytest.mark.parametrize("text, needle", [
-    ("description: x\n", "missing required key 'kind'"),
-    ("kind: warp\n", "kind: unknown target kind 'warp'"),
-    ("kind: local\nlocal: yes please\n", "local must be true or false"),
-    ("kind: local\nhardware: {cores_per_node: two}\n", "hardware.cores_per_node must be int"),
-    ("kind: local\ncost: {model: onprem, pue: 1.2, node_capex_usd: 1}\n", "cost.electricity_usd_per_kwh is required"),
-    ("kind: local\ncost: {model: cloud}\n", "cost.usd_per_gpu_hour is required"),
-    ("kind: local\n  bad: [\n", "not valid YAML"),
-    ("- a list\n", "expected a mapping"),
-])
-def test_each_problem_names_file_and_key(tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str,
-                                         needle: str) -> None:
+@pytest.mark.parametrize(
+    "text, needle",
+    [
+        ("description: x\n", "missing required key 'kind'"),
+        ("kind: warp\n", "kind: unknown target kind 'warp'"),
+        ("kind: local\nlocal: yes please\n", "local must be true or false"),
+        ("kind: local\nhardware: {cores_per_node: two}\n", "hardware.cores_per_node must be int"),
+        (
+            "kind: local\ncost: {model: onprem, pue: 1.2, node_capex_usd: 1}\n",
+            "cost.electricity_usd_per_kwh is required",
+        ),
+        ("kind: local\ncost: {model: cloud}\n", "cost.usd_per_gpu_hour is required"),
+        ("kind: local\n  bad: [\n", "not valid YAML"),
+        ("- a list\n", "expected a mapping"),
+    ],
+)
+def test_each_problem_names_file_and_key(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, needle: str
+) -> None:
     env(tmp_path, "e", text)
     code = main(["validate", "--clusters", str(tmp_path), "--no-experiments"])
     out = capsys.readouterr().out

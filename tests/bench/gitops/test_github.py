@@ -1,4 +1,5 @@
 """bench.gitops.github through the real github3.py client against the REST double."""
+
 from __future__ import annotations
 
 import pytest
@@ -81,8 +82,9 @@ def test_expect_head_sha_refuses_a_moved_pull_request(github_double):
     with pytest.raises(AtlasError, match="not commenting"):
         upsert_comment(REPO, 7, "x", WRITE_TOKEN, api_url=api(github_double), expect_head_sha="b" * 40)
     assert github_double.comments_on(REPO, 7) == []
-    assert upsert_comment(REPO, 7, "x", WRITE_TOKEN, api_url=api(github_double),
-                          expect_head_sha=HEAD).action == "created"
+    assert (
+        upsert_comment(REPO, 7, "x", WRITE_TOKEN, api_url=api(github_double), expect_head_sha=HEAD).action == "created"
+    )
 
 
 def test_with_marker_cuts_to_githubs_limit():

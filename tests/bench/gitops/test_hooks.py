@@ -1,4 +1,5 @@
 """`bench hooks`: a post-receive hook on a real local bare repository."""
+
 from __future__ import annotations
 
 import os
@@ -14,8 +15,14 @@ from bench.gitops.hooks import HOOK_MARKER, LOG_DIR, HookSettings, install, shou
 from bench.gitops.publish import BOT_NAME
 
 ROOT = Path(__file__).resolve().parents[3]
-ENV = {**os.environ, "GIT_AUTHOR_NAME": "dev", "GIT_AUTHOR_EMAIL": "dev@example.org",
-       "GIT_COMMITTER_NAME": "dev", "GIT_COMMITTER_EMAIL": "dev@example.org", "GIT_CONFIG_NOSYSTEM": "1"}
+ENV = {
+    **os.environ,
+    "GIT_AUTHOR_NAME": "dev",
+    "GIT_AUTHOR_EMAIL": "dev@example.org",
+    "GIT_COMMITTER_NAME": "dev",
+    "GIT_COMMITTER_EMAIL": "dev@example.org",
+    "GIT_CONFIG_NOSYSTEM": "1",
+}
 # Few iterations: the test is about the GitOps plumbing, not about training.
 SHORT = ("train.max_iters=4", "train.log_every=2", "train.checkpoint_every=4", "train.ema_start=2")
 
@@ -31,8 +38,9 @@ def bare_repo(tmp_path: Path) -> Path:
 
 
 def bench_hooks(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "bench", "hooks", *args], cwd=ROOT, env=ENV,
-                          capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "bench", "hooks", *args], cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=60
+    )
 
 
 def test_install_checks_its_target(tmp_path: Path):
@@ -88,8 +96,13 @@ def test_background_hook_returns_at_once_and_logs(tmp_path: Path):
 
 def _project_snapshot(dest: Path) -> None:
     """This checkout's files (tracked and new, not ignored): the code the push deploys."""
-    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=ROOT, check=True,
-                           capture_output=True).stdout.decode().split("\0")
+    files = (
+        subprocess.run(
+            ["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=ROOT, check=True, capture_output=True
+        )
+        .stdout.decode()
+        .split("\0")
+    )
     for name in filter(None, files):
         src = ROOT / name
         if src.is_file():
@@ -98,10 +111,12 @@ def _project_snapshot(dest: Path) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not (ROOT / "workflows/biggan/__main__.py").is_file()
-                    or not (ROOT / "bench/commands/run.py").is_file()
-                    or not (ROOT / "bench/commands/report.py").is_file(),
-                    reason="needs the workload and `bench run`/`bench report`")
+@pytest.mark.skipif(
+    not (ROOT / "workflows/biggan/__main__.py").is_file()
+    or not (ROOT / "bench/commands/run.py").is_file()
+    or not (ROOT / "bench/commands/report.py").is_file(),
+    reason="needs the workload and `bench run`/`bench report`",
+)
 def test_push_runs_the_local_env_and_commits_a_report(tmp_path: Path):
     bare = bare_repo(tmp_path)
     args = ["install", str(bare), "--foreground", "--env", "local", "--experiment", "smoke"]
@@ -116,8 +131,9 @@ def test_push_runs_the_local_env_and_commits_a_report(tmp_path: Path):
     git(work, "commit", "--quiet", "-m", "the project")
     sha = git(work, "rev-parse", "HEAD").strip()
 
-    push = subprocess.run(["git", "push", "origin", "HEAD:main"], cwd=work, env=ENV, capture_output=True,
-                          text=True, timeout=900)
+    push = subprocess.run(
+        ["git", "push", "origin", "HEAD:main"], cwd=work, env=ENV, capture_output=True, text=True, timeout=900
+    )
     out = push.stdout + push.stderr
     assert push.returncode == 0, out
     assert "time from push to job start:" in out, out
@@ -176,9 +192,10 @@ def test_envs_from_labels():
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not (ROOT / "workflows/biggan/__main__.py").is_file()
-                    or not (ROOT / "bench/commands/run.py").is_file(),
-                    reason="needs the workload and `bench run`")
+@pytest.mark.skipif(
+    not (ROOT / "workflows/biggan/__main__.py").is_file() or not (ROOT / "bench/commands/run.py").is_file(),
+    reason="needs the workload and `bench run`",
+)
 def test_pr_run_measures_head_and_merge_base_and_writes_the_comment(tmp_path: Path):
     import json
 
@@ -194,10 +211,27 @@ def test_pr_run_measures_head_and_merge_base_and_writes_the_comment(tmp_path: Pa
     git(repo, "add", "NOTES.md")
     git(repo, "commit", "--quiet", "-m", "pr change")
     head = git(repo, "rev-parse", "HEAD").strip()
-    args = [sys.executable, "-m", "bench", "hooks", "pr-run", "--pr", "12", "--base", "main",
-            "--labels-json", '["bench:local"]', "--results", str(tmp_path / "results"),
-            "--out", str(tmp_path / "pr"), "--report-url", "https://example.org/runs/1",
-            "--threshold", "images_per_s=50%"]
+    args = [
+        sys.executable,
+        "-m",
+        "bench",
+        "hooks",
+        "pr-run",
+        "--pr",
+        "12",
+        "--base",
+        "main",
+        "--labels-json",
+        '["bench:local"]',
+        "--results",
+        str(tmp_path / "results"),
+        "--out",
+        str(tmp_path / "pr"),
+        "--report-url",
+        "https://example.org/runs/1",
+        "--threshold",
+        "images_per_s=50%",
+    ]
     for item in SHORT:
         args += ["--set", item]
     p = subprocess.run(args, cwd=repo, env=ENV, capture_output=True, text=True, timeout=900)
@@ -215,9 +249,10 @@ def test_pr_run_measures_head_and_merge_base_and_writes_the_comment(tmp_path: Pa
     assert shas == {head, base}  # each commit's own code ran
 
 
-@pytest.mark.skipif(not (ROOT / "workflows/biggan/__main__.py").is_file()
-                    or not (ROOT / "bench/commands/run.py").is_file(),
-                    reason="needs the workload and `bench run`")
+@pytest.mark.skipif(
+    not (ROOT / "workflows/biggan/__main__.py").is_file() or not (ROOT / "bench/commands/run.py").is_file(),
+    reason="needs the workload and `bench run`",
+)
 def test_a_failed_run_is_still_reported_and_published(tmp_path: Path):
     bare = bare_repo(tmp_path)
     # a setting the workload rejects: the job exits 2 at once, its record is collected
@@ -228,8 +263,9 @@ def test_a_failed_run_is_still_reported_and_published(tmp_path: Path):
     _project_snapshot(work)
     git(work, "add", "--all")
     git(work, "commit", "--quiet", "-m", "the project")
-    push = subprocess.run(["git", "push", "origin", "HEAD:main"], cwd=work, env=ENV, capture_output=True,
-                          text=True, timeout=900)
+    push = subprocess.run(
+        ["git", "push", "origin", "HEAD:main"], cwd=work, env=ENV, capture_output=True, text=True, timeout=900
+    )
     out = push.stdout + push.stderr
     assert push.returncode == 0, out
     assert "did not complete" in out and "published" in out, out
@@ -258,8 +294,9 @@ def test_collect_new_skips_commits_already_reported(tmp_path: Path):
     from bench.targets import target_for
 
     local = load_env("local")
-    env = Environment(name="local", kind="local", folder=local.folder,
-                      settings={**local.settings, "runs_dir": str(tmp_path / "runs")})
+    env = Environment(
+        name="local", kind="local", folder=local.folder, settings={**local.settings, "runs_dir": str(tmp_path / "runs")}
+    )
     sha = git(ROOT, "rev-parse", "HEAD").strip()
     target = target_for(env)
     (st,) = submit_runs(target, "smoke", sha, 1, SHORT)

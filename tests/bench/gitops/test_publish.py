@@ -1,4 +1,5 @@
 """`bench publish` against real git: a local bare repository stands in for GitHub."""
+
 from __future__ import annotations
 
 import json
@@ -14,8 +15,14 @@ from bench.gitops.publish import BOT_NAME, publish
 from bench.render.report import SUMMARY_JSON, write_index
 
 ROOT = Path(__file__).resolve().parents[3]
-ENV = {**os.environ, "GIT_AUTHOR_NAME": "dev", "GIT_AUTHOR_EMAIL": "dev@example.org",
-       "GIT_COMMITTER_NAME": "dev", "GIT_COMMITTER_EMAIL": "dev@example.org", "GIT_CONFIG_NOSYSTEM": "1"}
+ENV = {
+    **os.environ,
+    "GIT_AUTHOR_NAME": "dev",
+    "GIT_AUTHOR_EMAIL": "dev@example.org",
+    "GIT_COMMITTER_NAME": "dev",
+    "GIT_COMMITTER_EMAIL": "dev@example.org",
+    "GIT_CONFIG_NOSYSTEM": "1",
+}
 
 
 def git(cwd: Path, *args: str) -> str:
@@ -46,17 +53,31 @@ def clone_with_report(origin: Path, name: str, commit: str) -> Path:
     folder = work / "reports" / f"2026-11-22-{commit}"
     folder.mkdir(parents=True)
     (folder / "README.md").write_text(f"# Report for {commit}\n")
-    (folder / SUMMARY_JSON).write_text(json.dumps({
-        "folder": folder.name, "commit": commit * 5, "envs": ["local"], "runs": 1, "problems": 0,
-        "images_per_s": {"local": 12.5}}))
+    (folder / SUMMARY_JSON).write_text(
+        json.dumps(
+            {
+                "folder": folder.name,
+                "commit": commit * 5,
+                "envs": ["local"],
+                "runs": 1,
+                "problems": 0,
+                "images_per_s": {"local": 12.5},
+            }
+        )
+    )
     write_index(work / "reports")
     return work
 
 
 def bench_publish(work: Path, *extra: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "bench", "publish", "--repo-dir", str(work),
-                             "-m", f"reports: {work.name}", *extra],
-                            cwd=ROOT, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "bench", "publish", "--repo-dir", str(work), "-m", f"reports: {work.name}", *extra],
+        cwd=ROOT,
+        env=ENV,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
 
 
 def test_two_racing_publishers_both_land(origin: Path):
@@ -92,7 +113,9 @@ def test_conflicting_report_is_not_forced(origin: Path):
     (b / "reports" / "2026-11-22-3333333" / "README.md").write_text("# a different report for the same commit\n")
     assert publish(a, message="reports: a", pause_s=0).status == "pushed"
     tip = git(origin, "rev-parse", "main")
-    with pytest.raises(AtlasError, match=r"conflict with ours in reports/2026-11-22-3333333/README.md.*nothing was pushed or forced"):
+    with pytest.raises(
+        AtlasError, match=r"conflict with ours in reports/2026-11-22-3333333/README.md.*nothing was pushed or forced"
+    ):
         publish(b, message="reports: b", pause_s=0)
     assert git(origin, "rev-parse", "main") == tip
     assert "rebase" not in git(b, "status")  # the rebase was aborted, the clone is usable

@@ -6,6 +6,7 @@ Usage: python contract_workload.py RUN_DIR [--iters N] [--sleep S] [--exit CODE]
 On SIGTERM/SIGUSR1/SIGINT it writes the signal's name to RUN_DIR/got-signal, logs
 run_stop status "preempted" and exits 75.
 """
+
 import argparse
 import hashlib
 import json
@@ -45,8 +46,17 @@ def on_signal(signum, _frame):
 for s in (signal.SIGTERM, signal.SIGUSR1, signal.SIGINT):
     signal.signal(s, on_signal)
 t0 = time.time()
-emit(event="run_start", iteration=0, resumed_from=None, experiment="contract", config=config,
-     config_sha256=sha, device="cpu", world_size=1, seed=0)
+emit(
+    event="run_start",
+    iteration=0,
+    resumed_from=None,
+    experiment="contract",
+    config=config,
+    config_sha256=sha,
+    device="cpu",
+    world_size=1,
+    seed=0,
+)
 if a.ready:
     open(a.ready, "w").close()
 for i in range(1, a.iters + 1):
@@ -57,8 +67,16 @@ for i in range(1, a.iters + 1):
     else:
         time.sleep(a.sleep)
     state["it"], state["seen"] = i, i * 8
-    emit(event="train", iteration=i, images_seen=i * 8, images_per_s=8 / max(time.time() - start, 1e-6),
-         g_loss=1.0, d_loss_real=0.5, d_loss_fake=0.5, wall_s=time.time() - t0)
+    emit(
+        event="train",
+        iteration=i,
+        images_seen=i * 8,
+        images_per_s=8 / max(time.time() - start, 1e-6),
+        g_loss=1.0,
+        d_loss_real=0.5,
+        d_loss_fake=0.5,
+        wall_s=time.time() - t0,
+    )
 status = "success" if a.exit == 0 else "failed"
 emit(event="run_stop", iteration=a.iters, status=status, g_sha256="0" * 64, images_seen=a.iters * 8)
 sys.exit(a.exit)

@@ -5,6 +5,7 @@ and `fail_after` makes every utilisation call raise after N calls (a GPU fallen 
 the bus). Real pynvml exception classes are reused, so code under test catches what it
 would catch on a real machine. The real path is tested by test_gpus.py on a GPU machine.
 """
+
 from __future__ import annotations
 
 from types import SimpleNamespace
@@ -47,7 +48,7 @@ def nvmlDeviceGetName(h: int) -> str:
 
 
 def nvmlDeviceGetMemoryInfo(h: int) -> SimpleNamespace:
-    return SimpleNamespace(total=32 * 1024 ** 3, used=(h + 1) * 1024 ** 3)
+    return SimpleNamespace(total=32 * 1024**3, used=(h + 1) * 1024**3)
 
 
 def nvmlDeviceGetUtilizationRates(h: int) -> SimpleNamespace:

@@ -1,4 +1,5 @@
 """cgroup limit parsing on cgroup trees the test writes (v2, v1, none)."""
+
 from __future__ import annotations
 
 from pathlib import Path

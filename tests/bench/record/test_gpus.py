@@ -1,4 +1,5 @@
 """GPU probing: no-GPU paths here, the real NVML path where there is a GPU."""
+
 from __future__ import annotations
 
 import pytest

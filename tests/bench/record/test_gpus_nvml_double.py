@@ -1,4 +1,5 @@
 """GPU selection and fault handling, driven through a pynvml double (no GPU here)."""
+
 from __future__ import annotations
 
 import sys
@@ -16,8 +17,9 @@ def fake_nvml(monkeypatch: pytest.MonkeyPatch):
     yield nvml_double
 
 
-@pytest.mark.parametrize("visible, hosts", [(None, [0, 1]), ("1", [1]), ("GPU-2222", [1]), ("1,0", [1, 0]),
-                                            ("GPU-11111111-aaaa,7", [0])])
+@pytest.mark.parametrize(
+    "visible, hosts", [(None, [0, 1]), ("1", [1]), ("GPU-2222", [1]), ("1,0", [1, 0]), ("GPU-11111111-aaaa,7", [0])]
+)
 def test_visible_devices_are_matched(visible: str | None, hosts: list[int]) -> None:
     probe = GpuProbe(visible=visible)
     probe.start()

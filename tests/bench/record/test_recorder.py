@@ -1,4 +1,5 @@
 """`bench record` as a real subprocess around a real (stand-in) workload process."""
+
 from __future__ import annotations
 
 import json
@@ -19,13 +20,29 @@ REPO = Path(__file__).resolve().parents[3]
 
 
 def record_cmd(run_dir: Path, *workload_args: str, interval: float = 0.1) -> list[str]:
-    return [sys.executable, "-m", "bench", "record", "--run-dir", str(run_dir), "--env", "test-env",
-            "--interval", str(interval), "--", sys.executable, WORKLOAD, str(run_dir), *workload_args]
+    return [
+        sys.executable,
+        "-m",
+        "bench",
+        "record",
+        "--run-dir",
+        str(run_dir),
+        "--env",
+        "test-env",
+        "--interval",
+        str(interval),
+        "--",
+        sys.executable,
+        WORKLOAD,
+        str(run_dir),
+        *workload_args,
+    ]
 
 
 def run_record(run_dir: Path, *workload_args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(record_cmd(run_dir, *workload_args), cwd=REPO, capture_output=True, text=True,
-                          timeout=timeout)
+    return subprocess.run(
+        record_cmd(run_dir, *workload_args), cwd=REPO, capture_output=True, text=True, timeout=timeout
+    )
 
 
 def wait_for(predicate, timeout: float = 30.0) -> None:
@@ -71,7 +88,7 @@ def test_success_writes_complete_record(tmp_path: Path) -> None:
     df = next(iter(run.samples.values()))
     assert len(df) >= 3
     assert df["proc_rss_bytes"].max() > 1e6  # a Python process is bigger than 1 MB
-    assert df["proc_cpu_percent"].max() > 0   # it burned CPU
+    assert df["proc_cpu_percent"].max() > 0  # it burned CPU
     assert (df["host_mem_total_bytes"] > 0).all()
     assert run.problems == []
 
@@ -81,8 +98,9 @@ def test_no_nvml_is_recorded_and_job_goes_on(tmp_path: Path) -> None:
     run_dir = tmp_path / "nogpu"
     env = dict(os.environ)
     env.pop("CUDA_VISIBLE_DEVICES", None)
-    proc = subprocess.run(record_cmd(run_dir, "--iters", "2"), cwd=REPO, capture_output=True, text=True, env=env,
-                          timeout=60)
+    proc = subprocess.run(
+        record_cmd(run_dir, "--iters", "2"), cwd=REPO, capture_output=True, text=True, env=env, timeout=60
+    )
     assert proc.returncode == 0, proc.stderr
     meta = json.loads((run_dir / "run.json").read_text())
     messages = [e["message"] for e in meta["sampler_errors"]]
@@ -103,9 +121,26 @@ def test_exit_code_passes_through(tmp_path: Path, code: int) -> None:
 
 def test_child_killed_by_signal_exits_128_plus_n(tmp_path: Path) -> None:
     run_dir = tmp_path / "killed"
-    proc = subprocess.run([sys.executable, "-m", "bench", "record", "--run-dir", str(run_dir), "--env", "e", "--",
-                           sys.executable, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGKILL)"],
-                          cwd=REPO, capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "bench",
+            "record",
+            "--run-dir",
+            str(run_dir),
+            "--env",
+            "e",
+            "--",
+            sys.executable,
+            "-c",
+            "import os, signal; os.kill(os.getpid(), signal.SIGKILL)",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 128 + signal.SIGKILL
     meta = json.loads((run_dir / "run.json").read_text())
     assert meta["exit"] == {"status": "killed", "code": None, "signal": "SIGKILL", "signals_forwarded": []}
@@ -113,16 +148,37 @@ def test_child_killed_by_signal_exits_128_plus_n(tmp_path: Path) -> None:
 
 def test_missing_command_is_exit_127_and_recorded(tmp_path: Path) -> None:
     run_dir = tmp_path / "nocmd"
-    proc = subprocess.run([sys.executable, "-m", "bench", "record", "--run-dir", str(run_dir), "--env", "e", "--",
-                           str(tmp_path / "no-such-program")], cwd=REPO, capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "bench",
+            "record",
+            "--run-dir",
+            str(run_dir),
+            "--env",
+            "e",
+            "--",
+            str(tmp_path / "no-such-program"),
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 127
     assert "could not start" in proc.stderr
     assert json.loads((run_dir / "run.json").read_text())["exit"]["status"] == "failed"
 
 
 def test_no_command_is_a_clear_error(tmp_path: Path) -> None:
-    proc = subprocess.run([sys.executable, "-m", "bench", "record", "--run-dir", str(tmp_path / "x"), "--env", "e"],
-                          cwd=REPO, capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench", "record", "--run-dir", str(tmp_path / "x"), "--env", "e"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 2
     assert "nothing to record" in proc.stderr
 
@@ -131,8 +187,13 @@ def test_no_command_is_a_clear_error(tmp_path: Path) -> None:
 def test_signals_are_forwarded(tmp_path: Path, sig: signal.Signals) -> None:
     run_dir = tmp_path / sig.name
     ready = tmp_path / "ready"
-    proc = subprocess.Popen(record_cmd(run_dir, "--iters", "2000", "--sleep", "0.05", "--ready", str(ready)),
-                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        record_cmd(run_dir, "--iters", "2000", "--sleep", "0.05", "--ready", str(ready)),
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         wait_for(ready.exists)
         # run.json is written right after the child starts: wait for it so the handler is set
@@ -152,8 +213,9 @@ def test_signals_are_forwarded(tmp_path: Path, sig: signal.Signals) -> None:
 def test_recorder_killed_hard_leaves_readable_record(tmp_path: Path) -> None:
     run_dir = tmp_path / "hard"
     ready = tmp_path / "ready"
-    proc = subprocess.Popen(record_cmd(run_dir, "--iters", "2000", "--sleep", "0.05", "--ready", str(ready),
-                                       interval=0.05), cwd=REPO)
+    proc = subprocess.Popen(
+        record_cmd(run_dir, "--iters", "2000", "--sleep", "0.05", "--ready", str(ready), interval=0.05), cwd=REPO
+    )
     try:
         wait_for(ready.exists)
         wait_for(lambda: bool(samples_files(run_dir)) and samples_files(run_dir)[0].read_text().count("\n") >= 4)
@@ -190,13 +252,20 @@ def test_only_the_first_node_of_a_multi_node_job_writes_run_json(tmp_path: Path)
     """Every node's recorder shares the run dir: node 1 adds samples, node 0 owns run.json."""
     run_dir = tmp_path / "multinode"
     env = dict(os.environ, SLURM_NODEID="1")
-    proc = subprocess.run(record_cmd(run_dir, "--iters", "2"), cwd=REPO, capture_output=True, text=True,
-                          env=env, timeout=60)
+    proc = subprocess.run(
+        record_cmd(run_dir, "--iters", "2"), cwd=REPO, capture_output=True, text=True, env=env, timeout=60
+    )
     assert proc.returncode == 0, proc.stderr
     assert not (run_dir / "run.json").exists()
     assert samples_files(run_dir), "node 1 must still write its samples"
-    proc = subprocess.run(record_cmd(run_dir, "--iters", "2"), cwd=REPO, capture_output=True, text=True,
-                          env=dict(os.environ, SLURM_NODEID="0"), timeout=60)
+    proc = subprocess.run(
+        record_cmd(run_dir, "--iters", "2"),
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, SLURM_NODEID="0"),
+        timeout=60,
+    )
     assert proc.returncode == 0, proc.stderr
     assert json.loads((run_dir / "run.json").read_text())["exit"]["status"] == "success"
 
@@ -207,8 +276,9 @@ def test_a_signal_after_the_job_ended_does_not_cost_the_record(tmp_path: Path) -
     import psutil
 
     run_dir = tmp_path / "late"
-    proc = subprocess.Popen(record_cmd(run_dir, "--iters", "3"), cwd=REPO,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        record_cmd(run_dir, "--iters", "3"), cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     try:
         recorder = psutil.Process(proc.pid)
         wait_for(lambda: bool(recorder.children()))  # the job started

@@ -1,4 +1,5 @@
 """The sampler on real processes: a tree that grows, a process that vanishes."""
+
 from __future__ import annotations
 
 import subprocess
@@ -11,10 +12,12 @@ import pandas as pd
 from bench.record.gpus import GpuProbe
 from bench.record.sampler import BASE_COLUMNS, ProcessTree, Sampler
 
-TREE = ("import subprocess, sys, time\n"
-        "kids = [subprocess.Popen([sys.executable, '-c', 'import time; x = bytearray(20_000_000); time.sleep(30)'])"
-        " for _ in range(2)]\n"
-        "time.sleep(30)\n")
+TREE = (
+    "import subprocess, sys, time\n"
+    "kids = [subprocess.Popen([sys.executable, '-c', 'import time; x = bytearray(20_000_000); time.sleep(30)'])"
+    " for _ in range(2)]\n"
+    "time.sleep(30)\n"
+)
 
 
 def test_tree_is_summed_and_a_vanished_process_is_not_an_error(tmp_path: Path) -> None:

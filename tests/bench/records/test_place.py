@@ -1,4 +1,5 @@
 """The record's write side: atomic run.json updates that targets use after collection."""
+
 from __future__ import annotations
 
 import json
@@ -11,9 +12,21 @@ from bench.records.place import update_run_json, write_json_atomic
 
 
 def test_update_merges_sections_and_computes_queue_wait(tmp_path: Path) -> None:
-    write_json_atomic(tmp_path / "run.json", {"schema_version": 1, "scheduler": {
-        "kind": "slurm", "job_id": "42", "submit_time": None, "start_time": 1000.0, "end_time": 1100.0,
-        "queue_wait_s": None}, "hosts": ["a"]})
+    write_json_atomic(
+        tmp_path / "run.json",
+        {
+            "schema_version": 1,
+            "scheduler": {
+                "kind": "slurm",
+                "job_id": "42",
+                "submit_time": None,
+                "start_time": 1000.0,
+                "end_time": 1100.0,
+                "queue_wait_s": None,
+            },
+            "hosts": ["a"],
+        },
+    )
     record = update_run_json(tmp_path, scheduler={"submit_time": 940.0}, hosts=["a", "b"])
     assert record["scheduler"]["job_id"] == "42"  # kept
     assert record["scheduler"]["queue_wait_s"] == 60.0

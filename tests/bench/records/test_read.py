@@ -1,5 +1,6 @@
 """Property: whatever damage a record suffers (killed job, half copy, newer bench), the
 report is still written and names, for that run, the file that is missing or broken."""
+
 from __future__ import annotations
 
 import json
@@ -78,14 +79,18 @@ def apply(root: Path, item: tuple[int, str, str, float], expect: dict[tuple[str,
         if cut >= len(data):
             return
         path.write_bytes(data[:cut])
-        at_line_end = cut > 0 and data[cut - 1:cut] == b"\n"
+        at_line_end = cut > 0 and data[cut - 1 : cut] == b"\n"
         expect[(label, name)] = None if (at_line_end and name.startswith("samples")) else name
 
 
 # No shrinking phase: each example writes a whole report (charts included), and a failing
 # example is already small (at most 4 damages, each printed by hypothesis).
-@settings(max_examples=10, deadline=None, phases=[Phase.explicit, Phase.reuse, Phase.generate],
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=10,
+    deadline=None,
+    phases=[Phase.explicit, Phase.reuse, Phase.generate],
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
 @given(st.lists(damage, min_size=1, max_size=4))
 @example([(0, "truncate", "train.jsonl", 0.5)])
 @example([(1, "truncate", "samples-node1.csv", 0.37)])

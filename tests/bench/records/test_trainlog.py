@@ -1,4 +1,5 @@
 """train.jsonl reading: segments of a resumed run, warm-up, cut-off lines."""
+
 from __future__ import annotations
 
 import json
@@ -19,7 +20,9 @@ def seg(t0: float, rates: list[float], status: str = "success", stop: bool = Tru
     for i, r in enumerate(rates, 1):
         ev.append({"event": "train", "time": t0 + i, "iteration": i, "images_seen": i * 10, "images_per_s": r})
     if stop:
-        ev.append({"event": "run_stop", "time": t0 + len(rates) + 0.5, "status": status, "images_seen": len(rates) * 10})
+        ev.append(
+            {"event": "run_stop", "time": t0 + len(rates) + 0.5, "status": status, "images_seen": len(rates) * 10}
+        )
     return ev
 
 

@@ -1,4 +1,5 @@
 """Charts: bounded size for long series, identical bytes for identical input."""
+
 from __future__ import annotations
 
 from pathlib import Path

@@ -1,4 +1,5 @@
 """The PR comment's Markdown, from synthetic run records (bench.records.synthetic)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -15,8 +16,10 @@ BASE = "a" * 40
 
 def runs(results: Path, env: str, sha: str, rates: list[float], start: float) -> None:
     for i, rate in enumerate(rates):
-        write_run(results, RunSpec(env=env, run_id=f"{sha[:4]}-{i}", sha=sha, images_per_s=rate,
-                                   start=start + i * 100, seed=i))
+        write_run(
+            results,
+            RunSpec(env=env, run_id=f"{sha[:4]}-{i}", sha=sha, images_per_s=rate, start=start + i * 100, seed=i),
+        )
 
 
 def test_regression_on_one_env_is_flagged_and_envs_are_not_mixed(tmp_path: Path):

@@ -1,4 +1,5 @@
 """`bench report`: deterministic bytes, size bound, index with history, advisor."""
+
 from __future__ import annotations
 
 import hashlib
@@ -12,16 +13,42 @@ from bench.records.read import find_runs
 from bench.render.report import write_report
 from bench.records.synthetic import RunSpec, write_run
 
-COSTS = {"satori": {"model": "onprem", "electricity_usd_per_kwh": 0.0839, "pue": 1.2, "node_capex_usd": 50000},
-         "moc": {"model": "cloud", "usd_per_gpu_hour": 2.0}}
+COSTS = {
+    "satori": {"model": "onprem", "electricity_usd_per_kwh": 0.0839, "pue": 1.2, "node_capex_usd": 50000},
+    "moc": {"model": "cloud", "usd_per_gpu_hour": 2.0},
+}
 
 
 def make_results(root: Path, duration_s: float = 60.0, sha: str = "a" * 40, start: float = 1.79e9) -> Path:
     for i in range(3):
-        write_run(root, RunSpec("satori", f"s{sha[:2]}{i}", sha=sha, seed=i, gpus=2, duration_s=duration_s, images_per_s=200,
-                                start=start + i * 1000))
-        write_run(root, RunSpec("moc", f"m{sha[:2]}{i}", sha=sha, seed=9 + i, gpus=1, gpu_util=20, cpu_pct=390,
-                                images_per_s=60, duration_s=duration_s, start=start + i * 1000 + 500))
+        write_run(
+            root,
+            RunSpec(
+                "satori",
+                f"s{sha[:2]}{i}",
+                sha=sha,
+                seed=i,
+                gpus=2,
+                duration_s=duration_s,
+                images_per_s=200,
+                start=start + i * 1000,
+            ),
+        )
+        write_run(
+            root,
+            RunSpec(
+                "moc",
+                f"m{sha[:2]}{i}",
+                sha=sha,
+                seed=9 + i,
+                gpus=1,
+                gpu_util=20,
+                cpu_pct=390,
+                images_per_s=60,
+                duration_s=duration_s,
+                start=start + i * 1000 + 500,
+            ),
+        )
     return root
 
 
@@ -45,12 +72,27 @@ def test_same_input_gives_identical_bytes(tmp_path: Path) -> None:
 def test_report_contents(tmp_path: Path) -> None:
     res = write_report(make_results(tmp_path / "results"), tmp_path / "out", cost_for=COSTS.get)
     text = res.readme.read_text()
-    for heading in ("## Summary", "## Differences between environments", "## Per environment", "## Runs",
-                    "## Charts", "## Advisor", "## Provenance", "## Data problems"):
+    for heading in (
+        "## Summary",
+        "## Differences between environments",
+        "## Per environment",
+        "## Runs",
+        "## Charts",
+        "## Advisor",
+        "## Provenance",
+        "## Data problems",
+    ):
         assert heading in text
     assert "satori is 3.3" in text and "faster than moc" in text  # 200 vs 60 images/s
-    for chart in ("cpu.png", "memory.png", "gpu_util.png", "gpu_memory.png", "images_per_s.png", "summary.png",
-                  "history.png"):
+    for chart in (
+        "cpu.png",
+        "memory.png",
+        "gpu_util.png",
+        "gpu_memory.png",
+        "images_per_s.png",
+        "summary.png",
+        "history.png",
+    ):
         assert (res.folder / chart).is_file() and f"]({chart})" in text
     assert "None: every run has a complete record." in text
     assert "Tesla V100" in text

@@ -8,6 +8,7 @@ kubernetes-validate's strict 1.33 schemas; OpenShift kinds: the shipped OpenShif
 definitions). The exec of the collector's tar command runs the real `sh`/`tar`/`sha256sum`
 on a local folder standing in for the results PVC. Tests drive pod and Job states.
 """
+
 from __future__ import annotations
 
 import base64
@@ -32,9 +33,21 @@ from bench.targets.openshift_manifests import KUBERNETES_VERSION, openshift_defi
 
 WS_GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 # BuildRequest is not in the shipped subset; its fields per the OpenShift API reference.
-BUILD_REQUEST_FIELDS = {"kind", "apiVersion", "metadata", "revision", "triggeredBy", "env", "from",
-                        "binary", "lastVersion", "dockerStrategyOptions", "sourceStrategyOptions",
-                        "triggeredByImage", "buildArgs"}
+BUILD_REQUEST_FIELDS = {
+    "kind",
+    "apiVersion",
+    "metadata",
+    "revision",
+    "triggeredBy",
+    "env",
+    "from",
+    "binary",
+    "lastVersion",
+    "dockerStrategyOptions",
+    "sourceStrategyOptions",
+    "triggeredByImage",
+    "buildArgs",
+}
 
 
 def rfc3339(t: float) -> str:
@@ -46,13 +59,17 @@ def _resource(name: str, kind: str, verbs: list[str], namespaced: bool = True) -
 
 
 GROUPS = {
-    "v1": [_resource("pods", "Pod", ["create", "delete", "get", "list"]),
-           _resource("pods/exec", "PodExecOptions", ["create", "get"]),
-           _resource("namespaces", "Namespace", ["get", "list"], namespaced=False)],
+    "v1": [
+        _resource("pods", "Pod", ["create", "delete", "get", "list"]),
+        _resource("pods/exec", "PodExecOptions", ["create", "get"]),
+        _resource("namespaces", "Namespace", ["get", "list"], namespaced=False),
+    ],
     "batch/v1": [_resource("jobs", "Job", ["create", "delete", "get", "list"])],
-    "build.openshift.io/v1": [_resource("buildconfigs", "BuildConfig", ["create", "delete", "get", "list"]),
-                              _resource("buildconfigs/instantiate", "BuildRequest", ["create"]),
-                              _resource("builds", "Build", ["create", "delete", "get", "list"])],
+    "build.openshift.io/v1": [
+        _resource("buildconfigs", "BuildConfig", ["create", "delete", "get", "list"]),
+        _resource("buildconfigs/instantiate", "BuildRequest", ["create"]),
+        _resource("builds", "Build", ["create", "delete", "get", "list"]),
+    ],
     "image.openshift.io/v1": [_resource("imagestreams", "ImageStream", ["create", "delete", "get", "list"])],
 }
 
@@ -108,10 +125,16 @@ class OpenShiftApiDouble:
         self.server.server_close()
 
     def write_kubeconfig(self, path: Path, token: str | None = None) -> Path:
-        cfg = {"apiVersion": "v1", "kind": "Config", "current-context": "double",
-               "clusters": [{"name": "double", "cluster": {"server": self.url}}],
-               "users": [{"name": "u", "user": {"token": token or self.token}}],
-               "contexts": [{"name": "double", "context": {"cluster": "double", "user": "u", "namespace": self.namespace}}]}
+        cfg = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "current-context": "double",
+            "clusters": [{"name": "double", "cluster": {"server": self.url}}],
+            "users": [{"name": "u", "user": {"token": token or self.token}}],
+            "contexts": [
+                {"name": "double", "context": {"cluster": "double", "user": "u", "namespace": self.namespace}}
+            ],
+        }
         path.write_text(yaml.safe_dump(cfg))
         return path
 
@@ -126,30 +149,47 @@ class OpenShiftApiDouble:
         schema = {"$ref": f"#/definitions/{definition}", "definitions": self.definitions}
         errors = list(jsonschema.Draft4Validator(schema).iter_errors(obj))
         if errors:
-            raise ApiError(422, "Invalid", "; ".join(f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in errors))
+            raise ApiError(
+                422, "Invalid", "; ".join(f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in errors)
+            )
 
     # -- scenario helpers used by tests ---------------------------------------------
     def add_buildconfig(self, name: str) -> None:
-        bc = {"apiVersion": "build.openshift.io/v1", "kind": "BuildConfig",
-              "metadata": {"name": name, "namespace": self.namespace},
-              "spec": {"strategy": {"type": "Docker", "dockerStrategy": {}},
-                       "output": {"to": {"kind": "ImageStreamTag", "name": f"{name}:latest"}}}}
+        bc = {
+            "apiVersion": "build.openshift.io/v1",
+            "kind": "BuildConfig",
+            "metadata": {"name": name, "namespace": self.namespace},
+            "spec": {
+                "strategy": {"type": "Docker", "dockerStrategy": {}},
+                "output": {"to": {"kind": "ImageStreamTag", "name": f"{name}:latest"}},
+            },
+        }
         self.validate_openshift(bc, "com.github.openshift.api.build.v1.BuildConfig")
         self.buildconfigs[name] = bc
 
     def complete_build(self, build: dict[str, Any]) -> None:
         digest = "sha256:" + hashlib.sha256(build["metadata"]["name"].encode()).hexdigest()
         bc = build["metadata"]["labels"]["buildconfig"]
-        build["status"] = {"phase": "Complete",
-                           "outputDockerImageReference": f"image-registry.openshift-image-registry.svc:5000/{self.namespace}/{bc}:latest",
-                           "output": {"to": {"imageDigest": digest}}}
+        build["status"] = {
+            "phase": "Complete",
+            "outputDockerImageReference": f"image-registry.openshift-image-registry.svc:5000/{self.namespace}/{bc}:latest",
+            "output": {"to": {"imageDigest": digest}},
+        }
 
     def job_pods(self, job_name: str) -> list[dict[str, Any]]:
         return [p for p in self.pods.values() if p["metadata"]["labels"].get("job-name") == job_name]
 
-    def add_job_pod(self, job_name: str, phase: str, started: float | None = None, waiting: str | None = None,
-                    terminated: str | None = None, exit_code: int = 0, evicted: bool = False,
-                    unschedulable: str | None = None) -> dict[str, Any]:
+    def add_job_pod(
+        self,
+        job_name: str,
+        phase: str,
+        started: float | None = None,
+        waiting: str | None = None,
+        terminated: str | None = None,
+        exit_code: int = 0,
+        evicted: bool = False,
+        unschedulable: str | None = None,
+    ) -> dict[str, Any]:
         """A pod of the Job in the given state, as the kubelet would report it."""
         job = self.jobs[job_name]
         name = f"{job_name}-{next(self._serial):05d}"[-63:]
@@ -157,34 +197,66 @@ class OpenShiftApiDouble:
         image = job["spec"]["template"]["spec"]["containers"][0]["image"]
         state: dict[str, Any] = {}
         if waiting:
-            state = {"waiting": {"reason": waiting, "message": f"Back-off pulling image \"{image}\""}}
+            state = {"waiting": {"reason": waiting, "message": f'Back-off pulling image "{image}"'}}
         elif terminated:
-            state = {"terminated": {"reason": terminated, "exitCode": exit_code, "startedAt": rfc3339(started or time.time()),
-                                    "finishedAt": rfc3339(time.time())}}
+            state = {
+                "terminated": {
+                    "reason": terminated,
+                    "exitCode": exit_code,
+                    "startedAt": rfc3339(started or time.time()),
+                    "finishedAt": rfc3339(time.time()),
+                }
+            }
         elif phase == "Running":
             state = {"running": {"startedAt": rfc3339(started or time.time())}}
         status: dict[str, Any] = {"phase": phase, "conditions": []}
         if state:
-            status["containerStatuses"] = [{"name": "train", "image": image, "imageID": "", "ready": phase == "Running",
-                                            "restartCount": 0, "state": state}]
+            status["containerStatuses"] = [
+                {
+                    "name": "train",
+                    "image": image,
+                    "imageID": "",
+                    "ready": phase == "Running",
+                    "restartCount": 0,
+                    "state": state,
+                }
+            ]
         if evicted:
             status.update(reason="Evicted", message="The node was low on resource: memory.")
-            status["conditions"].append({"type": "DisruptionTarget", "status": "True", "reason": "TerminationByKubelet"})
+            status["conditions"].append(
+                {"type": "DisruptionTarget", "status": "True", "reason": "TerminationByKubelet"}
+            )
         if unschedulable:
-            status["conditions"].append({"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
-                                         "message": unschedulable})
-        pod = {"apiVersion": "v1", "kind": "Pod",
-               "metadata": {"name": name, "namespace": self.namespace, "labels": labels,
-                            "creationTimestamp": rfc3339(time.time())},
-               "spec": job["spec"]["template"]["spec"], "status": status}
+            status["conditions"].append(
+                {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": unschedulable}
+            )
+        pod = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": name,
+                "namespace": self.namespace,
+                "labels": labels,
+                "creationTimestamp": rfc3339(time.time()),
+            },
+            "spec": job["spec"]["template"]["spec"],
+            "status": status,
+        }
         self.pods[name] = pod
         return pod
 
     def finish_job(self, job_name: str, condition: str, reason: str = "", failed: int = 0) -> None:
         now = rfc3339(time.time())
         status = self.jobs[job_name].setdefault("status", {})
-        status["conditions"] = [{"type": condition, "status": "True", "reason": reason or condition,
-                                 "message": "", "lastTransitionTime": now}]
+        status["conditions"] = [
+            {
+                "type": condition,
+                "status": "True",
+                "reason": reason or condition,
+                "message": "",
+                "lastTransitionTime": now,
+            }
+        ]
         if condition == "Complete":
             status["completionTime"] = now
             status["succeeded"] = 1
@@ -223,8 +295,17 @@ class OpenShiftApiDouble:
                         code, out = double.route(method, parsed.path, parse_qs(parsed.query), body)
                     self._send(code, out)
                 except ApiError as exc:
-                    self._send(exc.code, {"kind": "Status", "apiVersion": "v1", "status": "Failure",
-                                          "reason": exc.reason, "message": exc.message, "code": exc.code})
+                    self._send(
+                        exc.code,
+                        {
+                            "kind": "Status",
+                            "apiVersion": "v1",
+                            "status": "Failure",
+                            "reason": exc.reason,
+                            "message": exc.message,
+                            "code": exc.code,
+                        },
+                    )
 
             def do_GET(self) -> None:
                 self._dispatch("GET")
@@ -244,8 +325,15 @@ class OpenShiftApiDouble:
         if path == "/api":
             return 200, {"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": []}
         if path == "/apis":
-            groups = [{"name": gv.split("/")[0], "versions": [{"groupVersion": gv, "version": "v1"}],
-                       "preferredVersion": {"groupVersion": gv, "version": "v1"}} for gv in GROUPS if "/" in gv]
+            groups = [
+                {
+                    "name": gv.split("/")[0],
+                    "versions": [{"groupVersion": gv, "version": "v1"}],
+                    "preferredVersion": {"groupVersion": gv, "version": "v1"},
+                }
+                for gv in GROUPS
+                if "/" in gv
+            ]
             return 200, {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}
         if parts[0] == "api" and len(parts) == 2 or parts[0] == "apis" and len(parts) == 3:
             gv = "/".join(parts[1:])
@@ -259,9 +347,15 @@ class OpenShiftApiDouble:
         resource, name, sub = rest[2], (rest[3] if len(rest) > 3 else None), (rest[4] if len(rest) > 4 else None)
         verb = {"POST": "create", "DELETE": "delete"}.get(method, "get" if len(rest) > 3 else "list")
         if resource in self.forbidden:
-            raise ApiError(403, "Forbidden", f'{resource} is forbidden: User "dev" cannot {verb} '
-                                             f'resource "{resource}" in the namespace "{self.namespace}"')
-        store = {"buildconfigs": self.buildconfigs, "builds": self.builds, "jobs": self.jobs, "pods": self.pods}[resource]
+            raise ApiError(
+                403,
+                "Forbidden",
+                f'{resource} is forbidden: User "dev" cannot {verb} '
+                f'resource "{resource}" in the namespace "{self.namespace}"',
+            )
+        store = {"buildconfigs": self.buildconfigs, "builds": self.builds, "jobs": self.jobs, "pods": self.pods}[
+            resource
+        ]
         selector = (query.get("labelSelector") or [None])[0]
         if method == "GET" and name is None:
             items = [o for o in store.values() if _matches(o, selector)]
@@ -287,8 +381,9 @@ class OpenShiftApiDouble:
             if obj_name in store:
                 raise ApiError(409, "AlreadyExists", f'{resource} "{obj_name}" already exists')
             obj = json.loads(json.dumps(body))
-            obj["metadata"].update(namespace=self.namespace, uid=f"uid-{next(self._serial)}",
-                                   creationTimestamp=rfc3339(time.time()))
+            obj["metadata"].update(
+                namespace=self.namespace, uid=f"uid-{next(self._serial)}", creationTimestamp=rfc3339(time.time())
+            )
             obj["status"] = {"phase": "Running"} if resource == "pods" else {}
             store[obj_name] = obj
             return 201, obj
@@ -306,12 +401,22 @@ class OpenShiftApiDouble:
         for cause in body.get("triggeredBy", []):
             self.validate_openshift(cause, "com.github.openshift.api.build.v1.BuildTriggerCause")
         name = f"{bc_name}-{len(self.builds) + 1}"
-        build = {"apiVersion": "build.openshift.io/v1", "kind": "Build",
-                 "metadata": {"name": name, "namespace": self.namespace, "creationTimestamp": rfc3339(time.time()),
-                              "labels": {"buildconfig": bc_name, "openshift.io/build-config.name": bc_name}},
-                 "spec": {"revision": body["revision"], "strategy": {"type": "Docker", "dockerStrategy": {}},
-                          "output": {"to": {"kind": "ImageStreamTag", "name": f"{bc_name}:latest"}}},
-                 "status": {"phase": "New"}}
+        build = {
+            "apiVersion": "build.openshift.io/v1",
+            "kind": "Build",
+            "metadata": {
+                "name": name,
+                "namespace": self.namespace,
+                "creationTimestamp": rfc3339(time.time()),
+                "labels": {"buildconfig": bc_name, "openshift.io/build-config.name": bc_name},
+            },
+            "spec": {
+                "revision": body["revision"],
+                "strategy": {"type": "Docker", "dockerStrategy": {}},
+                "output": {"to": {"kind": "ImageStreamTag", "name": f"{bc_name}:latest"}},
+            },
+            "status": {"phase": "New"},
+        }
         self.on_build(build)
         self.validate_openshift(build, "com.github.openshift.api.build.v1.Build")
         self.builds[name] = build
@@ -345,12 +450,18 @@ class OpenShiftApiDouble:
             out, err, code = b"", f"double: unsupported exec {command!r}\n".encode(), 126
         sock = handler.connection
         for i in range(0, len(out), 65536):
-            _ws_send(sock, b"\x01" + out[i:i + 65536])
+            _ws_send(sock, b"\x01" + out[i : i + 65536])
         if err:
             _ws_send(sock, b"\x02" + err)
-        status = {"status": "Success"} if code == 0 else {
-            "status": "Failure", "reason": "NonZeroExitCode",
-            "details": {"causes": [{"reason": "ExitCode", "message": str(code)}]}}
+        status = (
+            {"status": "Success"}
+            if code == 0
+            else {
+                "status": "Failure",
+                "reason": "NonZeroExitCode",
+                "details": {"causes": [{"reason": "ExitCode", "message": str(code)}]},
+            }
+        )
         _ws_send(sock, b"\x03" + json.dumps(status).encode())
         _ws_send(sock, struct.pack("!H", 1000), opcode=0x8)
         handler.close_connection = True

@@ -5,6 +5,7 @@ localhost/atlas-base-python:bookworm), build the Dockerfile on it (layer cache k
 rebuilds to seconds), run it as an OpenShift-style arbitrary UID with group 0, and run
 the smoke experiment through the container target, checking the run record.
 """
+
 from __future__ import annotations
 
 import json
@@ -48,8 +49,11 @@ def test_quantities_and_podman_times():
 
 
 def test_bad_settings_are_named(tmp_path):
-    with pytest.raises(ConfigError, match=r"limits.memory: not a memory quantity.*'user' must be numeric|"
-                                          r"'user' must be numeric.*limits.memory"):
+    with pytest.raises(
+        ConfigError,
+        match=r"limits.memory: not a memory quantity.*'user' must be numeric|"
+        r"'user' must be numeric.*limits.memory",
+    ):
         make_target(tmp_path, user="atlas", limits={"cpu": "2", "memory": "6 GB"})
     with pytest.raises(ConfigError, match="unknown key.*gpus"):
         make_target(tmp_path, gpus=1)
@@ -112,15 +116,24 @@ def image():
     reason = _podman_ok()
     if reason:
         pytest.skip(reason)
-    subprocess.run([str(REPO_ROOT / "scripts" / "podman-base-image.sh"), BASE_IMAGE], check=True,
-                   capture_output=True, timeout=900)
-    build = subprocess.run([str(REPO_ROOT / "scripts" / "podman-image.sh"), TEST_IMAGE],
-                           capture_output=True, text=True, timeout=1800, env=dict(os.environ, BASE_IMAGE=BASE_IMAGE))
+    subprocess.run(
+        [str(REPO_ROOT / "scripts" / "podman-base-image.sh"), BASE_IMAGE], check=True, capture_output=True, timeout=900
+    )
+    build = subprocess.run(
+        [str(REPO_ROOT / "scripts" / "podman-image.sh"), TEST_IMAGE],
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        env=dict(os.environ, BASE_IMAGE=BASE_IMAGE),
+    )
     assert build.returncode == 0, build.stdout[-2000:] + build.stderr[-2000:]
     yield TEST_IMAGE
     # Containers the tests started and did not collect (collect removes them).
-    names = subprocess.run(["podman", "ps", "-a", "--filter", f"ancestor={TEST_IMAGE}", "--format", "{{.Names}}"],
-                           capture_output=True, text=True).stdout.split()
+    names = subprocess.run(
+        ["podman", "ps", "-a", "--filter", f"ancestor={TEST_IMAGE}", "--format", "{{.Names}}"],
+        capture_output=True,
+        text=True,
+    ).stdout.split()
     for name in names:
         if name.startswith("atlas-local-podman-"):
             subprocess.run(["podman", "rm", "--force", name], capture_output=True)
@@ -129,10 +142,16 @@ def image():
 @pytest.mark.podman
 @pytest.mark.slow
 def test_image_works_under_an_arbitrary_uid_with_group_0(image, tmp_path):
-    probe = ('id -u; id -g; touch "$HOME/w" "$TORCH_HOME/w" "$MPLCONFIGDIR/w" /results/w /opt/atlas/bench/w && '
-             'python -c "import getpass, torch, workflows.biggan, bench; print(getpass.getuser(), torch.__version__)"')
-    out = subprocess.run(["podman", "run", "--rm", "--user", f"{UID}:0", "--entrypoint", "sh", image, "-c", probe],
-                         capture_output=True, text=True, timeout=300)
+    probe = (
+        'id -u; id -g; touch "$HOME/w" "$TORCH_HOME/w" "$MPLCONFIGDIR/w" /results/w /opt/atlas/bench/w && '
+        'python -c "import getpass, torch, workflows.biggan, bench; print(getpass.getuser(), torch.__version__)"'
+    )
+    out = subprocess.run(
+        ["podman", "run", "--rm", "--user", f"{UID}:0", "--entrypoint", "sh", image, "-c", probe],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert out.returncode == 0, out.stderr
     uid, gid, who = out.stdout.split("\n")[:3]
     assert (uid, gid) == (UID, "0") and who.startswith("atlas 2.")
@@ -143,8 +162,12 @@ def test_image_works_under_an_arbitrary_uid_with_group_0(image, tmp_path):
 def test_smoke_run_through_the_container_target(image, tmp_path):
     target = make_target(tmp_path, image=image)
     assert target.available() is None
-    job = JobSpec(new_run_id("0" * 40), "smoke", "0" * 40,
-                  ("train.max_iters=4", "train.log_every=2", "train.checkpoint_every=2", "train.ema_start=2"))
+    job = JobSpec(
+        new_run_id("0" * 40),
+        "smoke",
+        "0" * 40,
+        ("train.max_iters=4", "train.log_every=2", "train.checkpoint_every=2", "train.ema_start=2"),
+    )
     status = status_at_submit = target.submit(job)
     assert status.state is RunState.PENDING
     deadline = time.time() + 480
@@ -158,8 +181,11 @@ def test_smoke_run_through_the_container_target(image, tmp_path):
     assert record["exit"]["status"] == "success" and record["exit"]["code"] == 0
     assert record["image"]["ref"] == image and record["image"]["digest"].startswith("sha256:")
     # run.json records the code inside the image (its label), not what bench was asked for.
-    label = subprocess.run(["podman", "image", "inspect", "--format", '{{index .Labels "atlas.commit"}}', image],
-                           capture_output=True, text=True).stdout.strip()
+    label = subprocess.run(
+        ["podman", "image", "inspect", "--format", '{{index .Labels "atlas.commit"}}', image],
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
     assert record["git"]["sha"] == label and label
     assert "rebuild it with `make image`" in status_at_submit.detail
     cgroup = record["hardware"]["cgroup"]
@@ -190,8 +216,12 @@ def _wait(target, run_id: str, until, seconds: float = 300):
 def test_cancel_checkpoints_and_bad_config_fails(image, tmp_path):
     """SIGTERM reaches the recorder as PID 1 of the container: checkpoint, exit 75."""
     target = make_target(tmp_path, image=image)
-    job = JobSpec(new_run_id("1" * 40), "smoke", "1" * 40,
-                  ("train.max_iters=100000", "train.log_every=2", "train.checkpoint_every=1000"))
+    job = JobSpec(
+        new_run_id("1" * 40),
+        "smoke",
+        "1" * 40,
+        ("train.max_iters=100000", "train.log_every=2", "train.checkpoint_every=1000"),
+    )
     target.submit(job)
     log = target.runs_dir / job.run_id / "train.jsonl"
     _wait(target, job.run_id, lambda s: log.exists() and '"train"' in log.read_text())

@@ -1,4 +1,5 @@
 """The local target with the real workload (smoke experiment: seconds on 2 cores)."""
+
 from __future__ import annotations
 
 import json
@@ -21,7 +22,8 @@ def make_env(tmp_path: Path, extra: str = "") -> Path:
     clusters = tmp_path / "clusters"
     (clusters / "loc").mkdir(parents=True)
     (clusters / "loc" / "env.yaml").write_text(
-        f"kind: local\nlocal: true\nruns_dir: {tmp_path / 'runs'}\ninterval_s: 0.5\n{extra}")
+        f"kind: local\nlocal: true\nruns_dir: {tmp_path / 'runs'}\ninterval_s: 0.5\n{extra}"
+    )
     return clusters
 
 
@@ -65,8 +67,9 @@ def test_cancel_preempts_the_job(tmp_path: Path) -> None:
     target.submit(job)
     run_dir = target.runs_dir / job.run_id
     end = time.monotonic() + 180
-    while time.monotonic() < end and '"train"' not in ((run_dir / "train.jsonl").read_text()
-                                                      if (run_dir / "train.jsonl").exists() else ""):
+    while time.monotonic() < end and '"train"' not in (
+        (run_dir / "train.jsonl").read_text() if (run_dir / "train.jsonl").exists() else ""
+    ):
         time.sleep(0.3)
     target.cancel(job.run_id)
     wait_finished(target, job.run_id)
@@ -93,14 +96,31 @@ def test_unknown_run_is_a_clear_error(tmp_path: Path) -> None:
         target.status("nope")
 
 
-def test_cli_run_status_collect(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_run_status_collect(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     from bench.cli import main
 
     monkeypatch.setenv("ATLAS_RUNS_DIR", str(tmp_path / "runs"))
     results = tmp_path / "results"
-    assert main(["run", "--env", "local", "--experiment", "smoke", "--runs", "1", "--results", str(results),
-                 "--set", "train.max_iters=10"]) == 0
+    assert (
+        main(
+            [
+                "run",
+                "--env",
+                "local",
+                "--experiment",
+                "smoke",
+                "--runs",
+                "1",
+                "--results",
+                str(results),
+                "--set",
+                "train.max_iters=10",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "submitted local/" in out and "completed (success, exit code 0)" in out
     run_id = next((results / "local").iterdir()).name

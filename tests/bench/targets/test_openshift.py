@@ -1,5 +1,6 @@
 """The OpenShift target, driven through the real `kubernetes` client against a loopback
 API double (tests/bench/targets/openshift_api_double.py) that validates every body."""
+
 from __future__ import annotations
 
 import hashlib
@@ -38,7 +39,9 @@ def double(tmp_path: Path):
 def make_target(tmp_path: Path, double: OpenShiftApiDouble, token: str | None = None, **settings):
     kubeconfig = double.write_kubeconfig(tmp_path / f"kubeconfig-{token or 'ok'}", token=token)
     data = yaml.safe_load((MOC / "env.yaml").read_text())
-    data.update(kubeconfig=str(kubeconfig), poll_interval_s=0.01, build_timeout_s=settings.pop("build_timeout_s", 5), **settings)
+    data.update(
+        kubeconfig=str(kubeconfig), poll_interval_s=0.01, build_timeout_s=settings.pop("build_timeout_s", 5), **settings
+    )
     return target_class("openshift")(Environment("moc", "openshift", MOC, data))
 
 
@@ -80,10 +83,17 @@ def test_failed_build_is_a_clear_error(tmp_path, double):
     double.add_buildconfig("atlas-biggan")
 
     def fail(build):
-        build["status"] = {"phase": "Failed", "reason": "DockerBuildFailed", "message": "Docker build strategy has failed."}
+        build["status"] = {
+            "phase": "Failed",
+            "reason": "DockerBuildFailed",
+            "message": "Docker build strategy has failed.",
+        }
 
     double.on_build = fail
-    with pytest.raises(AtlasError, match=r"build atlas-biggan-1 failed: DockerBuildFailed.*oc -n atlas-biggan logs build/atlas-biggan-1"):
+    with pytest.raises(
+        AtlasError,
+        match=r"build atlas-biggan-1 failed: DockerBuildFailed.*oc -n atlas-biggan logs build/atlas-biggan-1",
+    ):
         make_target(tmp_path, double).submit(job_spec())
     assert double.jobs == {}
 
@@ -186,7 +196,9 @@ def test_collect_streams_a_50mb_record_with_checksum(tmp_path, submitted, double
     double.finish_job(job, "Complete")
     run_dir = double.volume / RUN_ID
     (run_dir / "ckpt").mkdir(parents=True)
-    (run_dir / "run.json").write_text(json.dumps({"schema_version": 1, "run_id": RUN_ID, "scheduler": {"kind": "openshift"}}))
+    (run_dir / "run.json").write_text(
+        json.dumps({"schema_version": 1, "run_id": RUN_ID, "scheduler": {"kind": "openshift"}})
+    )
     (run_dir / "train.jsonl").write_text('{"event": "run_start", "time": 1.0}\n')
     big = os.urandom(50 * 1024 * 1024)
     (run_dir / "ckpt" / "state.pt").write_bytes(big)
@@ -227,6 +239,7 @@ def test_bad_settings_are_named(tmp_path):
 def test_invalid_job_template_is_rejected_before_any_call(tmp_path):
     folder = tmp_path / "moc"
     import shutil
+
     shutil.copytree(MOC, folder)
     job = folder / "job.yaml"
     job.write_text(job.read_text().replace("backoffLimit: 3", "backoffLimit: 3\n  restartPolicy: Never"))
@@ -246,12 +259,22 @@ def test_no_credentials_is_a_reason_not_a_crash(tmp_path, monkeypatch):
 def test_waits_for_the_build_a_github_push_started(tmp_path, double):
     """The webhook already started a build of the commit: bench waits for it, builds nothing."""
     double.add_buildconfig("atlas-biggan")
-    build = {"apiVersion": "build.openshift.io/v1", "kind": "Build",
-             "metadata": {"name": "atlas-biggan-7", "namespace": "atlas-biggan", "creationTimestamp": "2026-11-22T02:00:00Z",
-                          "labels": {"buildconfig": "atlas-biggan"}},
-             "spec": {"revision": {"type": "Git", "git": {"commit": COMMIT}}, "strategy": {"type": "Docker"},
-                      "triggeredBy": [{"message": "GitHub WebHook"}]},
-             "status": {"phase": "Running"}}
+    build = {
+        "apiVersion": "build.openshift.io/v1",
+        "kind": "Build",
+        "metadata": {
+            "name": "atlas-biggan-7",
+            "namespace": "atlas-biggan",
+            "creationTimestamp": "2026-11-22T02:00:00Z",
+            "labels": {"buildconfig": "atlas-biggan"},
+        },
+        "spec": {
+            "revision": {"type": "Git", "git": {"commit": COMMIT}},
+            "strategy": {"type": "Docker"},
+            "triggeredBy": [{"message": "GitHub WebHook"}],
+        },
+        "status": {"phase": "Running"},
+    }
     double.builds["atlas-biggan-7"] = build
     target = make_target(tmp_path, double)
     gets = []
@@ -263,6 +286,7 @@ def test_waits_for_the_build_a_github_push_started(tmp_path, double):
         double.complete_build(build)
 
     import threading
+
     threading.Thread(target=finish_later, daemon=True).start()
     target.submit(job_spec())
     assert gets and posts(double, "/instantiate") == []

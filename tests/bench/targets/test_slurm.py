@@ -4,6 +4,7 @@ Mechanics (complete, fail, cancel, checkpoint and resume, GPU request, hostile v
 run a test double of the workload from a throw-away git repo (tests/ansible/local_slurm.py)
 so each job takes seconds; test_slurm_smoke.py runs the real workload end to end.
 """
+
 from __future__ import annotations
 
 import copy
@@ -66,8 +67,9 @@ def test_target_registry_builds_the_slurm_target_for_local_slurm() -> None:
 
 
 def test_extravars_mark_templatable_strings_unsafe() -> None:
-    text = extravars_yaml({"a": "{{ lookup('pipe', 'id') }}", "b": ["x; {% y %}", "12:00:00", ""],
-                           "c": {"d": 1, "e": True}})
+    text = extravars_yaml(
+        {"a": "{{ lookup('pipe', 'id') }}", "b": ["x; {% y %}", "12:00:00", ""], "c": {"d": 1, "e": True}}
+    )
     assert text.count("!unsafe") == 2 and "d: 1" in text and "e: true" in text
     assert "'12:00:00'" in text and "''" in text  # plain strings stay strings
 
@@ -162,7 +164,7 @@ def test_hostile_env_name_and_overrides_stay_literal_text(local_slurm, standin_r
         f"a=x; touch {canaries[2]}",
         f"b=$(touch {canaries[3]})`touch {canaries[4]}`",
         f"c={{{{ lookup('pipe', 'touch {canaries[5]}') }}}}",
-        "d=it's \"quoted\"\nsecond line\\",
+        'd=it\'s "quoted"\nsecond line\\',
     )
     target = make_target(tmp_path, standin_repo, name=env_name)
     job = submit(target, standin_repo, *overrides)
@@ -203,11 +205,15 @@ def test_unreachable_controller_is_reported_not_hung(local_slurm, tmp_path) -> N
     target.state_dir = tmp_path
     # Point every Slurm command at a config whose controller does not exist.
     bad = tmp_path / "slurm.conf"
-    conf = (REPO / ".slurm" / "etc" / "slurm.conf")
+    conf = REPO / ".slurm" / "etc" / "slurm.conf"
     if not conf.exists():
         pytest.skip("no local slurm.conf yet (scripts/local-slurm.sh up writes it)")
-    bad.write_text(re.sub(r"SlurmctldPort=\d+", "SlurmctldPort=1", conf.read_text())  # nobody listens on 1
-                   .replace("SlurmctldTimeout=30", "SlurmctldTimeout=5") + "MessageTimeout=2\n")
+    bad.write_text(
+        re.sub(r"SlurmctldPort=\d+", "SlurmctldPort=1", conf.read_text()).replace(  # nobody listens on 1
+            "SlurmctldTimeout=30", "SlurmctldTimeout=5"
+        )
+        + "MessageTimeout=2\n"
+    )
     run_id = f"unreachable-{secrets.token_hex(3)}"
     run_dir = RUNS / run_id
     run_dir.mkdir(parents=True)
@@ -223,4 +229,5 @@ def test_unreachable_controller_is_reported_not_hung(local_slurm, tmp_path) -> N
 def _with_slurm_conf(run, conf: str):
     def wrapped(playbook, extravars, timeout_s=600):
         return run(playbook, {**extravars, "atlas_slurm_env": {"SLURM_CONF": conf}}, timeout_s=180)
+
     return wrapped

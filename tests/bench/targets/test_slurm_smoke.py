@@ -1,6 +1,7 @@
 """End to end on the real local Slurm with the real workload: `bench run --env local-slurm
 --experiment smoke`, and the same run interrupted by the time-limit warning signal, which
 checkpoints, resumes in a dependent job and ends with the same generator weights."""
+
 from __future__ import annotations
 
 import json
@@ -28,9 +29,26 @@ def events(path: Path) -> list[dict]:
 def smoke_run(local_slurm, tmp_path_factory) -> Path:
     """The CLI's own `bench run` of the smoke experiment at this repository's HEAD."""
     results = tmp_path_factory.mktemp("results")
-    proc = subprocess.run([sys.executable, "-m", "bench", "run", "--env", "local-slurm", "--experiment", "smoke",
-                           "--results", str(results), "--timeout", "400"],
-                          cwd=REPO, capture_output=True, text=True, timeout=480)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "bench",
+            "run",
+            "--env",
+            "local-slurm",
+            "--experiment",
+            "smoke",
+            "--results",
+            str(results),
+            "--timeout",
+            "400",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=480,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     (run_dir,) = (results / "local-slurm").iterdir()
     return run_dir

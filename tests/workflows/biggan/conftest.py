@@ -1,4 +1,5 @@
 """Run the real workload as a subprocess (`python -m workflows.biggan`) and read its log."""
+
 from __future__ import annotations
 
 import os
@@ -28,14 +29,28 @@ def env() -> dict[str, str]:
     return e
 
 
-def run_workload(run_dir: Path, *overrides: str, experiment: str = "smoke", timeout: float = 180) -> subprocess.CompletedProcess:
-    return subprocess.run(workload_cmd(run_dir, *overrides, experiment=experiment), cwd=REPO, env=env(),
-                          capture_output=True, text=True, timeout=timeout)
+def run_workload(
+    run_dir: Path, *overrides: str, experiment: str = "smoke", timeout: float = 180
+) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        workload_cmd(run_dir, *overrides, experiment=experiment),
+        cwd=REPO,
+        env=env(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def start_workload(run_dir: Path, *overrides: str) -> subprocess.Popen:
-    return subprocess.Popen(workload_cmd(run_dir, *overrides), cwd=REPO, env=env(),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        workload_cmd(run_dir, *overrides),
+        cwd=REPO,
+        env=env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def events(run_dir: Path) -> list[dict[str, Any]]:

@@ -1,4 +1,5 @@
 """Checkpoint bundles: atomic, pruned, validated; a corrupt latest one falls back."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -14,9 +15,18 @@ JOB = ("train.max_iters=8", "train.checkpoint_every=2", "train.checkpoint_keep=3
 
 
 def _bundle(iteration: int) -> dict:
-    return {"iteration": iteration, "data_position": 2 * iteration, "images_seen": 0, "G": {"w": torch.ones(2)},
-            "D": {}, "G_ema": {}, "g_optim": {}, "d_optim": {}, "rng": ckpt.capture_rng(torch.Generator()),
-            "config_sha256": "x"}
+    return {
+        "iteration": iteration,
+        "data_position": 2 * iteration,
+        "images_seen": 0,
+        "G": {"w": torch.ones(2)},
+        "D": {},
+        "G_ema": {},
+        "g_optim": {},
+        "d_optim": {},
+        "rng": ckpt.capture_rng(torch.Generator()),
+        "config_sha256": "x",
+    }
 
 
 def test_save_is_atomic_and_keeps_the_last_k(tmp_path: Path) -> None:

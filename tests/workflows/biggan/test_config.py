@@ -1,4 +1,5 @@
 """Bad experiments, keys and values are errors that name them; the CLI exits 2."""
+
 from __future__ import annotations
 
 import subprocess
@@ -14,20 +15,23 @@ from workflows.biggan.__main__ import main
 from workflows.biggan.errors import WorkloadConfigError
 
 
-@pytest.mark.parametrize(("overrides", "message"), [
-    (["train.batchsize=8"], "unknown key 'train.batchsize' (did you mean 'train.batch_size'?)"),
-    (["batch_size=8"], "did you mean 'train.batch_size'?"),
-    (["model.gch=8"], "did you mean 'model.g_ch'?"),
-    (["train.batch_size=-4"], "train.batch_size=-4 must be > 0"),
-    (["model.resolution=48"], "model.resolution=48 is not supported (choose one of: 32, 64, 128)"),
-    (["model.g_ch=wide"], "model.g_ch must be an integer, got 'wide'"),
-    (["train.ema=maybe"], "train.ema must be true or false"),
-    (["model.arch=stylegan"], "model.arch='stylegan' is not supported"),
-    (["model.attention=48"], "model.attention=48 must be 0 or a power-of-two resolution"),
-    (["data.source=hdf5"], "data.source=hdf5 needs data.path"),
-    (["train.max_iters"], "expected KEY=VALUE"),
-    (["train.seed=null"], "train.seed may not be null"),
-])
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        (["train.batchsize=8"], "unknown key 'train.batchsize' (did you mean 'train.batch_size'?)"),
+        (["batch_size=8"], "did you mean 'train.batch_size'?"),
+        (["model.gch=8"], "did you mean 'model.g_ch'?"),
+        (["train.batch_size=-4"], "train.batch_size=-4 must be > 0"),
+        (["model.resolution=48"], "model.resolution=48 is not supported (choose one of: 32, 64, 128)"),
+        (["model.g_ch=wide"], "model.g_ch must be an integer, got 'wide'"),
+        (["train.ema=maybe"], "train.ema must be true or false"),
+        (["model.arch=stylegan"], "model.arch='stylegan' is not supported"),
+        (["model.attention=48"], "model.attention=48 must be 0 or a power-of-two resolution"),
+        (["data.source=hdf5"], "data.source=hdf5 needs data.path"),
+        (["train.max_iters"], "expected KEY=VALUE"),
+        (["train.seed=null"], "train.seed may not be null"),
+    ],
+)
 def test_bad_overrides_name_the_key(overrides: list[str], message: str) -> None:
     with pytest.raises(WorkloadConfigError) as info:
         config.resolve("smoke", overrides)
@@ -35,18 +39,34 @@ def test_bad_overrides_name_the_key(overrides: list[str], message: str) -> None:
 
 
 def test_unknown_experiment_lists_the_known_ones() -> None:
-    with pytest.raises(WorkloadConfigError, match=r"unknown experiment 'smok' \(known: cifar, imagenet128, "
-                                                  r"imagenet128-deep, smoke"):
+    with pytest.raises(
+        WorkloadConfigError,
+        match=r"unknown experiment 'smok' \(known: cifar, imagenet128, "
+        r"imagenet128-deep, smoke",
+    ):
         config.resolve("smok")
 
 
 def test_presets_resolve_and_carry_the_reference_settings() -> None:
     cifar = config.resolve("cifar")
-    assert (cifar["train.batch_size"], cifar["train.d_steps"], cifar["model.g_ch"], cifar["model.attention"],
-            cifar["train.g_lr"], cifar["train.d_lr"], cifar["train.ema_start"]) == (50, 4, 64, 0, 2e-4, 2e-4, 1000)
+    assert (
+        cifar["train.batch_size"],
+        cifar["train.d_steps"],
+        cifar["model.g_ch"],
+        cifar["model.attention"],
+        cifar["train.g_lr"],
+        cifar["train.d_lr"],
+        cifar["train.ema_start"],
+    ) == (50, 4, 64, 0, 2e-4, 2e-4, 1000)
     big = config.resolve("imagenet128")
-    assert (big["train.batch_size"], big["train.accumulate"], big["model.g_ch"], big["model.attention"],
-            big["train.g_lr"], big["train.d_lr"]) == (256, 8, 96, 64, 1e-4, 4e-4)
+    assert (
+        big["train.batch_size"],
+        big["train.accumulate"],
+        big["model.g_ch"],
+        big["model.attention"],
+        big["train.g_lr"],
+        big["train.d_lr"],
+    ) == (256, 8, 96, 64, 1e-4, 4e-4)
     deep = config.resolve("imagenet128-deep")
     assert deep["model.arch"] == "biggan-deep" and deep["model.g_ch"] == 128
     assert config.resolve("smoke", ["train.max_seconds=2.5"])["train.max_seconds"] == 2.5
@@ -55,8 +75,17 @@ def test_presets_resolve_and_carry_the_reference_settings() -> None:
 
 def test_hash_ignores_runtime_keys_only() -> None:
     base = config.config_sha256(config.resolve("smoke"))
-    runtime = config.resolve("smoke", ["runtime.device=cpu", "data.workers=4", "train.log_every=1",
-                                       "train.checkpoint_every=7", "runtime.compile=true", "train.max_seconds=60"])
+    runtime = config.resolve(
+        "smoke",
+        [
+            "runtime.device=cpu",
+            "data.workers=4",
+            "train.log_every=1",
+            "train.checkpoint_every=7",
+            "runtime.compile=true",
+            "train.max_seconds=60",
+        ],
+    )
     assert config.config_sha256(runtime) == base
     assert config.config_sha256(config.resolve("smoke", ["model.g_ch=8"])) != base
     assert config.config_sha256(config.resolve("smoke", ["train.max_iters=21"])) != base
@@ -66,7 +95,9 @@ def test_hash_ignores_runtime_keys_only() -> None:
 def test_preset_file_with_a_bad_key_names_file_and_key(tmp_path: Path) -> None:
     bad = tmp_path / "mine.yaml"
     bad.write_text("model:\n  resolutoin: 64\n")
-    with pytest.raises(WorkloadConfigError, match=r"mine.yaml.*unknown key 'model.resolutoin' \(did you mean 'model.resolution'\?\)"):
+    with pytest.raises(
+        WorkloadConfigError, match=r"mine.yaml.*unknown key 'model.resolutoin' \(did you mean 'model.resolution'\?\)"
+    ):
         config.resolve(str(bad))
 
 
@@ -84,9 +115,24 @@ def test_asking_for_cuda_without_a_gpu_is_a_config_error(capsys: pytest.CaptureF
 
 
 def test_real_process_exit_code_2_and_no_traceback(tmp_path: Path) -> None:
-    proc = subprocess.run([sys.executable, "-m", "workflows.biggan", "--experiment", "smoke", "--run-dir",
-                           str(tmp_path), "--set", "model.resolution=256"], cwd=REPO, env=env(),
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "workflows.biggan",
+            "--experiment",
+            "smoke",
+            "--run-dir",
+            str(tmp_path),
+            "--set",
+            "model.resolution=256",
+        ],
+        cwd=REPO,
+        env=env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 2
     assert "model.resolution=256 is not supported" in proc.stderr and "Traceback" not in proc.stderr
 

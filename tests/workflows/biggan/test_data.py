@@ -1,4 +1,5 @@
 """The batch plan is resumable and splits global batches over processes; synthetic data is deterministic."""
+
 from __future__ import annotations
 
 from itertools import islice

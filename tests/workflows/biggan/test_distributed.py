@@ -1,4 +1,5 @@
 """Two gloo processes under torchrun: one log, one set of checkpoints, identical replicas."""
+
 from __future__ import annotations
 
 import subprocess
@@ -10,9 +11,26 @@ from tests.workflows.biggan.conftest import REPO, env, events
 
 def test_two_process_gloo_run(tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
-           "-m", "workflows.biggan", "--experiment", "smoke", "--run-dir", str(run_dir),
-           "--set", "train.max_iters=6", "--set", "train.checkpoint_every=3", "--set", "train.log_every=3"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc-per-node",
+        "2",
+        "-m",
+        "workflows.biggan",
+        "--experiment",
+        "smoke",
+        "--run-dir",
+        str(run_dir),
+        "--set",
+        "train.max_iters=6",
+        "--set",
+        "train.checkpoint_every=3",
+        "--set",
+        "train.log_every=3",
+    ]
     proc = subprocess.run(cmd, cwd=REPO, env=env(), capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     evts = events(run_dir)
@@ -35,11 +53,32 @@ def test_sigterm_to_torchrun_checkpoints_on_every_rank_and_resumes(tmp_path: Pat
     from tests.workflows.biggan.conftest import last, wait_for_event
 
     run_dir = tmp_path / "run"
-    base = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
-            "-m", "workflows.biggan", "--experiment", "smoke", "--run-dir", str(run_dir),
-            "--set", "train.checkpoint_every=3", "--set", "train.sample_grid=false"]
-    proc = subprocess.Popen(base + ["--set", "train.max_iters=500"], cwd=REPO, env=env(),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    base = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc-per-node",
+        "2",
+        "-m",
+        "workflows.biggan",
+        "--experiment",
+        "smoke",
+        "--run-dir",
+        str(run_dir),
+        "--set",
+        "train.checkpoint_every=3",
+        "--set",
+        "train.sample_grid=false",
+    ]
+    proc = subprocess.Popen(
+        base + ["--set", "train.max_iters=500"],
+        cwd=REPO,
+        env=env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     wait_for_event(run_dir, "checkpoint", proc, timeout=180)
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=120)
@@ -51,8 +90,9 @@ def test_sigterm_to_torchrun_checkpoints_on_every_rank_and_resumes(tmp_path: Pat
     assert last(events(run_dir), "checkpoint")["iteration"] == stop["iteration"] < 500
 
     target = stop["iteration"] + 2
-    again = subprocess.run(base + ["--set", f"train.max_iters={target}"], cwd=REPO, env=env(),
-                           capture_output=True, text=True, timeout=300)
+    again = subprocess.run(
+        base + ["--set", f"train.max_iters={target}"], cwd=REPO, env=env(), capture_output=True, text=True, timeout=300
+    )
     assert again.returncode == 0, again.stderr[-3000:]
     evts = events(run_dir)
     assert last(evts, "run_start")["resumed_from"] == f"ckpt-{stop['iteration']:08d}.pt"

@@ -1,4 +1,5 @@
 """IS/FID never download: without local weights (or torchvision) they are skipped with a reason."""
+
 from __future__ import annotations
 
 import importlib.util

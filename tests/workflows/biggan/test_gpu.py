@@ -1,4 +1,5 @@
 """GPU speed paths (bf16 autocast, channels_last, fused Adam, torch.compile); skipped without CUDA."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -10,8 +11,10 @@ from workflows.biggan.config import resolve
 from workflows.biggan.distributed import World
 from workflows.biggan.train import Trainer
 
-pytestmark = [pytest.mark.gpu,
-              pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device on this machine")]
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device on this machine"),
+]
 
 
 @pytest.mark.parametrize("compile_", [False, True])

@@ -1,4 +1,5 @@
 """Model shapes for every architecture and resolution; one real training step of each variant."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -19,8 +20,9 @@ TINY = ["model.g_ch=2", "model.d_ch=2", "model.shared_dim=8", "model.n_classes=3
 @pytest.mark.parametrize("arch", ["biggan", "biggan-deep"])
 @pytest.mark.parametrize("res", [32, 64, 128])
 def test_shapes_and_attention(arch: str, res: int) -> None:
-    c = resolve("smoke", TINY + [f"model.arch={arch}", f"model.resolution={res}", "model.attention=16",
-                                 "model.dim_z=24"])
+    c = resolve(
+        "smoke", TINY + [f"model.arch={arch}", f"model.resolution={res}", "model.attention=16", "model.dim_z=24"]
+    )
     torch.manual_seed(0)
     g, d = build_models(c)
     assert sum(isinstance(m, SelfAttention) for m in g.modules()) == 1
@@ -74,10 +76,13 @@ def test_losses() -> None:
         assert float(ortho_penalty(m).detach()) == pytest.approx(float(direct.detach()), rel=1e-4)
 
 
-@pytest.mark.parametrize("extra", [
-    ["model.arch=biggan-deep", "train.accumulate=2", "train.ortho_reg=1e-4", "model.init=ortho"],
-    ["train.ema=false", "model.hier=false", "model.init=xavier", "model.attention=0"],
-])
+@pytest.mark.parametrize(
+    "extra",
+    [
+        ["model.arch=biggan-deep", "train.accumulate=2", "train.ortho_reg=1e-4", "model.init=ortho"],
+        ["train.ema=false", "model.hier=false", "model.init=xavier", "model.attention=0"],
+    ],
+)
 def test_training_steps_update_weights(tmp_path: Path, extra: list[str]) -> None:
     c = resolve("smoke", TINY + ["train.batch_size=4", "train.d_steps=1", "train.ema_start=1"] + extra)
     t = Trainer(c, tmp_path, "smoke", world=World())

@@ -1,4 +1,5 @@
 """Image folder -> HDF5 converter round-trips; both sources feed training the same tensors."""
+
 from __future__ import annotations
 
 import json
@@ -50,13 +51,41 @@ def test_wrong_resolution_and_bad_files_are_named(tmp_path: Path, capsys: pytest
     src, out = tmp_path / "images", tmp_path / "data.h5"
     _make_folder(src)
     assert main(["prepare-data", str(src), str(out), "--resolution", "32"]) == 0
-    assert main(["--experiment", "smoke", "--run-dir", str(tmp_path / "r"), "--set", "data.source=hdf5",
-                 "--set", f"data.path={out}", "--set", "model.resolution=64"]) == 2
+    assert (
+        main(
+            [
+                "--experiment",
+                "smoke",
+                "--run-dir",
+                str(tmp_path / "r"),
+                "--set",
+                "data.source=hdf5",
+                "--set",
+                f"data.path={out}",
+                "--set",
+                "model.resolution=64",
+            ]
+        )
+        == 2
+    )
     assert "expected (N, 64, 64, 3) for model.resolution=64" in capsys.readouterr().err
     junk = tmp_path / "junk.h5"
     junk.write_bytes(b"nope")
-    assert main(["--experiment", "smoke", "--run-dir", str(tmp_path / "r"), "--set", "data.source=hdf5",
-                 "--set", f"data.path={junk}"]) == 2
+    assert (
+        main(
+            [
+                "--experiment",
+                "smoke",
+                "--run-dir",
+                str(tmp_path / "r"),
+                "--set",
+                "data.source=hdf5",
+                "--set",
+                f"data.path={junk}",
+            ]
+        )
+        == 2
+    )
     assert "junk.h5" in capsys.readouterr().err
     assert main(["prepare-data", str(tmp_path / "missing"), str(out), "--resolution", "32"]) == 2
     assert "is not a directory" in capsys.readouterr().err
@@ -65,8 +94,14 @@ def test_wrong_resolution_and_bad_files_are_named(tmp_path: Path, capsys: pytest
 def test_training_on_hdf5_and_imagefolder(tmp_path: Path) -> None:
     src, out = tmp_path / "images", tmp_path / "data.h5"
     _make_folder(src)
-    conv = subprocess.run([sys.executable, "-m", "workflows.biggan", "prepare-data", str(src), str(out),
-                           "--resolution", "32"], cwd=REPO, env=env(), capture_output=True, text=True, timeout=120)
+    conv = subprocess.run(
+        [sys.executable, "-m", "workflows.biggan", "prepare-data", str(src), str(out), "--resolution", "32"],
+        cwd=REPO,
+        env=env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert conv.returncode == 0, conv.stderr
     common = ("train.max_iters=2", "train.batch_size=4", "model.n_classes=3", "train.sample_grid=false")
     a = run_workload(tmp_path / "h5", "data.source=hdf5", f"data.path={out}", *common)
@@ -85,8 +120,14 @@ def test_corrupt_image_is_named_and_the_run_ends_failed(tmp_path: Path, capsys: 
     assert not (tmp_path / "d.h5").exists() and not list(tmp_path.glob("*.tmp"))
 
     # during training the bad file surfaces in the first batch (all 13 images): exit 2, run_stop failed
-    run = run_workload(tmp_path / "run", "data.source=imagefolder", f"data.path={src}", "model.n_classes=3",
-                       "train.batch_size=13", "train.max_iters=2")
+    run = run_workload(
+        tmp_path / "run",
+        "data.source=imagefolder",
+        f"data.path={src}",
+        "model.n_classes=3",
+        "train.batch_size=13",
+        "train.max_iters=2",
+    )
     assert run.returncode == 2
     assert "broken.png: cannot read the image" in run.stderr
     stop = events(tmp_path / "run")[-1]

@@ -1,4 +1,5 @@
 """Killed, preempted and resumed runs end with exactly the weights of an uninterrupted run."""
+
 from __future__ import annotations
 
 import signal

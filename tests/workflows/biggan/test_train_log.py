@@ -1,4 +1,5 @@
 """A smoke run writes train.jsonl exactly as the contract in workflows/biggan/README.md says."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -77,8 +78,9 @@ def test_smoke_run_writes_the_contract(tmp_path: Path) -> None:
 def test_same_job_twice_gives_the_same_weights(tmp_path: Path) -> None:
     """Determinism on CPU: the base of comparing environments by g_sha256."""
     a = run_workload(tmp_path / "a", "train.max_iters=6", "train.sample_grid=false")
-    b = run_workload(tmp_path / "b", "train.max_iters=6", "train.sample_grid=false", "data.workers=1",
-                     "train.log_every=2")
+    b = run_workload(
+        tmp_path / "b", "train.max_iters=6", "train.sample_grid=false", "data.workers=1", "train.log_every=2"
+    )
     assert a.returncode == 0 and b.returncode == 0, a.stderr + b.stderr
     sa, sb = events(tmp_path / "a")[-1], events(tmp_path / "b")[-1]
     assert sa["g_sha256"] == sb["g_sha256"]
@@ -109,8 +111,14 @@ def test_progress_bar_on_a_terminal(tmp_path: Path) -> None:
 
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))
-    proc = subprocess.Popen(workload_cmd(tmp_path / "run", "train.max_iters=4", "train.log_every=2"), cwd=REPO,
-                            env=env(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=slave)
+    proc = subprocess.Popen(
+        workload_cmd(tmp_path / "run", "train.max_iters=4", "train.log_every=2"),
+        cwd=REPO,
+        env=env(),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=slave,
+    )
     os.close(slave)
     out = b""
     while True:

@@ -7,6 +7,7 @@ after a checkpoint (`--dependency=afterany`). Each is listed in `<run_dir>/slurm
 controller and `sacct -c` (job completion log) about finished ones, and folds them into
 the run's state and the run record's `scheduler` section.
 """
+
 from __future__ import annotations
 
 DOCUMENTATION = r"""
@@ -30,8 +31,19 @@ from ansible.module_utils.basic import AnsibleModule
 JOBS_FILE = "slurm-jobs.tsv"
 CANCEL_MARK = "CANCELLED"
 JOB_ID = re.compile(r"^[0-9]+$")
-FINISHED = ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY",
-            "BOOT_FAIL", "DEADLINE", "PREEMPTED", "SPECIAL_EXIT", "REVOKED")
+FINISHED = (
+    "COMPLETED",
+    "FAILED",
+    "CANCELLED",
+    "TIMEOUT",
+    "NODE_FAIL",
+    "OUT_OF_MEMORY",
+    "BOOT_FAIL",
+    "DEADLINE",
+    "PREEMPTED",
+    "SPECIAL_EXIT",
+    "REVOKED",
+)
 
 
 def _num(text):
@@ -64,16 +76,23 @@ def read_source(run_dir):
 
 def query(module, run_dir, env, log_lines):
     ids = read_jobs(run_dir)
-    result = {"jobs": [], "state": "UNKNOWN", "finished": False, "job_id": None,
-              "log_tail": "", "cancel_requested": os.path.exists(os.path.join(run_dir, CANCEL_MARK)),
-              "commit": read_source(run_dir).get("commit")}
+    result = {
+        "jobs": [],
+        "state": "UNKNOWN",
+        "finished": False,
+        "job_id": None,
+        "log_tail": "",
+        "cancel_requested": os.path.exists(os.path.join(run_dir, CANCEL_MARK)),
+        "commit": read_source(run_dir).get("commit"),
+    }
     if not ids:
         result["detail"] = "no Slurm job recorded in %s/%s" % (run_dir, JOBS_FILE)
         return result
     fmt_env = dict(env, SLURM_TIME_FORMAT="%s")
     csv = ",".join(i for i, _ in ids)
-    rc, out, err = module.run_command(["squeue", "-h", "--states=all", "-j", csv, "-o", "%i|%T|%r|%S|%e"],
-                                      environ_update=fmt_env)
+    rc, out, err = module.run_command(
+        ["squeue", "-h", "--states=all", "-j", csv, "-o", "%i|%T|%r|%S|%e"], environ_update=fmt_env
+    )
     queued = {}
     if rc == 0:
         for line in out.splitlines():
@@ -83,26 +102,43 @@ def query(module, run_dir, env, log_lines):
     elif "Invalid job id" not in err:
         module.fail_json(msg="squeue failed: %s -- is the Slurm controller up (`scontrol ping`)?" % err.strip())
     done = {}
-    rc, out, err = module.run_command(["sacct", "-c", "-n", "-P", "-j", csv, "-o",
-                                       "JobID,State,ExitCode,Eligible,Start,End,NodeList"],
-                                      environ_update=fmt_env)
+    rc, out, err = module.run_command(
+        ["sacct", "-c", "-n", "-P", "-j", csv, "-o", "JobID,State,ExitCode,Eligible,Start,End,NodeList"],
+        environ_update=fmt_env,
+    )
     if rc == 0:
         for line in out.splitlines():
             f = line.split("|")
             if len(f) == 7 and JOB_ID.match(f[0].strip()):
                 done[f[0].strip()] = f
     for job_id, submit in ids:
-        job = {"job_id": job_id, "submit_time": submit, "state": "UNKNOWN", "exit_code": None,
-               "start_time": None, "end_time": None, "reason": ""}
+        job = {
+            "job_id": job_id,
+            "submit_time": submit,
+            "state": "UNKNOWN",
+            "exit_code": None,
+            "start_time": None,
+            "end_time": None,
+            "reason": "",
+        }
         if job_id in done:  # the completion log is final
             f = done[job_id]
             code = f[2].split(":")
-            job.update(state=f[1].split()[0], exit_code=int(code[0]) if code[0].isdigit() else None,
-                       eligible_time=_num(f[3]), start_time=_num(f[4]), end_time=_num(f[5]), nodes=f[6])
+            job.update(
+                state=f[1].split()[0],
+                exit_code=int(code[0]) if code[0].isdigit() else None,
+                eligible_time=_num(f[3]),
+                start_time=_num(f[4]),
+                end_time=_num(f[5]),
+                nodes=f[6],
+            )
         elif job_id in queued:
             f = queued[job_id]
-            job.update(state=f[1], reason=f[2] if f[2] not in ("None", "(null)") else "",
-                       start_time=_num(f[3]) if f[1] != "PENDING" else None)
+            job.update(
+                state=f[1],
+                reason=f[2] if f[2] not in ("None", "(null)") else "",
+                start_time=_num(f[3]) if f[1] != "PENDING" else None,
+            )
         result["jobs"].append(job)
     last = result["jobs"][-1]
     result["job_id"] = last["job_id"]
@@ -127,10 +163,19 @@ def scheduler_section(jobs):
         ready = j.get("eligible_time") or j.get("submit_time")
         if ready is not None and j.get("start_time") is not None:
             waits.append(max(0.0, j["start_time"] - ready))
-    section = {"kind": "slurm", "job_id": first["job_id"], "job_ids": [j["job_id"] for j in jobs],
-               "submit_time": first["submit_time"], "start_time": first["start_time"],
-               "end_time": last["end_time"], "state": last["state"], "exit_code": last["exit_code"],
-               "segments": len(jobs), "queue_wait_s": None, "queue_wait_total_s": None}
+    section = {
+        "kind": "slurm",
+        "job_id": first["job_id"],
+        "job_ids": [j["job_id"] for j in jobs],
+        "submit_time": first["submit_time"],
+        "start_time": first["start_time"],
+        "end_time": last["end_time"],
+        "state": last["state"],
+        "exit_code": last["exit_code"],
+        "segments": len(jobs),
+        "queue_wait_s": None,
+        "queue_wait_total_s": None,
+    }
     if first["submit_time"] is not None and first["start_time"] is not None:
         section["queue_wait_s"] = round(max(0.0, first["start_time"] - first["submit_time"]), 3)
     if waits:
@@ -174,14 +219,17 @@ def list_runs(module, runs_root, env, commit, env_name, log_lines):
 
 
 def main():
-    module = AnsibleModule(argument_spec=dict(
-        run_dir=dict(type="path", required=True),
-        action=dict(type="str", default="query", choices=["query", "cancel", "list"]),
-        commit=dict(type="str", default=""),
-        env_name=dict(type="str", default=""),
-        slurm_env=dict(type="dict", default={}),
-        log_lines=dict(type="int", default=30),
-    ), supports_check_mode=True)
+    module = AnsibleModule(
+        argument_spec=dict(
+            run_dir=dict(type="path", required=True),
+            action=dict(type="str", default="query", choices=["query", "cancel", "list"]),
+            commit=dict(type="str", default=""),
+            env_name=dict(type="str", default=""),
+            slurm_env=dict(type="dict", default={}),
+            log_lines=dict(type="int", default=30),
+        ),
+        supports_check_mode=True,
+    )
     env = {str(k): str(v) for k, v in module.params["slurm_env"].items()}
     run_dir = module.params["run_dir"]
     if module.params["action"] == "cancel":
@@ -189,8 +237,12 @@ def main():
             module.exit_json(changed=True)
         module.exit_json(**cancel(module, run_dir, env))
     if module.params["action"] == "list":
-        module.exit_json(changed=False, **list_runs(module, run_dir, env, module.params["commit"],
-                                                     module.params["env_name"], module.params["log_lines"]))
+        module.exit_json(
+            changed=False,
+            **list_runs(
+                module, run_dir, env, module.params["commit"], module.params["env_name"], module.params["log_lines"]
+            ),
+        )
     out = query(module, run_dir, env, module.params["log_lines"])
     module.exit_json(changed=False, **out)
 
