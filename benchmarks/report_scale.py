@@ -23,8 +23,8 @@ import pandas as pd
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from bench.render.report import write_report  # noqa: E402
 from bench.records.synthetic import RunSpec, write_run  # noqa: E402
+from bench.render.report import write_report  # noqa: E402
 
 COSTS = {
     "satori": {

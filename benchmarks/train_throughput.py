@@ -63,7 +63,7 @@ class GpuUtilSampler:
         while not self._stop.wait(self._period):
             self.values.append(self._nvml.nvmlDeviceGetUtilizationRates(self._handle).gpu)
 
-    def __enter__(self) -> "GpuUtilSampler":
+    def __enter__(self) -> GpuUtilSampler:
         if self._nvml is not None:
             self._thread.start()
         return self

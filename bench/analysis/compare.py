@@ -10,17 +10,18 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pandas as pd
 
+from bench.analysis.metrics import RunMetrics, run_metrics
+from bench.analysis.stats import Comparison, compare_samples, median, olympic_mean
 from bench.envs import CLUSTERS_DIR, load_env
 from bench.errors import AtlasError
-from bench.analysis.metrics import RunMetrics, run_metrics
 from bench.records.read import RunData
-from bench.analysis.stats import Comparison, compare_samples, median, olympic_mean
 
 
 @dataclass(frozen=True)

@@ -19,12 +19,12 @@ A missing baseline is its own verdict (`no-baseline`), never a pass.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Mapping, Sequence
 
 from bench.analysis.compare import METRICS
-from bench.errors import ConfigError
 from bench.analysis.stats import BOOTSTRAP_SEED, compare_samples, median
+from bench.errors import ConfigError
 
 DEFAULT_THRESHOLD = 0.05
 DEFAULT_ALPHA = 0.10

@@ -114,8 +114,8 @@ def _read_artifact(args: argparse.Namespace) -> Path:
 
 
 def _body_path(args: argparse.Namespace) -> Path:
-    from bench.gitops import github as github_comment
     from bench.analysis.regression import parse_thresholds
+    from bench.gitops import github as github_comment
 
     if sum(x is not None for x in (args.body_file, args.results, args.artifact)) > 1:
         raise ConfigError("give one of --body-file, --artifact or --results")

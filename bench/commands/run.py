@@ -46,8 +46,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from bench.errors import AtlasError
-    from bench.targets.runner import run_and_collect
     from bench.targets import target_for
+    from bench.targets.runner import run_and_collect
 
     target = target_for(args.env)
     reason = target.available()

@@ -142,7 +142,7 @@ def upsert_comment(
         if not existing.edit(text):
             raise AtlasError(f"{step}: GitHub did not accept the edit of comment {existing.id}")
         return CommentResult("updated", existing.id, existing.html_url)
-    except (gh_errors.GitHubException,) as exc:
+    except gh_errors.GitHubException as exc:
         raise _explain(exc, step, repo, pr) from None
 
 
@@ -183,8 +183,8 @@ def render_pr_body(
     """
     from bench.analysis.compare import HEADLINE, METRIC_BY_KEY, env_cost_config, fmt
     from bench.analysis.metrics import run_metrics
-    from bench.records.read import find_runs
     from bench.analysis.regression import HIGHER_IS_BETTER, REGRESSION, judge
+    from bench.records.read import find_runs
 
     runs = find_runs(results, envs or None)
     if not runs:

@@ -27,9 +27,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
+from bench.envs import Environment
 from bench.errors import AtlasError, ConfigError
 from bench.gitops.publish import SKIP_CI
-from bench.envs import Environment
 
 HOOK_MARKER = "# atlas-bench post-receive hook"
 ZERO_SHA = "0" * 40
@@ -350,8 +350,8 @@ def collect_unreported(env: str | Environment, results: Path, reports: Path, out
     finished run of that commit is collected again; commits fully reported are skipped.
     Returns those commits.
     """
-    from bench.targets.runner import collect_run
     from bench.targets import target_for
+    from bench.targets.runner import collect_run
 
     target = target_for(env)
     name = target.env.name

@@ -15,9 +15,9 @@ import random
 import re
 import subprocess
 import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Mapping, Sequence
 
 from bench.errors import AtlasError, ConfigError
 

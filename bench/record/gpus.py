@@ -9,8 +9,9 @@ recorded as a fault and the column is left empty.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 # (DCGM field name, unit, how to read it from NVML). Order is the CSV column order.
 GPU_FIELDS: tuple[tuple[str, str], ...] = (
@@ -102,8 +103,8 @@ class GpuProbe:
             self.handles.append(h)
             entry: dict[str, Any] = {"index": pos, "host_index": idx, "uuid": uuids[idx], "driver": driver}
             for key, call in (
-                ("model", lambda: _text(pynvml.nvmlDeviceGetName(h))),
-                ("memory_total_mib", lambda: pynvml.nvmlDeviceGetMemoryInfo(h).total // (1 << 20)),
+                ("model", lambda h=h: _text(pynvml.nvmlDeviceGetName(h))),
+                ("memory_total_mib", lambda h=h: pynvml.nvmlDeviceGetMemoryInfo(h).total // (1 << 20)),
             ):
                 try:
                     entry[key] = call()

@@ -19,13 +19,13 @@ from pathlib import Path
 from typing import Any
 
 from bench import __version__
-from bench.record.cgroups import CgroupReader
 from bench.errors import AtlasError
+from bench.record.cgroups import CgroupReader
 from bench.record.gpus import GpuProbe
 from bench.record.provenance import git_info, hardware, hostname, image_info, scheduler_info, software
+from bench.record.sampler import Sampler
 from bench.records.contract import EXIT_RUNNING, RUN_JSON, SCHEMA_VERSION, TRAIN_JSONL, samples_name
 from bench.records.place import write_json_atomic
-from bench.record.sampler import Sampler
 from bench.records.trainlog import read_train_log
 
 FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGUSR1)

@@ -12,7 +12,7 @@ import os
 import threading
 import time
 from pathlib import Path
-from typing import Any, IO
+from typing import IO, Any
 
 import psutil
 

@@ -11,8 +11,9 @@ import json
 import os
 import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from bench.records.contract import RUN_JSON, SCHEMA_VERSION, TRAIN_JSONL, samples_files
 

@@ -14,9 +14,9 @@ from pathlib import Path
 import numpy as np
 
 from bench.record.gpus import FIELD_NAMES
+from bench.record.sampler import BASE_COLUMNS
 from bench.records.contract import SCHEMA_VERSION, samples_name
 from bench.records.place import write_json_atomic
-from bench.record.sampler import BASE_COLUMNS
 
 CONFIG = {"experiment": "smoke", "batch_size": 8, "ch": 16, "max_iters": 40}
 CONFIG_SHA = hashlib.sha256(json.dumps(CONFIG, sort_keys=True).encode()).hexdigest()

@@ -7,8 +7,8 @@ averaged into at most MAX_POINTS buckets so a 48-hour run stays a small file.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 import matplotlib
 
@@ -84,7 +84,7 @@ def series(run: RunData, name: str) -> tuple[np.ndarray, np.ndarray]:
     return t - base, y
 
 
-def _save(fig: "plt.Figure", path: Path) -> None:
+def _save(fig: plt.Figure, path: Path) -> None:
     fig.savefig(path, format="png", dpi=DPI, metadata=PNG_METADATA)
     plt.close(fig)
 

@@ -10,13 +10,13 @@ from __future__ import annotations
 import json
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import jinja2
 
-from bench.render import charts
 from bench.analysis.advisor import advise
 from bench.analysis.compare import (
     HEADLINE,
@@ -30,10 +30,11 @@ from bench.analysis.compare import (
     summary_table,
     verdicts,
 )
-from bench.errors import AtlasError
 from bench.analysis.metrics import RunMetrics, run_metrics
-from bench.records.read import RunData, find_runs
 from bench.analysis.stats import BOOTSTRAP_RESAMPLES, median
+from bench.errors import AtlasError
+from bench.records.read import RunData, find_runs
+from bench.render import charts
 
 SUMMARY_JSON = "summary.json"
 

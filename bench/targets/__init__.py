@@ -8,7 +8,8 @@ client library is only needed by people who use OpenShift.
 from __future__ import annotations
 
 import importlib
-from typing import Callable, TypeVar
+from collections.abc import Callable
+from typing import TypeVar
 
 from bench.envs import Environment, load_env
 from bench.errors import ConfigError

@@ -62,10 +62,10 @@ class Target(ABC):
         self.env = env
         self.check_settings()
 
-    def check_settings(self) -> None:
+    def check_settings(self) -> None:  # noqa: B027 (an optional hook: most kinds accept the defaults)
         """Raise ConfigError naming every wrong key of `env.yaml`; default: accept."""
 
-    def check_files(self) -> None:
+    def check_files(self) -> None:  # noqa: B027 (an optional hook)
         """Check the kind-specific files beside env.yaml (manifests, inventory).
 
         Slower than check_settings (may render templates), so only `bench validate`

@@ -1,7 +1,8 @@
 """The `local` target: the recorded job as a detached subprocess on this machine.
 
 Run folders live under `<repo>/.atlas/runs/<env>/<run_id>/` (ignored by git; env.yaml
-`runs_dir` or the environment variable ATLAS_RUNS_DIR changes it). The job is `bench record -- python -m workflows.biggan ...`,
+`runs_dir` or the environment variable ATLAS_RUNS_DIR changes it). The job is
+`bench record -- python -m workflows.biggan ...`,
 started in its own session so it outlives the `bench` process that submitted it;
 state is read back from the run record itself (`run.json`), never from memory, so
 `bench status` in another shell sees the same thing.

@@ -272,7 +272,8 @@ class OpenShiftTarget(Target):
             if phase in BUILD_DONE:
                 st = build.get("status", {})
                 raise AtlasError(
-                    f"{self.env.name}: build {name} {phase.lower()}: {st.get('reason', '')} {st.get('message', '')}".rstrip()
+                    f"{self.env.name}: build {name} {phase.lower()}: "
+                    f"{st.get('reason', '')} {st.get('message', '')}".rstrip()
                     + f"; see `oc -n {self.namespace} logs build/{name}`, fix, then push again "
                     f"or `oc -n {self.namespace} start-build {self.env.settings['buildconfig']} --commit=<sha>`"
                 )
@@ -398,7 +399,9 @@ class OpenShiftTarget(Target):
             words = {
                 "DeadlineExceeded": f"stopped at activeDeadlineSeconds ({job.spec.active_deadline_seconds} s); "
                 "raise it in job.yaml or lower max_iters",
-                "BackoffLimitExceeded": f"failed {job.status.failed or 0} times (backoffLimit {job.spec.backoff_limit})",
+                "BackoffLimitExceeded": (
+                    f"failed {job.status.failed or 0} times (backoffLimit {job.spec.backoff_limit})"
+                ),
                 "PodFailurePolicy": "failed with a non-retryable exit code (2 = bad configuration)",
             }
             out.state = RunState.FAILED

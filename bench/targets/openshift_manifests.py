@@ -14,8 +14,9 @@ import functools
 import json
 import shutil
 import subprocess
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import jsonschema
 import yaml
@@ -122,7 +123,8 @@ def validate_objects(objects: Iterable[dict[str, Any]], schema_path: Path) -> li
         if not isinstance(obj, dict):
             problems.append(f"not an object: {obj!r:.80}")
             continue
-        label = f"{obj.get('kind', '?')}/{(obj.get('metadata') or {}).get('name') or (obj.get('metadata') or {}).get('generateName', '?')}"
+        meta = obj.get("metadata") or {}
+        label = f"{obj.get('kind', '?')}/{meta.get('name') or meta.get('generateName', '?')}"
         key = (obj.get("apiVersion"), obj.get("kind"))
         errors = validate_openshift(obj, schema_path) if key in OPENSHIFT_KINDS else validate_kubernetes(obj)
         problems += [f"{label}: {e}" for e in errors]

@@ -99,7 +99,8 @@ def test_job_template_resources_and_policies():
     [
         (
             lambda o: o["spec"]["strategy"]["dockerStrategy"].update(dockerfilepath="Dockerfile"),
-            "BuildConfig/atlas-biggan: spec/strategy/dockerStrategy: Additional properties are not allowed ('dockerfilepath'",
+            "BuildConfig/atlas-biggan: spec/strategy/dockerStrategy: "
+            "Additional properties are not allowed ('dockerfilepath'",
         ),
         (
             lambda o: o["spec"].update(runPolicy=3),

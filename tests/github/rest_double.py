@@ -35,7 +35,7 @@ class GitHubDouble:
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     # -- lifecycle ---------------------------------------------------------------------
-    def start(self) -> "GitHubDouble":
+    def start(self) -> GitHubDouble:
         double = self
 
         class Handler(BaseHTTPRequestHandler):

@@ -10,7 +10,7 @@ import re
 import shlex
 import subprocess
 import sys
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -83,7 +83,7 @@ def test_only_known_actions_and_secrets_never_inline():
 def test_fork_comment_job_never_checks_out_pr_code():
     wf = load(ROOT / ".github/workflows/pr-comment.yml")
     assert set(wf["on"]) == {"workflow_run"}
-    for job, step in steps(ROOT / ".github/workflows/pr-comment.yml"):
+    for _job, step in steps(ROOT / ".github/workflows/pr-comment.yml"):
         if step.get("uses", "").startswith("actions/checkout"):
             assert "ref" not in (step.get("with") or {}), "the workflow_run job must check out the default branch"
     bench = load(ROOT / ".github/workflows/pr-bench.yml")
@@ -102,7 +102,7 @@ def _commands(script: str) -> list[list[str]]:
     return out
 
 
-@lru_cache(maxsize=None)
+@cache
 def _bench_help(*words: str) -> str:
     p = subprocess.run(
         [sys.executable, "-m", "bench", *words, "--help"], cwd=ROOT, capture_output=True, text=True, timeout=120
@@ -111,7 +111,7 @@ def _bench_help(*words: str) -> str:
     return p.stdout
 
 
-@lru_cache(maxsize=None)
+@cache
 def _make_target_exists(target: str) -> bool:
     return subprocess.run(["make", "-n", target], cwd=ROOT, capture_output=True, timeout=60).returncode == 0
 

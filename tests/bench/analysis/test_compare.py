@@ -8,9 +8,9 @@ import pytest
 
 from bench.analysis.compare import compare_runs, fmt, verdicts
 from bench.analysis.cost import check_cost, run_cost
+from bench.analysis.stats import compare_samples, olympic_mean
 from bench.errors import AtlasError
 from bench.records.read import find_runs
-from bench.analysis.stats import compare_samples, olympic_mean
 from bench.records.synthetic import RunSpec, write_run
 
 SATORI = {

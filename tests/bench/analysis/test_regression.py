@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from bench.errors import ConfigError
 from bench.analysis.regression import (
     IMPROVEMENT,
     INCONCLUSIVE,
@@ -17,6 +16,7 @@ from bench.analysis.regression import (
     parse_thresholds,
     worst_first,
 )
+from bench.errors import ConfigError
 
 
 def test_clear_slowdown_with_three_runs_each_is_a_regression_by_mann_whitney():

@@ -155,8 +155,8 @@ def test_push_runs_the_local_env_and_commits_a_report(tmp_path: Path):
 def test_deploy_submits_and_returns_before_training_ends():
     import shutil
 
-    from bench.targets.runner import submit_runs
     from bench.targets import target_for
+    from bench.targets.runner import submit_runs
 
     sha = git(ROOT, "rev-parse", "HEAD").strip()
     (st,) = submit_runs(target_for("local"), "smoke", sha, 1, SHORT)
@@ -172,8 +172,8 @@ def test_deploy_submits_and_returns_before_training_ends():
 
 def test_deploy_to_an_unreachable_env_is_a_clear_error(capsys):
     from bench.cli import main
-    from bench.targets.runner import submit_runs
     from bench.targets import target_for
+    from bench.targets.runner import submit_runs
 
     assert main(["run", "--no-wait", "--env", "moc", "--experiment", "smoke", "--commit", "a" * 40]) == 2
     assert "cannot be used from here" in capsys.readouterr().err
@@ -290,8 +290,8 @@ def test_report_commits_writes_one_report_per_commit(tmp_path: Path):
 def test_collect_new_skips_commits_already_reported(tmp_path: Path):
     from bench.envs import Environment, load_env
     from bench.gitops.hooks import collect_unreported, report_commits
-    from bench.targets.runner import submit_runs
     from bench.targets import target_for
+    from bench.targets.runner import submit_runs
 
     local = load_env("local")
     env = Environment(

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from bench.records.read import load_run
 from bench.records.contract import samples_files
+from bench.records.read import load_run
 
 WORKLOAD = str(Path(__file__).with_name("contract_workload.py"))
 REPO = Path(__file__).resolve().parents[3]

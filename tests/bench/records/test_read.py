@@ -12,8 +12,8 @@ from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 
 from bench.records.read import load_run
-from bench.render.report import write_report
 from bench.records.synthetic import RunSpec, write_run
+from bench.render.report import write_report
 
 RUNS = [("envA", "a0"), ("envA", "a1"), ("envB", "b0"), ("envB", "b1")]
 FILES = ["run.json", "samples-node1.csv", "train.jsonl"]

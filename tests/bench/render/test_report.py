@@ -7,11 +7,11 @@ import shutil
 from pathlib import Path
 
 from bench.analysis.advisor import advise
-from bench.cli import main
 from bench.analysis.compare import compare_runs
+from bench.cli import main
 from bench.records.read import find_runs
-from bench.render.report import write_report
 from bench.records.synthetic import RunSpec, write_run
+from bench.render.report import write_report
 
 COSTS = {
     "satori": {"model": "onprem", "electricity_usd_per_kwh": 0.0839, "pue": 1.2, "node_capex_usd": 50000},

@@ -20,9 +20,10 @@ import struct
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 from urllib.parse import parse_qs, urlparse
 
 import jsonschema
@@ -116,7 +117,7 @@ class OpenShiftApiDouble:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.server.server_address[1]}"
 
-    def start(self) -> "OpenShiftApiDouble":
+    def start(self) -> OpenShiftApiDouble:
         self.thread.start()
         return self
 
@@ -143,7 +144,7 @@ class OpenShiftApiDouble:
         try:
             kubernetes_validate.validate(obj, KUBERNETES_VERSION, strict=True)
         except kubernetes_validate.ValidationError as exc:
-            raise ApiError(422, "Invalid", f"{obj.get('kind')}: {'/'.join(map(str, exc.path))}: {exc.message}")
+            raise ApiError(422, "Invalid", f"{obj.get('kind')}: {'/'.join(map(str, exc.path))}: {exc.message}") from exc
 
     def validate_openshift(self, obj: dict[str, Any], definition: str) -> None:
         schema = {"$ref": f"#/definitions/{definition}", "definitions": self.definitions}
@@ -172,7 +173,9 @@ class OpenShiftApiDouble:
         bc = build["metadata"]["labels"]["buildconfig"]
         build["status"] = {
             "phase": "Complete",
-            "outputDockerImageReference": f"image-registry.openshift-image-registry.svc:5000/{self.namespace}/{bc}:latest",
+            "outputDockerImageReference": (
+                f"image-registry.openshift-image-registry.svc:5000/{self.namespace}/{bc}:latest"
+            ),
             "output": {"to": {"imageDigest": digest}},
         }
 

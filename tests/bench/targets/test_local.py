@@ -10,10 +10,10 @@ import pytest
 
 from bench.envs import load_env
 from bench.errors import AtlasError, ConfigError
-from bench.targets.runner import collect_run
 from bench.targets import JobSpec, RunState, target_for
 from bench.targets.base import new_run_id
 from bench.targets.local import LocalTarget
+from bench.targets.runner import collect_run
 
 pytestmark = pytest.mark.slow
 

@@ -12,7 +12,6 @@ import json
 import re
 import secrets
 import shutil
-import subprocess
 import time
 from pathlib import Path
 
