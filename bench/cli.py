@@ -17,15 +17,17 @@ from bench.errors import AtlasError
 COMMAND_ORDER = [
     "demo",  # everything below, on the local environments
     "validate",  # check env folders and experiment files
+    "envs",  # list the environments (CI builds its deploy/collect matrix from this)
     "record",  # wrap a command and write its run record (runs inside the job)
-    "run",  # submit to an environment, wait, collect
+    "run",  # submit to an environment (wait and collect, or --no-wait)
     "status",  # how are the runs of an environment doing
     "collect",  # copy finished run records into the results tree
     "compare",  # tables across environments
     "report",  # Markdown + charts under reports/
     "publish",  # commit reports/ back to the repository
+    "pr",  # a pull request: run its head and merge-base, write the comment
     "comment",  # upsert the pull-request comment
-    "hooks",  # local GitOps: git push to a bare repo runs the pipeline
+    "hooks",  # local GitOps: install the git hook
 ]
 
 

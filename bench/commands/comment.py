@@ -1,7 +1,7 @@
 """Upsert the pull request's one benchmark comment (found again by a hidden marker).
 
 Either post a Markdown file (`--body-file`; `--artifact DIR` takes the file and the PR
-number from what `bench hooks pr-run` wrote, e.g. a fork PR's uploaded artifact), or write the
+number from what `bench pr` wrote, e.g. a fork PR's uploaded artifact), or write the
 comparison of the PR's runs with the merge-base's runs from a results tree (`--results
 --head --base`, verdicts within each environment's own history) to `--out` and post that.
 The Markdown is on disk before anything is sent, so an API failure (bad token, fork
@@ -34,7 +34,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         type=Path,
         default=None,
         metavar="DIR",
-        help="post DIR/comment.md to the PR named in DIR/pr.json (what `bench hooks pr-run` writes; read as data only)",
+        help="post DIR/comment.md to the PR named in DIR/pr.json (what `bench pr` writes; read as data only)",
     )
     p.add_argument(
         "--results",
@@ -115,7 +115,7 @@ def _read_artifact(args: argparse.Namespace) -> Path:
 
 def _body_path(args: argparse.Namespace) -> Path:
     from bench.analysis.regression import parse_thresholds
-    from bench.gitops import github as github_comment
+    from bench.render.comment import render_pr_body
 
     if sum(x is not None for x in (args.body_file, args.results, args.artifact)) > 1:
         raise ConfigError("give one of --body-file, --artifact or --results")
@@ -132,7 +132,7 @@ def _body_path(args: argparse.Namespace) -> Path:
         return args.body_file
     if args.results is None or not args.head or not args.base:
         raise ConfigError("say what to post: --body-file FILE, --artifact DIR, or --results DIR --head SHA --base SHA")
-    body = github_comment.render_pr_body(
+    body = render_pr_body(
         args.results, args.head, args.base, args.envs or None, parse_thresholds(args.threshold), args.report_url
     )
     args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -142,18 +142,18 @@ def _body_path(args: argparse.Namespace) -> Path:
 
 
 def run(args: argparse.Namespace) -> int:
-    from bench.gitops import github as github_comment
+    from bench.gitops import github
 
     path = _body_path(args)
     body = path.read_text()
     if args.dry_run:
-        print(github_comment.with_marker(body))
+        print(github.with_marker(body))
         return 0
     if args.no_post:
         return 0
     try:
-        token = github_comment.token_from_env()
-        result = github_comment.upsert_comment(
+        token = github.token_from_env()
+        result = github.upsert_comment(
             args.repo, args.pr, body, token, api_url=args.api_url, expect_head_sha=args.expect_head_sha
         )
     except AtlasError as exc:

@@ -9,29 +9,13 @@ import argparse
 import json
 from pathlib import Path
 
+from bench.commands.common_args import add_selection
+
 HELP = "tables across environments"
 
 
-def add_selection_arguments(parser: argparse.ArgumentParser) -> None:
-    """Which runs to compare; `bench report` takes the same."""
-    parser.add_argument("--results", type=Path, default=Path("results"), help="results tree (default results/)")
-    parser.add_argument(
-        "--env",
-        dest="envs",
-        action="append",
-        default=[],
-        metavar="ENV",
-        help="only this environment (repeatable; default: all in the results)",
-    )
-    parser.add_argument("--commit", default=None, help="only runs of this commit (default: the newest run's)")
-    parser.add_argument(
-        "--baseline", default=None, help="environment the others are compared with (default: first by name)"
-    )
-    parser.add_argument("--allow-different", action="store_true", help="compare even if config hashes differ")
-
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_selection_arguments(parser)
+    add_selection(parser)
     parser.add_argument(
         "--out", type=Path, default=None, help="also write compare.md, runs.csv and compare.json into this folder"
     )
@@ -41,15 +25,14 @@ def run(args: argparse.Namespace) -> int:
     from bench.analysis.compare import compare_runs, pairs_table, runs_table, summary_table, verdicts
     from bench.errors import AtlasError
     from bench.records.read import find_runs
-    from bench.render.report import choose_commit
+    from bench.records.select import commit_runs
 
     runs = find_runs(args.results, args.envs or None)
     if not runs:
         raise AtlasError(
             f"no runs under {args.results} (expected {args.results}/<env>/<run_id>/); run `bench run` first"
         )
-    sha = choose_commit(runs, args.commit)
-    runs = [r for r in runs if r.git_sha is None or r.git_sha == sha]
+    sha, runs = commit_runs(runs, args.commit)
     result = compare_runs(runs, allow_different=args.allow_different, baseline=args.baseline)
     text = (
         "\n\n".join(

@@ -7,15 +7,6 @@ commands CI runs, and prints the time from push to job start. By default the hoo
 in the background (the push returns at once; the log is under BARE_REPO/atlas-hook-logs/);
 `--foreground` makes the push wait and shows the output to the pusher.
 `bench hooks received` is what the hook calls.
-
-`bench hooks pr-run --pr N --base REF` is the pull-request step of CI: it runs the PR's
-head and its merge-base on the environments named by `bench:<env>` labels (default:
-local), one after the other on this machine, and writes `comment.md` + `pr.json` for
-`bench comment --artifact`.
-
-`bench hooks collect-new --env ENV` and `bench hooks report-new` are the scheduled
-collection of CI: collect the finished runs of every commit that a report in reports/
-does not cover yet, then write one report per such commit.
 """
 
 from __future__ import annotations
@@ -25,23 +16,18 @@ import sys
 import time
 from pathlib import Path
 
-HELP = "local GitOps: a post-receive hook so `git push` to a bare repo runs, reports and publishes"
+from bench.commands.common_args import add_experiment, add_overrides
+
+HELP = "install the git hook: `git push` to a bare repo runs, reports and publishes"
 
 
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--env", dest="envs", action="append", metavar="NAME", help="environment to run, repeatable (default: local)"
     )
-    p.add_argument("--experiment", default="smoke", help="experiment preset (default: smoke)")
+    add_experiment(p)
     p.add_argument("--branch", default="main", help="branch whose pushes run (default: main)")
-    p.add_argument(
-        "--set",
-        dest="overrides",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="workload setting passed to `bench run --set`, repeatable",
-    )
+    add_overrides(p)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -64,61 +50,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     rec.add_argument("--pushed-at", type=float, default=None, help="Unix time the push arrived (default: now)")
     rec.add_argument("--keep", action="store_true", help="keep the scratch checkout for inspection")
     _common(rec)
-    pr = sub.add_parser("pr-run", help="run a PR's head and merge-base here and write the PR comment (CI)")
-    pr.add_argument("--pr", type=int, required=True, metavar="N", help="pull request number")
-    pr.add_argument("--base", required=True, metavar="REF", help="the PR's base (branch or sha); its merge-base is run")
-    pr.add_argument(
-        "--labels-json",
-        default="[]",
-        metavar="JSON",
-        help="the PR's label names as a JSON list; `bench:<env>` labels choose the environments",
-    )
-    pr.add_argument(
-        "--env",
-        dest="envs",
-        action="append",
-        metavar="NAME",
-        help="environment, repeatable (overrides the labels; default: local)",
-    )
-    pr.add_argument("--experiment", default="smoke", help="experiment preset (default: smoke)")
-    pr.add_argument(
-        "--set",
-        dest="overrides",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="workload setting override, repeatable",
-    )
-    pr.add_argument("--results", type=Path, default=Path("results"), help="results tree (default: results/)")
-    pr.add_argument(
-        "--out", type=Path, default=Path("results/pr"), help="folder for comment.md and pr.json (default: results/pr)"
-    )
-    pr.add_argument("--report-url", default=None, help="link to the full report, put in the comment")
-    pr.add_argument(
-        "--threshold",
-        action="append",
-        default=[],
-        metavar="METRIC=VALUE",
-        help="regression threshold for one metric, e.g. images_per_s=10%% (default 5%%)",
-    )
-    col = sub.add_parser("collect-new", help="collect finished runs of commits no report covers yet (CI collect)")
-    col.add_argument(
-        "--env", dest="envs", action="append", required=True, metavar="NAME", help="environment, repeatable"
-    )
-    col.add_argument("--results", type=Path, default=Path("results"), help="results tree (default: results/)")
-    col.add_argument(
-        "--reports",
-        type=Path,
-        default=Path("reports"),
-        help="reports folder whose runs.csv files say what is reported (default: reports/)",
-    )
-    rep = sub.add_parser("report-new", help="write a report for every commit in the results tree (CI collect)")
-    rep.add_argument("--results", type=Path, default=Path("results"), help="results tree (default: results/)")
-    rep.add_argument("--reports", type=Path, default=Path("reports"), help="reports folder (default: reports/)")
 
 
 def _settings(args: argparse.Namespace, foreground: bool = False):
-    from bench.gitops.hooks import DEFAULT_ENVS, HookSettings
+    from bench.gitops.checkout import DEFAULT_ENVS
+    from bench.gitops.hooks import HookSettings
 
     return HookSettings(
         envs=tuple(args.envs or DEFAULT_ENVS),
@@ -132,30 +68,6 @@ def _settings(args: argparse.Namespace, foreground: bool = False):
 def run(args: argparse.Namespace) -> int:
     from bench.gitops import hooks
 
-    if args.hooks_command == "pr-run":
-        envs = tuple(args.envs) if args.envs else hooks.envs_from_labels(args.labels_json)
-        from bench.analysis.regression import parse_thresholds
-
-        hooks.pr_run(
-            Path("."),
-            args.pr,
-            args.base,
-            envs,
-            args.experiment,
-            args.results,
-            args.out,
-            tuple(args.overrides),
-            args.report_url,
-            parse_thresholds(args.threshold),
-        )
-        return 0
-    if args.hooks_command == "collect-new":
-        for env in args.envs:
-            hooks.collect_unreported(env, args.results, args.reports)
-        return 0
-    if args.hooks_command == "report-new":
-        hooks.report_commits(args.results, args.reports)
-        return 0
     if args.hooks_command == "install":
         settings = _settings(args, args.foreground)
         path = hooks.install(args.bare_repo, settings, replace=args.replace)

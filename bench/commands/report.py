@@ -1,33 +1,55 @@
 """Write OUT/<date>-<shortsha>/README.md (tables, charts, advisor, provenance, data
 problems) for one commit's runs and regenerate OUT/README.md, the index with history.
-Same results in, same bytes out: date and sha come from the runs, not the clock."""
+Same results in, same bytes out: date and sha come from the runs, not the clock.
+
+`--each-commit` writes one report per commit in the results tree (CI's scheduled
+collection, after `bench collect --unreported`)."""
 
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
+from typing import TextIO
 
-from bench.commands import compare
+from bench.commands.common_args import add_reports, add_selection
 
 HELP = "Markdown + charts under reports/"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    compare.add_selection_arguments(parser)
-    parser.add_argument("--out", type=Path, default=Path("reports"), help="reports folder (default reports/)")
+    add_selection(parser)
+    add_reports(parser, dest="out", flag="--out")
+    parser.add_argument(
+        "--each-commit", action="store_true", help="one report per commit in the results tree (ignores --commit)"
+    )
+
+
+def report_each_commit(results: Path, out: Path, stream: TextIO | None = None, **options) -> list[Path]:
+    """`bench report` for every commit in the results tree; [] (and a note) when there is none."""
+    stream = stream or sys.stdout
+    from bench.records.read import find_runs
+    from bench.render.report import write_report
+
+    shas = sorted({r.git_sha for r in find_runs(results) if r.git_sha})
+    written = []
+    for sha in shas:
+        result = write_report(results, out, commit=sha, **options)
+        print(f"report: {result.readme}", file=stream)
+        written.append(result.readme)
+    if not shas:
+        print(f"no collected run with a commit in {results}: no report written", file=stream)
+    return written
 
 
 def run(args: argparse.Namespace) -> int:
     from bench.render.report import write_report
 
-    res = write_report(
-        args.results,
-        args.out,
-        commit=args.commit,
-        envs=args.envs or None,
-        allow_different=args.allow_different,
-        baseline=args.baseline,
-    )
+    options = {"envs": args.envs or None, "allow_different": args.allow_different, "baseline": args.baseline}
+    if args.each_commit:
+        report_each_commit(args.results, args.out, **options)
+        return 0
+    res = write_report(args.results, args.out, commit=args.commit, **options)
     print(f"report: {res.readme}")
     print(f"index:  {res.index}")
     return 0

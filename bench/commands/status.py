@@ -5,16 +5,13 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from bench.commands.common_args import add_run_selection
+
 HELP = "how are the runs of an environment doing"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The run selection, shared with `bench collect`."""
-    parser.add_argument("--env", required=True, help="environment (clusters/<env>/)")
-    parser.add_argument(
-        "--run", dest="run_ids", action="append", default=[], metavar="RUN_ID", help="only this run (repeatable)"
-    )
-    parser.add_argument("--commit", default=None, help="only runs of this commit (prefix)")
+    add_run_selection(parser)
 
 
 def selected_runs(args: argparse.Namespace) -> tuple[Any, list[Any]]:

@@ -1,4 +1,6 @@
-"""One benchmark comment per pull request, found again by a hidden HTML marker.
+"""GitHub transport: one benchmark comment per pull request, found again by a hidden marker.
+
+The comment's content is written by `bench.render.comment`; this module only posts it.
 
 Through github3.py: the first run creates the comment, later runs edit the same one, so a
 PR never collects a pile of stale benchmark comments. Every API failure becomes an
@@ -11,7 +13,6 @@ import os
 import re
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
 import github3
 from github3 import exceptions as gh_errors
@@ -160,89 +161,3 @@ def _check_head(gh: github3.GitHub, owner: str, name: str, pr: int, sha: str) ->
             f"pull request #{pr} of {owner}/{name} has head {head!r}, not the measured "
             f"commit {sha!r}: not commenting (the artifact does not belong to this PR)"
         )
-
-
-# -- the comment's content --------------------------------------------------------------
-
-
-def _sha_matches(run_sha: str | None, wanted: str) -> bool:
-    return bool(run_sha) and (run_sha.startswith(wanted) or wanted.startswith(run_sha))
-
-
-def render_pr_body(
-    results: Path,
-    head: str,
-    base: str,
-    envs: list[str] | None = None,
-    thresholds: dict[str, float] | None = None,
-    report_url: str | None = None,
-) -> str:
-    """Markdown: per environment, the PR's runs vs the merge-base's runs, with verdicts.
-
-    Verdicts compare each environment with its own runs at the base commit only.
-    """
-    from bench.analysis.compare import HEADLINE, METRIC_BY_KEY, env_cost_config, fmt
-    from bench.analysis.metrics import run_metrics
-    from bench.analysis.regression import HIGHER_IS_BETTER, REGRESSION, judge
-    from bench.records.read import find_runs
-
-    runs = find_runs(results, envs or None)
-    if not runs:
-        raise AtlasError(f"no runs under {results}: run `bench run` at the PR head and at the merge-base first")
-    lines = [f"## Benchmark: `{head[:12]}` vs merge-base `{base[:12]}`", ""]
-    judged = [m for m in HEADLINE if m in HIGHER_IS_BETTER]
-    regressions: list[str] = []
-    for env in sorted({r.env for r in runs}):
-        cost = env_cost_config(env)
-        rows = {"base": [], "head": []}
-        for r in runs:
-            if r.env != env:
-                continue
-            side = "head" if _sha_matches(r.git_sha, head) else "base" if _sha_matches(r.git_sha, base) else None
-            if side:
-                rows[side].append(run_metrics(r, cost).as_dict())
-        lines += [
-            f"### {env}",
-            "",
-            f"{len(rows['head'])} run(s) of the PR, {len(rows['base'])} of the merge-base.",
-            "",
-            "| metric | merge-base (median) | PR (median) | change | verdict |",
-            "|---|---:|---:|---:|---|",
-        ]
-        notes = []
-        for key in judged:
-            base_vals = [row[key] for row in rows["base"]]
-            head_vals = [row[key] for row in rows["head"]]
-            if all(v is None for v in base_vals + head_vals):
-                continue  # nobody measured it here (e.g. GPU figures on a CPU runner)
-            v = judge(env, key, base_vals, head_vals, threshold=(thresholds or {}).get(key, 0.05))
-            metric = METRIC_BY_KEY[key]
-            change = "—" if v.change is None else f"{v.change:+.1%}"
-            verdict = f"**{v.status}**" if v.status == REGRESSION else v.status
-            lines.append(
-                f"| {metric.label} ({metric.unit}) | {fmt(v.baseline_median)} | {fmt(v.candidate_median)} "
-                f"| {change} | {verdict} |"
-            )
-            if v.status == REGRESSION:
-                regressions.append(v.describe())
-            if v.note and v.status != REGRESSION:
-                notes.append(v.note)
-        lines.append("")
-        lines += [f"- {n}" for n in dict.fromkeys(notes)]
-        if notes:
-            lines.append("")
-    head_line = (
-        (f"**{len(regressions)} regression(s)**: " + "; ".join(regressions))
-        if regressions
-        else "No regression found (each environment is compared with its own merge-base runs only)."
-    )
-    lines.insert(2, head_line)
-    lines.insert(3, "")
-    custom = ", ".join(f"{k} {v:.0%}" for k, v in sorted((thresholds or {}).items()))
-    lines.append(
-        f"A regression is a change past the threshold (5 %{'; ' + custom if custom else ''}) that is also "
-        "significant (Mann-Whitney U with >= 3 runs a side, else a bootstrap interval excluding zero)."
-    )
-    if report_url:
-        lines += ["", f"Full report, charts and run records: {report_url}"]
-    return "\n".join(lines).rstrip() + "\n"

@@ -4,7 +4,7 @@ CI jobs (collect, the local post-receive hook) publish into the same branch, pos
 the same moment. A rejected push is never forced: fetch, rebase our commit on the new
 tip, push again, a bounded number of times. The reports index (`reports/README.md`) is
 generated from the report folders, so when both sides changed it, it is regenerated
-(`bench.render.report.write_index`) from the union of folders and the rebase goes on: two reports
+(`bench.render.index.write_index`) from the union of folders and the rebase goes on: two reports
 written at once both land. Any other conflict stops with a message, the remote untouched.
 """
 
@@ -28,7 +28,7 @@ DEFAULT_PATHS = ("reports",)
 
 
 def _regenerate_reports_index(root: Path) -> None:
-    from bench.render.report import write_index
+    from bench.render.index import write_index
 
     write_index(root / "reports")
 

@@ -34,9 +34,9 @@ from bench.analysis.metrics import RunMetrics, run_metrics
 from bench.analysis.stats import BOOTSTRAP_RESAMPLES, median
 from bench.errors import AtlasError
 from bench.records.read import RunData, find_runs
+from bench.records.select import commit_runs
 from bench.render import charts
-
-SUMMARY_JSON = "summary.json"
+from bench.render.index import SUMMARY_JSON, write_index
 
 
 @dataclass
@@ -49,20 +49,6 @@ class ReportResult:
 
 def _utc(t: float | None, fmt_: str = "%Y-%m-%d %H:%M") -> str:
     return time.strftime(fmt_, time.gmtime(t)) if t is not None else "unknown"
-
-
-def choose_commit(runs: list[RunData], commit: str | None) -> str | None:
-    """The commit to report: the one asked for, else that of the newest run."""
-    if commit:
-        shas = sorted({r.git_sha for r in runs if r.git_sha and r.git_sha.startswith(commit)})
-        if not shas:
-            known = sorted({r.git_sha[:12] for r in runs if r.git_sha})
-            raise AtlasError(
-                f"no runs of commit {commit!r} in the results (commits present: {', '.join(known) or 'none'})"
-            )
-        return shas[0]
-    dated = [(r.start_time or 0.0, r.git_sha) for r in runs if r.git_sha]
-    return max(dated)[1] if dated else None
 
 
 def _representative(runs: list[RunData], result: CompareResult) -> dict[str, RunData]:
@@ -183,8 +169,7 @@ def write_report(
         shas = Counter(r.git_sha for r in runs if r.git_sha)
         sha = sorted(shas.items(), key=lambda kv: (-kv[1], kv[0]))[0][0] if shas else None
     else:
-        sha = choose_commit(all_runs, commit)
-        runs = [r for r in all_runs if r.git_sha is None or r.git_sha == sha]
+        sha, runs = commit_runs(all_runs, commit)
     result = compare_runs(runs, allow_different=allow_different, baseline=baseline, cost_for=cost_for)
     starts = [r.start_time for r in runs if r.start_time is not None]
     date = _utc(max(starts), "%Y-%m-%d") if starts else "undated"
@@ -304,36 +289,3 @@ def _single_env_summary(result: CompareResult) -> list[str]:
             f"time to train {fmt(s.median['time_to_train_s'])} s (only one environment: nothing to compare against)."
         )
     return lines if len(result.envs) == 1 else []
-
-
-def write_index(out: Path) -> Path:
-    """Regenerate `<out>/README.md` from every report folder's summary.json."""
-    from bench.render.templates import INDEX
-
-    out = Path(out)
-    entries = []
-    for folder in sorted((p for p in out.iterdir() if (p / SUMMARY_JSON).is_file()), reverse=True):
-        try:
-            s = json.loads((folder / SUMMARY_JSON).read_text())
-        except (OSError, ValueError):
-            continue
-        entries.append(
-            {
-                "folder": folder.name,
-                "commit": (s.get("commit") or "unknown")[:12],
-                "envs": s.get("envs") or [],
-                "runs": s.get("runs", 0),
-                "problems": s.get("problems", 0),
-                "images_per_s": [(e, fmt(v)) for e, v in sorted((s.get("images_per_s") or {}).items())],
-                "has_history": (folder / "history.png").is_file(),
-            }
-        )
-    latest = next((f"{e['folder']}/history.png" for e in entries if e["has_history"]), None)
-    text = (
-        jinja2.Environment(keep_trailing_newline=True).from_string(INDEX).render(reports=entries, latest_history=latest)
-    )
-    while "\n\n\n" in text:
-        text = text.replace("\n\n\n", "\n\n")
-    path = out / "README.md"
-    path.write_text(text.rstrip() + "\n")
-    return path

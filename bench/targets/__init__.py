@@ -30,7 +30,14 @@ T = TypeVar("T", bound=type[Target])
 
 
 def register(kind: str) -> Callable[[T], T]:
+    """Class decorator: `@register("slurm")`. A second class for one kind is refused."""
+
     def deco(cls: T) -> T:
+        if kind in _REGISTRY and _REGISTRY[kind] is not cls:
+            raise ConfigError(
+                f"target kind {kind!r} is registered twice ({_REGISTRY[kind].__module__}.{_REGISTRY[kind].__name__} "
+                f"and {cls.__module__}.{cls.__name__}): give the new kind its own name"
+            )
         cls.kind = kind
         _REGISTRY[kind] = cls
         return cls

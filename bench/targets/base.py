@@ -57,6 +57,11 @@ class Target(ABC):
     # True when runs execute on the machine `bench` runs on (local, container): `bench
     # run` then runs them one after another so they do not compete for its cores.
     runs_share_host: ClassVar[bool] = False
+    # The project's optional dependencies this kind needs (pyproject extras, comma-separated),
+    # and the `make` target that writes its CI credentials (""  = none): `bench envs --json`
+    # hands both to CI's deploy and collect matrix.
+    extras: ClassVar[str] = ""
+    ci_setup: ClassVar[str] = ""
 
     def __init__(self, env: Environment) -> None:
         self.env = env

@@ -19,7 +19,7 @@ import tarfile
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import yaml
 
@@ -89,6 +89,8 @@ def api_error(exc: Exception, doing: str, env: str) -> AtlasError:
 
 @register("openshift")
 class OpenShiftTarget(Target):
+    extras: ClassVar[str] = "openshift"
+    ci_setup: ClassVar[str] = "ci-kubeconfig"
     """One OpenShift project (namespace) described by `clusters/<env>/env.yaml`."""
 
     def check_settings(self) -> None:

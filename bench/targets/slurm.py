@@ -20,7 +20,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import yaml
 
@@ -101,6 +101,8 @@ def map_state(slurm_state: str) -> RunState:
 
 @register("slurm")
 class SlurmTarget(Target):
+    extras: ClassVar[str] = "slurm"
+    ci_setup: ClassVar[str] = "ci-ssh"
     """Submit, watch, collect and cancel runs on a Slurm cluster via ansible/ playbooks."""
 
     def __init__(self, env: Environment) -> None:

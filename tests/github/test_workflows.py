@@ -137,8 +137,6 @@ def test_every_step_is_a_make_or_bench_command_that_exists():
         elif tool in ("bench", ".venv/bin/bench"):
             seen["bench"] += 1
             sub = [words[1]]
-            if words[1] == "hooks":
-                sub.append(words[2])
             text = _bench_help(*sub)
             for flag in (w.split("=")[0] for w in words if w.startswith("--")):
                 assert re.search(rf"(?<![\w-]){re.escape(flag)}(?![\w-])", text), (

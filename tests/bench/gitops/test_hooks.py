@@ -182,7 +182,7 @@ def test_deploy_to_an_unreachable_env_is_a_clear_error(capsys):
 
 
 def test_envs_from_labels():
-    from bench.gitops.hooks import envs_from_labels
+    from bench.gitops.pr import envs_from_labels
 
     assert envs_from_labels('["bench:local", "bug", "bench:local-slurm", "bench:local"]') == ("local", "local-slurm")
     assert envs_from_labels('["documentation"]') == ("local",)
@@ -215,8 +215,7 @@ def test_pr_run_measures_head_and_merge_base_and_writes_the_comment(tmp_path: Pa
         sys.executable,
         "-m",
         "bench",
-        "hooks",
-        "pr-run",
+        "pr",
         "--pr",
         "12",
         "--base",
@@ -274,8 +273,9 @@ def test_a_failed_run_is_still_reported_and_published(tmp_path: Path):
 
 
 def test_report_commits_writes_one_report_per_commit(tmp_path: Path):
-    from bench.gitops.hooks import report_commits, reported_runs
+    from bench.commands.report import report_each_commit as report_commits
     from bench.records.synthetic import RunSpec, write_run
+    from bench.render.index import reported_runs
 
     for i, sha in enumerate(["a" * 40, "b" * 40]):
         write_run(tmp_path / "results", RunSpec(env="local", run_id=f"r{i}", sha=sha, start=1_790_000_000 + i * 86400))
@@ -288,8 +288,9 @@ def test_report_commits_writes_one_report_per_commit(tmp_path: Path):
 @pytest.mark.slow
 @pytest.mark.skipif(not (ROOT / "workflows/biggan/__main__.py").is_file(), reason="needs the workload")
 def test_collect_new_skips_commits_already_reported(tmp_path: Path):
+    from bench.commands.collect import collect_unreported
+    from bench.commands.report import report_each_commit as report_commits
     from bench.envs import Environment, load_env
-    from bench.gitops.hooks import collect_unreported, report_commits
     from bench.targets import target_for
     from bench.targets.runner import submit_runs
 

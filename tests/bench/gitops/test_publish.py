@@ -12,7 +12,7 @@ import pytest
 
 from bench.errors import AtlasError
 from bench.gitops.publish import BOT_NAME, publish
-from bench.render.report import SUMMARY_JSON, write_index
+from bench.render.index import SUMMARY_JSON, write_index
 
 ROOT = Path(__file__).resolve().parents[3]
 ENV = {

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from bench.errors import AtlasError
-from bench.gitops.github import render_pr_body
 from bench.records.synthetic import RunSpec, write_run
+from bench.render.comment import render_pr_body
 
 HEAD = "b" * 40
 BASE = "a" * 40

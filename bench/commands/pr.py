@@ -1,0 +1,61 @@
+"""Benchmark a pull request: run its head and its merge-base here, one after the other,
+on the environments named by `bench:<env>` labels (default: local), and write the
+comment's Markdown (`comment.md`) and `pr.json` into `--out` for `bench comment --artifact`.
+Each environment is judged against its own runs at the merge-base only."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from bench.commands.common_args import add_experiment, add_overrides, add_report_url, add_results, add_thresholds
+
+HELP = "run a PR's head and merge-base here and write its comment (CI)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--pr", type=int, required=True, metavar="N", help="pull request number")
+    parser.add_argument(
+        "--base", required=True, metavar="REF", help="the PR's base (branch or sha); its merge-base is run"
+    )
+    parser.add_argument(
+        "--labels-json",
+        default="[]",
+        metavar="JSON",
+        help="the PR's label names as a JSON list; `bench:<env>` labels choose the environments",
+    )
+    parser.add_argument(
+        "--env",
+        dest="envs",
+        action="append",
+        metavar="NAME",
+        help="environment, repeatable (overrides the labels; default: local)",
+    )
+    add_experiment(parser)
+    add_overrides(parser)
+    add_results(parser)
+    parser.add_argument(
+        "--out", type=Path, default=Path("results/pr"), help="folder for comment.md and pr.json (default: results/pr)"
+    )
+    add_report_url(parser)
+    add_thresholds(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    from bench.analysis.regression import parse_thresholds
+    from bench.gitops.pr import envs_from_labels, pr_run
+
+    envs = tuple(args.envs) if args.envs else envs_from_labels(args.labels_json)
+    pr_run(
+        Path("."),
+        args.pr,
+        args.base,
+        envs,
+        args.experiment,
+        args.results,
+        args.out,
+        tuple(args.overrides),
+        args.report_url,
+        parse_thresholds(args.threshold),
+    )
+    return 0
