@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import math
 
-from bench.analysis.compare import CompareResult, fmt
-from bench.analysis.metrics import RunMetrics
+from bench.analysis.compare import CompareResult
+from bench.analysis.metrics import RunMetrics, fmt
 from bench.analysis.stats import median
 
 GPU_LOW_PCT = 50.0

@@ -1,5 +1,6 @@
 """Compare environments: per-run figures, per-environment summaries, and the test of
-whether one environment really differs from another.
+whether one environment really differs from another. Numbers only: `bench.render.tables`
+turns them into Markdown and sentences.
 
 Runs are only comparable when they trained the same thing: the config hashes must
 match (the workload writes `config_sha256` into `run_start`); otherwise we refuse,
@@ -8,84 +9,23 @@ unless the user says `--allow-different`.
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from bench.analysis.metrics import RunMetrics, run_metrics
+from bench.analysis.cost import env_cost_config
+from bench.analysis.metrics import HEADLINE, METRICS, RunMetrics, run_metrics
 from bench.analysis.stats import Comparison, compare_samples, median, olympic_mean
-from bench.envs import CLUSTERS_DIR, load_env
 from bench.errors import AtlasError
 from bench.records.read import RunData
 
-
-@dataclass(frozen=True)
-class Metric:
-    key: str
-    label: str
-    unit: str
-    higher_is_better: bool | None  # None: neither (a fact, not a score)
-    digits: int = 3  # significant digits shown
-
-
-METRICS: tuple[Metric, ...] = (
-    Metric("time_to_train_s", "time to train", "s", False),
-    Metric("images_per_s", "images/s (steady, median)", "img/s", True),
-    Metric("images_per_s_iqr", "images/s IQR", "img/s", None),
-    Metric("cpu_mean_pct", "CPU mean", "% of a core", None),
-    Metric("cpu_p95_pct", "CPU p95", "% of a core", None),
-    Metric("peak_rss_gb", "peak RSS", "GB", False),
-    Metric("gpu_util_mean_pct", "GPU utilisation mean", "%", True),
-    Metric("gpu_mem_peak_gb", "peak GPU memory", "GiB", None),
-    Metric("energy_wh", "GPU energy", "Wh", False),
-    Metric("cost_usd", "cost per run", "$", False, 3),
-    Metric("cost_per_1000_images_usd", "cost per 1,000 images", "$", False, 3),
-    Metric("queue_wait_s", "queue wait", "s", False),
-    Metric("wall_s", "job wall time", "s", False),
-)
-METRIC_BY_KEY = {m.key: m for m in METRICS}
-# The metrics the plain-language summary and the statistical tests cover.
 # A difference is called clear when the 95 % bootstrap CI of the ratio excludes 1 and the
 # Mann-Whitney p is at most 0.10: the smallest p an exact test can reach with 3 vs 3 runs
 # is 0.10, so a stricter cut would never call a winner with the default 3 runs.
 SIGNIFICANT_P = 0.10
-HEADLINE = (
-    "time_to_train_s",
-    "images_per_s",
-    "gpu_util_mean_pct",
-    "energy_wh",
-    "cost_usd",
-    "cost_per_1000_images_usd",
-    "queue_wait_s",
-)
-
-
-def fmt(value: float | None, digits: int = 3) -> str:
-    """Stable rounding for Markdown: fixed significant digits, no exponent for normal sizes."""
-    if value is None or value != value:
-        return "—"
-    if value == 0:
-        return "0"
-    mag = abs(value)
-    if mag >= 10**digits:
-        return f"{value:,.0f}"
-    decimals = max(0, digits - 1 - int(math.floor(math.log10(mag))))
-    decimals = min(decimals, 6)
-    text = f"{value:,.{decimals}f}"
-    return "0" if float(text.replace(",", "")) == 0 and mag < 5e-7 else text
-
-
-def env_cost_config(env: str, clusters_dir: Path = CLUSTERS_DIR) -> dict[str, Any] | None:
-    try:
-        cost = load_env(env, clusters_dir).get("cost")
-    except AtlasError:
-        return None
-    return cost if isinstance(cost, dict) else None
 
 
 @dataclass
@@ -173,109 +113,12 @@ def compare_runs(
     return CompareResult(metrics, envs, summaries, pairs, hashes, base)
 
 
-def _ratio_words(metric: Metric, ratio: float) -> tuple[str, float]:
-    """('faster'/'slower'..., factor >= 1) for `env_a` relative to `env_b`."""
-    factor = ratio if ratio >= 1 else 1 / ratio
-    if metric.key in ("time_to_train_s", "queue_wait_s", "wall_s"):
-        word = "longer" if ratio > 1 else "shorter"
-    elif metric.key == "images_per_s":
-        word = "faster" if ratio > 1 else "slower"
-    else:
-        word = "higher" if ratio > 1 else "lower"
-    return word, factor
-
-
-def verdicts(result: CompareResult) -> list[str]:
-    """Plain-language sentences: who won on what, by how much, and how sure we are."""
-    out: list[str] = []
-    for p in result.pairs:
-        metric = METRIC_BY_KEY[p.metric]
-        st = p.stats
-        va = result.summaries[p.env_a].median[p.metric]
-        vb = result.summaries[p.env_b].median[p.metric]
-        if va is None or vb is None:
-            continue
-        if st.ratio is None or st.ratio <= 0 or not math.isfinite(st.ratio):
-            out.append(
-                f"{metric.label}: {p.env_a} {fmt(va, metric.digits)} {metric.unit} vs "
-                f"{p.env_b} {fmt(vb, metric.digits)} {metric.unit} (median; no ratio with a zero)."
-            )
-            continue
-        if abs(st.ratio - 1) < 1e-9:
-            out.append(f"{metric.label}: {p.env_a} and {p.env_b} are the same (median).")
-            continue
-        word, factor = _ratio_words(metric, st.ratio)
-        better = None
-        if metric.higher_is_better is not None:
-            better = p.env_a if (st.ratio > 1) == metric.higher_is_better else p.env_b
-        sure = []
-        if st.ci_low is not None and st.ci_high is not None:
-            sure.append(f"95% CI of the ratio {fmt(st.ci_low)}–{fmt(st.ci_high)}")
-        if st.p_value is not None:
-            sure.append(f"Mann–Whitney p = {fmt(st.p_value, 2)}")
-        else:
-            sure.append(f"too few runs for a test ({st.n_a} vs {st.n_b}; need 3 each)")
-        significant = (
-            st.p_value is not None
-            and st.p_value <= SIGNIFICANT_P
-            and st.ci_low is not None
-            and st.ci_high is not None
-            and (st.ci_low > 1 or st.ci_high < 1)
-        )
-        verdict = (
-            f" — {better} wins"
-            if better and significant
-            else (" — not a clear difference" if st.p_value is not None else "")
-        )
-        out.append(f"{metric.label}: {p.env_a} is {fmt(factor)}× {word} than {p.env_b} ({'; '.join(sure)}){verdict}.")
-    return out
-
-
-def summary_table(result: CompareResult) -> str:
-    """Markdown: one row per metric, per environment median and olympic mean."""
-    head = "| metric | unit | " + " | ".join(f"{e} median | {e} olympic" for e in result.envs) + " |"
-    sep = "|---|---|" + "---:|---:|" * len(result.envs)
-    rows = [head, sep, "| runs |  | " + " | ".join(f"{result.summaries[e].runs} | " for e in result.envs) + "|"]
-    for m in METRICS:
-        cells = []
-        for e in result.envs:
-            s = result.summaries[e]
-            cells.append(f"{fmt(s.median[m.key], m.digits)} | {fmt(s.olympic[m.key], m.digits)}")
-        rows.append(f"| {m.label} | {m.unit} | " + " | ".join(cells) + " |")
-    return "\n".join(rows)
-
-
-def runs_table(result: CompareResult) -> str:
-    cols = (
-        "time_to_train_s",
-        "images_per_s",
-        "cpu_mean_pct",
-        "peak_rss_gb",
-        "gpu_util_mean_pct",
-        "energy_wh",
-        "cost_usd",
-        "queue_wait_s",
+def is_clear(st: Comparison) -> bool:
+    """A difference is clear when the 95 % CI of the ratio excludes 1 and p <= SIGNIFICANT_P."""
+    return (
+        st.p_value is not None
+        and st.p_value <= SIGNIFICANT_P
+        and st.ci_low is not None
+        and st.ci_high is not None
+        and (st.ci_low > 1 or st.ci_high < 1)
     )
-    head = "| env | run | status | " + " | ".join(METRIC_BY_KEY[c].label for c in cols) + " |"
-    rows = [head, "|---|---|---|" + "---:|" * len(cols)]
-    for r in result.runs:
-        vals = " | ".join(fmt(getattr(r, c), METRIC_BY_KEY[c].digits) for c in cols)
-        rows.append(f"| {r.env} | {r.run_id} | {r.status or '—'} | {vals} |")
-    return "\n".join(rows)
-
-
-def pairs_table(result: CompareResult) -> str:
-    if not result.pairs:
-        return ""
-    rows = [
-        "| metric | env | vs | ratio of medians | 95% CI | Mann–Whitney p | runs |",
-        "|---|---|---|---:|---:|---:|---:|",
-    ]
-    for p in result.pairs:
-        st = p.stats
-        ci = f"{fmt(st.ci_low)}–{fmt(st.ci_high)}" if st.ci_low is not None else "—"
-        rows.append(
-            f"| {METRIC_BY_KEY[p.metric].label} | {p.env_a} | {p.env_b} | {fmt(st.ratio)} | {ci} | "
-            f"{fmt(st.p_value, 2)} | {st.n_a} vs {st.n_b} |"
-        )
-    return "\n".join(rows)

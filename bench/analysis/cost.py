@@ -12,9 +12,11 @@ to train: set-up is paid for too.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from bench.errors import ConfigError
+from bench.envs import CLUSTERS_DIR, load_env
+from bench.errors import AtlasError, ConfigError
 
 HOURS_PER_YEAR = 8760.0
 COST_MODELS = ("onprem", "cloud", "none")
@@ -134,3 +136,12 @@ def run_cost(
     else:
         note += " (no energy measured: electricity not included)"
     return Cost(usd, note)
+
+
+def env_cost_config(env: str, clusters_dir: Path = CLUSTERS_DIR) -> dict[str, Any] | None:
+    """The `cost:` section of an environment's env.yaml; None when it has none or cannot be read."""
+    try:
+        cost = load_env(env, clusters_dir).get("cost")
+    except AtlasError:
+        return None
+    return cost if isinstance(cost, dict) else None

@@ -1,58 +1,156 @@
-"""One row of figures per run, computed from its record only.
+"""The metric catalogue, and one row of figures per run computed from its record only.
 
-Every figure is None when the record cannot support it (and `records.load_run` has
-already said why), so one damaged run never hides the others.
+Each `Metric` says what a figure is called, its unit, which way is better, which record
+columns it comes from and which charts show it; the comparison, the tables, the charts,
+the regression verdicts and the PR comment all read this catalogue, so a new report
+metric is one entry in `METRICS` (plus a sampler column in `bench.records.contract`
+when it is a new measurement). A figure is None when the record cannot support it (and
+`records.read.load_run` has already said why), so one damaged run never hides the others.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from bench.analysis.cost import run_cost
+from bench.records import contract as c
 from bench.records.read import RunData
-from bench.records.trainlog import images_seen, outcome, steady_images_per_s, time_to_train
+from bench.records.trainlog import images_seen, images_series, outcome, steady_images_per_s, time_to_train
 
-GPU_UTIL = "DCGM_FI_DEV_GPU_UTIL"
-GPU_FB_USED = "DCGM_FI_DEV_FB_USED"
-GPU_FB_TOTAL = "DCGM_FI_DEV_FB_TOTAL"
-GPU_POWER = "DCGM_FI_DEV_POWER_USAGE"
-GPU_ENERGY = "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"
+HIGHER, LOWER = "higher", "lower"  # Metric.direction; "" = neither (a fact, not a score)
 
 
-@dataclass
-class RunMetrics:
-    env: str
-    run_id: str
-    status: str | None
-    git_sha: str | None
-    config_sha256: str | None
-    start_time: float | None
-    wall_s: float | None
-    time_to_train_s: float | None
-    images_per_s: float | None  # steady-state median
-    images_per_s_iqr: float | None
-    images_seen: float | None
-    cpu_mean_pct: float | None  # process tree, % of one core
-    cpu_p95_pct: float | None
-    cpu_limit_cores: float | None  # what the job could use (cgroup, else host)
-    peak_rss_gb: float | None
-    mem_limit_gb: float | None
-    gpus: int
-    gpu_util_mean_pct: float | None
-    gpu_mem_peak_gb: float | None
-    gpu_mem_total_gb: float | None
-    energy_wh: float | None
-    cost_usd: float | None
-    cost_per_1000_images_usd: float | None
-    cost_note: str
-    queue_wait_s: float | None
+@dataclass(frozen=True)
+class Samples:
+    """A figure reduced from one samples column: over time per host or GPU, then across them.
 
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    `per_gpu`: the column is `gpu<i>_<column>` for each GPU. `over_time`: mean, p95 or max.
+    `across`: sum, max or pool (all hosts' or GPUs' samples reduced together). `scale`
+    converts the column's unit into the metric's.
+    """
+
+    column: str
+    over_time: str = "mean"
+    across: str = "sum"
+    per_gpu: bool = False
+    scale: float = 1.0
+
+    def columns(self, df: pd.DataFrame) -> list[str]:
+        if self.per_gpu:
+            return [f"{g}_{self.column}" for g in c.gpu_ids(df.columns) if f"{g}_{self.column}" in df]
+        return [self.column] if self.column in df else []
+
+    def series(self, run: RunData, chart: TimeSeries) -> tuple[np.ndarray, np.ndarray]:
+        """(seconds since the run's start, value) on the run's first host; GPUs combined by `chart.combine`."""
+        if not run.samples:
+            return np.empty(0), np.empty(0)
+        df = run.samples[sorted(run.samples)[0]]  # first host: one line per environment
+        cols = self.columns(df)
+        if not cols:
+            return np.empty(0), np.empty(0)
+        t = df["time"].to_numpy(dtype=float)
+        base = run.start_time if run.start_time is not None else (t[0] if t.size else 0.0)
+        stack = np.vstack([df[col].to_numpy(dtype=float, na_value=np.nan) for col in cols])
+        with np.errstate(all="ignore"):
+            if not self.per_gpu:
+                y = stack[0]
+            elif chart.combine == "sum":
+                y = np.nansum(stack, axis=0)
+                y[np.all(~np.isfinite(stack), axis=0)] = np.nan
+            else:
+                y = np.nanmean(stack, axis=0)
+        return t - base, y * self.scale
+
+    def value(self, ctx: RunContext) -> float | None:
+        run = ctx.run
+        parts = [
+            _finite(df[col].to_numpy(dtype=float, na_value=np.nan))
+            for df in run.samples.values()
+            for col in self.columns(df)
+        ]
+        parts = [p for p in parts if p.size]
+        if not parts:
+            return None
+        reduce = {"mean": np.mean, "max": np.max, "p95": lambda a: np.percentile(a, 95)}[self.over_time]
+        if self.across == "pool":
+            return float(reduce(np.concatenate(parts))) * self.scale
+        each = [float(reduce(p)) for p in parts]
+        return (float(np.sum(each)) if self.across == "sum" else max(each)) * self.scale
+
+
+@dataclass(frozen=True)
+class Derived:
+    """A figure computed by a function of the run (train log, run.json, other figures)."""
+
+    fn: Callable[[RunContext], float | None]
+    source: str  # which record fields it reads, for people
+    # (run, ) -> (seconds since the run's start, value), for a time-series chart
+    series_fn: Callable[[RunData], tuple[np.ndarray, np.ndarray]] | None = None
+
+    def value(self, ctx: RunContext) -> float | None:
+        return self.fn(ctx)
+
+    def series(self, run: RunData, chart: TimeSeries) -> tuple[np.ndarray, np.ndarray]:
+        return self.series_fn(run) if self.series_fn else (np.empty(0), np.empty(0))
+
+
+@dataclass(frozen=True)
+class TimeSeries:
+    """A time-series chart of this metric's source, one line per environment."""
+
+    name: str  # the PNG's file name without .png
+    title: str
+    ylabel: str
+    combine: str = "mean"  # several GPUs on one line: mean or sum
+
+
+@dataclass(frozen=True)
+class Metric:
+    key: str
+    label: str
+    unit: str
+    direction: str  # HIGHER, LOWER or "" (neither)
+    source: Samples | Derived
+    digits: int = 3  # significant digits shown
+    headline: bool = False  # tested between environments, drawn in summary.png, judged on PRs
+    in_runs_table: bool = False  # a column of the report's per-run table
+    in_summary: bool = True  # a row of the per-environment summary table
+    timeseries: TimeSeries | None = None
+
+    @property
+    def higher_is_better(self) -> bool | None:
+        return {HIGHER: True, LOWER: False}.get(self.direction)
+
+
+class RunContext:
+    """What derived figures read: the run, its environment's cost model, the other figures."""
+
+    def __init__(self, run: RunData, cost_cfg: dict[str, Any] | None) -> None:
+        self.run, self.cost_cfg = run, cost_cfg
+        self.meta = run.meta
+        self.values: dict[str, float | None] = {}
+        self.notes: dict[str, str] = {}
+
+    def __getitem__(self, key: str) -> float | None:
+        if key not in self.values:
+            self.values[key] = METRIC_BY_KEY[key].source.value(self) if key in METRIC_BY_KEY else None
+        return self.values[key]
+
+    def section(self, *path: str) -> dict[str, Any]:
+        node: Any = self.meta
+        for key in path:
+            node = node.get(key) if isinstance(node, dict) else None
+        return node if isinstance(node, dict) else {}
+
+
+def _finite(arr: np.ndarray) -> np.ndarray:
+    return arr[np.isfinite(arr)]
 
 
 def _f(value: Any) -> float | None:
@@ -61,90 +159,198 @@ def _f(value: Any) -> float | None:
     return float(value) if np.isfinite(value) else None
 
 
-def _col(df: pd.DataFrame, name: str) -> np.ndarray:
-    if name not in df.columns:
-        return np.empty(0)
-    arr = df[name].to_numpy(dtype=float, na_value=np.nan)
-    return arr[np.isfinite(arr)]
+# -- derived figures ---------------------------------------------------------------------
 
 
-def gpu_ids(df: pd.DataFrame) -> list[str]:
-    """The `gpuN` prefixes present in a samples frame, in order."""
-    ids = sorted(
-        {c.split("_", 1)[0] for c in df.columns if c.startswith("gpu") and "_DCGM_" in c},
-        key=lambda g: int(g[3:]) if g[3:].isdigit() else 0,
+def _wall(ctx: RunContext) -> float | None:
+    start, end = _f(ctx.meta.get("start_time")), _f(ctx.meta.get("end_time"))
+    if start is not None and end is not None:
+        return end - start
+    spans = [float(df["time"].iloc[-1] - df["time"].iloc[0]) for df in ctx.run.samples.values() if len(df) > 1]
+    return max(spans) if spans else None
+
+
+def _images_per_s(ctx: RunContext) -> float | None:
+    rates = steady_images_per_s(ctx.run.train)
+    return float(np.median(rates)) if rates.size else None
+
+
+def _images_per_s_iqr(ctx: RunContext) -> float | None:
+    rates = steady_images_per_s(ctx.run.train)
+    return float(np.subtract(*np.percentile(rates, [75, 25]))) if rates.size else None
+
+
+def _gpus(ctx: RunContext) -> float:
+    n = sum(len(c.gpu_ids(df.columns)) for df in ctx.run.samples.values())
+    hw_gpus = ctx.section("hardware").get("gpus")
+    return float(n or (len(hw_gpus) if isinstance(hw_gpus, list) else 0))
+
+
+def _cpu_limit(ctx: RunContext) -> float | None:
+    hw, cg = ctx.section("hardware"), ctx.section("hardware", "cgroup")
+    return _f(cg.get("cpu_limit_cores")) or _f(hw.get("cpu_affinity_cores")) or _f(hw.get("cpu_cores_logical"))
+
+
+def _mem_limit_gb(ctx: RunContext) -> float | None:
+    limit = _f(ctx.section("hardware", "cgroup").get("memory_limit_bytes")) or _f(
+        ctx.section("hardware").get("memory_bytes")
     )
-    return ids
+    return limit / 1e9 if limit else None
 
 
 def _gpu_energy_wh(df: pd.DataFrame, gpu: str) -> float | None:
-    counter = df[f"{gpu}_{GPU_ENERGY}"].to_numpy(dtype=float, na_value=np.nan) if f"{gpu}_{GPU_ENERGY}" in df else None
-    if counter is not None:
-        ok = counter[np.isfinite(counter)]
+    """Last minus first energy counter (mJ), else power (W) integrated over time."""
+    counter_col, power_col = f"{gpu}_{c.GPU_ENERGY}", f"{gpu}_{c.GPU_POWER}"
+    if counter_col in df:
+        ok = _finite(df[counter_col].to_numpy(dtype=float, na_value=np.nan))
         if ok.size >= 2 and ok[-1] >= ok[0]:
             return float(ok[-1] - ok[0]) / 3.6e6  # mJ -> Wh
-    if f"{gpu}_{GPU_POWER}" in df:
+    if power_col in df:
         t = df["time"].to_numpy(dtype=float)
-        p = df[f"{gpu}_{GPU_POWER}"].to_numpy(dtype=float, na_value=np.nan)
+        p = df[power_col].to_numpy(dtype=float, na_value=np.nan)
         ok = np.isfinite(p)
         if ok.sum() >= 2:
             return float(np.trapezoid(p[ok], t[ok])) / 3600.0  # W*s -> Wh
     return None
 
 
+def _energy_wh(ctx: RunContext) -> float | None:
+    energy = [
+        e for df in ctx.run.samples.values() for g in c.gpu_ids(df.columns) if (e := _gpu_energy_wh(df, g)) is not None
+    ]
+    return float(sum(energy)) if energy else None
+
+
+def _cost_usd(ctx: RunContext) -> float | None:
+    hosts = ctx.meta.get("hosts") if isinstance(ctx.meta.get("hosts"), list) else list(ctx.run.samples)
+    gpus = int(ctx["gpus"] or 0)
+    cost = run_cost(ctx.cost_cfg, ctx["wall_s"], gpus, max(len(hosts), 1), ctx["energy_wh"], ctx["cpu_limit_cores"])
+    ctx.notes["cost"] = cost.note
+    return cost.usd
+
+
+def _cost_per_1000(ctx: RunContext) -> float | None:
+    usd, seen = ctx["cost_usd"], ctx["images_seen"]
+    return usd / seen * 1000 if usd is not None and seen else None
+
+
+def _derived(fn: Callable[[RunContext], float | None], source: str, series=None) -> Derived:
+    return Derived(fn, source, series)
+
+
+# -- the catalogue: summary-table order -------------------------------------------------
+
+METRICS: tuple[Metric, ...] = (
+    Metric(
+        "time_to_train_s", "time to train", "s", LOWER,
+        _derived(lambda ctx: time_to_train(ctx.run.train)[0], "train.jsonl run_start -> run_stop segments"),
+        headline=True, in_runs_table=True,
+    ),
+    Metric(
+        "images_per_s", "images/s (steady, median)", "img/s", HIGHER,
+        _derived(_images_per_s, "train.jsonl train lines' images_per_s after warm-up",
+                 lambda run: images_series(run.train, run.start_time)),
+        headline=True, in_runs_table=True,
+        timeseries=TimeSeries("images_per_s", "Training throughput", "images/s"),
+    ),
+    Metric("images_per_s_iqr", "images/s IQR", "img/s", "", _derived(_images_per_s_iqr, "train.jsonl images_per_s")),
+    Metric(
+        "cpu_mean_pct", "CPU mean", "% of a core", "", Samples("proc_cpu_percent", "mean", "sum"),
+        in_runs_table=True, timeseries=TimeSeries("cpu", "Process-tree CPU", "% of one core"),
+    ),
+    Metric("cpu_p95_pct", "CPU p95", "% of a core", "", Samples("proc_cpu_percent", "p95", "sum")),
+    Metric(
+        "peak_rss_gb", "peak RSS", "GB", LOWER, Samples("proc_rss_bytes", "max", "sum", scale=1e-9),
+        in_runs_table=True, timeseries=TimeSeries("memory", "Process-tree resident memory", "GB"),
+    ),
+    Metric(
+        "gpu_util_mean_pct", "GPU utilisation mean", "%", HIGHER, Samples(c.GPU_UTIL, "mean", "pool", per_gpu=True),
+        headline=True, in_runs_table=True,
+        timeseries=TimeSeries("gpu_util", "GPU utilisation (mean over the job's GPUs)", "%"),
+    ),
+    Metric(
+        "gpu_mem_peak_gb", "peak GPU memory", "GiB", "", Samples(c.GPU_FB_USED, "max", "max", True, 1 / 1024),
+        timeseries=TimeSeries("gpu_memory", "GPU memory used (sum over the job's GPUs)", "GiB", "sum"),
+    ),
+    Metric(
+        "energy_wh", "GPU energy", "Wh", LOWER,
+        _derived(_energy_wh, f"{c.GPU_ENERGY} counter, else {c.GPU_POWER} over time"),
+        headline=True, in_runs_table=True,
+    ),
+    Metric(
+        "cost_usd", "cost per run", "$", LOWER, _derived(_cost_usd, "env.yaml cost: x wall time, GPUs, energy"),
+        headline=True, in_runs_table=True,
+    ),
+    Metric(
+        "cost_per_1000_images_usd", "cost per 1,000 images", "$", LOWER,
+        _derived(_cost_per_1000, "cost per run / images seen"), headline=True,
+    ),
+    Metric(
+        "queue_wait_s", "queue wait", "s", LOWER,
+        _derived(lambda ctx: _f(ctx.section("scheduler").get("queue_wait_s")), "run.json scheduler.queue_wait_s"),
+        headline=True, in_runs_table=True,
+    ),
+    Metric("wall_s", "job wall time", "s", LOWER, _derived(_wall, "run.json start_time -> end_time")),
+    # facts the advisor and cost read; in runs.csv, not in the summary table
+    Metric("images_seen", "images seen", "images", "", _derived(lambda ctx: images_seen(ctx.run.train), "train.jsonl"),
+           in_summary=False),
+    Metric("cpu_limit_cores", "CPU allowance", "cores", "", _derived(_cpu_limit, "run.json hardware (cgroup, cores)"),
+           in_summary=False),
+    Metric("mem_limit_gb", "memory limit", "GB", "", _derived(_mem_limit_gb, "run.json hardware (cgroup, host)"),
+           in_summary=False),
+    Metric("gpus", "GPUs", "GPUs", "", _derived(_gpus, "samples gpu<i>_ columns, else run.json hardware.gpus"),
+           in_summary=False),
+    Metric("gpu_mem_total_gb", "GPU memory", "GiB", "", Samples(c.GPU_FB_TOTAL, "max", "max", True, 1 / 1024),
+           in_summary=False),
+)  # fmt: skip
+METRIC_BY_KEY = {m.key: m for m in METRICS}
+HEADLINE = tuple(m.key for m in METRICS if m.headline)
+
+
+def fmt(value: float | None, digits: int = 3) -> str:
+    """Stable rounding for Markdown: fixed significant digits, no exponent for normal sizes."""
+    if value is None or value != value:
+        return "—"
+    if value == 0:
+        return "0"
+    mag = abs(value)
+    if mag >= 10**digits:
+        return f"{value:,.0f}"
+    decimals = max(0, digits - 1 - int(math.floor(math.log10(mag))))
+    decimals = min(decimals, 6)
+    text = f"{value:,.{decimals}f}"
+    return "0" if float(text.replace(",", "")) == 0 and mag < 5e-7 else text
+
+
+@dataclass
+class RunMetrics:
+    """One run's identity and its figures (`values`, keyed by catalogue key; read as attributes)."""
+
+    env: str
+    run_id: str
+    status: str | None
+    git_sha: str | None
+    config_sha256: str | None
+    start_time: float | None
+    values: dict[str, float | None]
+    cost_note: str = ""
+
+    def __getattr__(self, key: str) -> float | None:
+        values = self.__dict__.get("values")
+        if values is not None and key in values:
+            return values[key]
+        raise AttributeError(key)
+
+    def as_dict(self) -> dict[str, Any]:
+        """runs.csv's columns: identity, every catalogue figure in order, then the cost note."""
+        ident = {k: getattr(self, k) for k in ("env", "run_id", "status", "git_sha", "config_sha256", "start_time")}
+        return {**ident, **self.values, "cost_note": self.cost_note}
+
+
 def run_metrics(run: RunData, cost_cfg: dict[str, Any] | None = None) -> RunMetrics:
-    meta = run.meta
-    ttt, _ = time_to_train(run.train)
-    rates = steady_images_per_s(run.train)
-    ips = float(np.median(rates)) if rates.size else None
-    iqr = float(np.subtract(*np.percentile(rates, [75, 25]))) if rates.size else None
-
-    cpu_means, cpu_p95s, rss_peaks = [], [], []
-    gpu_util: list[np.ndarray] = []
-    gpu_mem_peak, gpu_mem_total, energy = [], [], []
-    ngpus = 0
-    for df in run.samples.values():
-        cpu = _col(df, "proc_cpu_percent")
-        if cpu.size:
-            cpu_means.append(cpu.mean())
-            cpu_p95s.append(np.percentile(cpu, 95))
-        rss = _col(df, "proc_rss_bytes")
-        if rss.size:
-            rss_peaks.append(rss.max())
-        for g in gpu_ids(df):
-            ngpus += 1
-            u = _col(df, f"{g}_{GPU_UTIL}")
-            if u.size:
-                gpu_util.append(u)
-            m = _col(df, f"{g}_{GPU_FB_USED}")
-            if m.size:
-                gpu_mem_peak.append(m.max())
-            tot = _col(df, f"{g}_{GPU_FB_TOTAL}")
-            if tot.size:
-                gpu_mem_total.append(tot.max())
-            e = _gpu_energy_wh(df, g)
-            if e is not None:
-                energy.append(e)
-    if not ngpus:
-        hw_gpus = (meta.get("hardware") or {}).get("gpus") if isinstance(meta.get("hardware"), dict) else None
-        ngpus = len(hw_gpus) if isinstance(hw_gpus, list) else 0
-
-    hw = meta.get("hardware") if isinstance(meta.get("hardware"), dict) else {}
-    cg = hw.get("cgroup") if isinstance(hw.get("cgroup"), dict) else {}
-    cpu_limit = _f(cg.get("cpu_limit_cores")) or _f(hw.get("cpu_affinity_cores")) or _f(hw.get("cpu_cores_logical"))
-    mem_limit = _f(cg.get("memory_limit_bytes")) or _f(hw.get("memory_bytes"))
-
-    start, end = _f(meta.get("start_time")), _f(meta.get("end_time"))
-    wall = end - start if start is not None and end is not None else None
-    if wall is None and run.samples:
-        spans = [float(df["time"].iloc[-1] - df["time"].iloc[0]) for df in run.samples.values() if len(df) > 1]
-        wall = max(spans) if spans else None
-    sched = meta.get("scheduler") if isinstance(meta.get("scheduler"), dict) else {}
-    hosts = meta.get("hosts") if isinstance(meta.get("hosts"), list) else list(run.samples)
-    energy_wh = float(sum(energy)) if energy else None
-    cost = run_cost(cost_cfg, wall, ngpus, max(len(hosts), 1), energy_wh, cpu_limit)
-    seen = images_seen(run.train)
-    exit_info = meta.get("exit") if isinstance(meta.get("exit"), dict) else {}
+    ctx = RunContext(run, cost_cfg)
+    values = {m.key: ctx[m.key] for m in METRICS}
+    exit_info = ctx.section("exit")
     status = exit_info.get("status") or outcome(run.train)
     return RunMetrics(
         env=run.env,
@@ -153,23 +359,6 @@ def run_metrics(run: RunData, cost_cfg: dict[str, Any] | None = None) -> RunMetr
         git_sha=run.git_sha,
         config_sha256=run.config_sha256,
         start_time=run.start_time,
-        wall_s=wall,
-        time_to_train_s=ttt,
-        images_per_s=ips,
-        images_per_s_iqr=iqr,
-        images_seen=seen,
-        cpu_mean_pct=float(np.mean(cpu_means)) * len(cpu_means) if cpu_means else None,
-        cpu_p95_pct=float(np.sum(cpu_p95s)) if cpu_p95s else None,
-        cpu_limit_cores=cpu_limit,
-        peak_rss_gb=float(np.sum(rss_peaks)) / 1e9 if rss_peaks else None,
-        mem_limit_gb=mem_limit / 1e9 if mem_limit else None,
-        gpus=ngpus,
-        gpu_util_mean_pct=float(np.mean(np.concatenate(gpu_util))) if gpu_util else None,
-        gpu_mem_peak_gb=float(max(gpu_mem_peak)) / 1024 if gpu_mem_peak else None,
-        gpu_mem_total_gb=float(max(gpu_mem_total)) / 1024 if gpu_mem_total else None,
-        energy_wh=energy_wh,
-        cost_usd=cost.usd,
-        cost_per_1000_images_usd=(cost.usd / seen * 1000) if cost.usd is not None and seen else None,
-        cost_note=cost.note,
-        queue_wait_s=_f(sched.get("queue_wait_s")),
+        values=values,
+        cost_note=ctx.notes.get("cost", ""),
     )

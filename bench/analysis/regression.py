@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from bench.analysis.compare import METRICS
+from bench.analysis.metrics import METRICS
 from bench.analysis.stats import BOOTSTRAP_SEED, compare_samples, median
 from bench.errors import ConfigError
 

@@ -22,10 +22,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from bench.analysis.compare import compare_runs, pairs_table, runs_table, summary_table, verdicts
+    from bench.analysis.compare import compare_runs
     from bench.errors import AtlasError
     from bench.records.read import find_runs
     from bench.records.select import commit_runs
+    from bench.render.tables import pairs_table, runs_table, summary_table, verdicts
 
     runs = find_runs(args.results, args.envs or None)
     if not runs:

@@ -13,24 +13,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from bench.records import contract as c
+
+
 # (DCGM field name, unit, how to read it from NVML). Order is the CSV column order.
-GPU_FIELDS: tuple[tuple[str, str], ...] = (
-    ("DCGM_FI_DEV_GPU_UTIL", "%"),
-    ("DCGM_FI_DEV_MEM_COPY_UTIL", "%"),
-    ("DCGM_FI_DEV_FB_USED", "MiB"),
-    ("DCGM_FI_DEV_FB_TOTAL", "MiB"),
-    ("DCGM_FI_DEV_POWER_USAGE", "W"),
-    ("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "mJ"),
-    ("DCGM_FI_DEV_GPU_TEMP", "C"),
-    ("DCGM_FI_DEV_SM_CLOCK", "MHz"),
-)
-FIELD_NAMES = tuple(name for name, _ in GPU_FIELDS)
-
-
-def gpu_columns(count: int) -> list[str]:
-    return [f"gpu{i}_{name}" for i in range(count) for name in FIELD_NAMES]
-
-
 def _text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
@@ -113,26 +99,27 @@ class GpuProbe:
                     self.fault(f"gpu{pos}", exc)
             self.info.append(entry)
 
-    def _readers(self, h: Any) -> list[Callable[[], Any]]:
+    def _readers(self, h: Any) -> dict[str, Callable[[], Any]]:
         n = self._nvml
-        return [
-            lambda: n.nvmlDeviceGetUtilizationRates(h).gpu,
-            lambda: n.nvmlDeviceGetUtilizationRates(h).memory,
-            lambda: n.nvmlDeviceGetMemoryInfo(h).used // (1 << 20),
-            lambda: n.nvmlDeviceGetMemoryInfo(h).total // (1 << 20),
-            lambda: round(n.nvmlDeviceGetPowerUsage(h) / 1000.0, 3),
-            lambda: n.nvmlDeviceGetTotalEnergyConsumption(h),
-            lambda: n.nvmlDeviceGetTemperature(h, n.NVML_TEMPERATURE_GPU),
-            lambda: n.nvmlDeviceGetClockInfo(h, n.NVML_CLOCK_SM),
-        ]
+        return {
+            c.GPU_UTIL: lambda: n.nvmlDeviceGetUtilizationRates(h).gpu,
+            c.GPU_MEM_COPY_UTIL: lambda: n.nvmlDeviceGetUtilizationRates(h).memory,
+            c.GPU_FB_USED: lambda: n.nvmlDeviceGetMemoryInfo(h).used // (1 << 20),
+            c.GPU_FB_TOTAL: lambda: n.nvmlDeviceGetMemoryInfo(h).total // (1 << 20),
+            c.GPU_POWER: lambda: round(n.nvmlDeviceGetPowerUsage(h) / 1000.0, 3),
+            c.GPU_ENERGY: lambda: n.nvmlDeviceGetTotalEnergyConsumption(h),
+            c.GPU_TEMP: lambda: n.nvmlDeviceGetTemperature(h, n.NVML_TEMPERATURE_GPU),
+            c.GPU_SM_CLOCK: lambda: n.nvmlDeviceGetClockInfo(h, n.NVML_CLOCK_SM),
+        }
 
     def sample(self) -> list[Any]:
         """One value per `gpu_columns(len(handles))` column; None where a call failed."""
         row: list[Any] = []
         for pos, h in enumerate(self.handles):
-            for (name, _), read in zip(GPU_FIELDS, self._readers(h)):
+            readers = self._readers(h)
+            for name in c.FIELD_NAMES:
                 try:
-                    row.append(read())
+                    row.append(readers[name]())
                 except Exception as exc:
                     row.append(None)
                     self.fault(f"gpu{pos}.{name}", exc)

@@ -17,20 +17,8 @@ from typing import IO, Any
 import psutil
 
 from bench.record.cgroups import CgroupReader
-from bench.record.gpus import GpuProbe, gpu_columns
-
-BASE_COLUMNS = [
-    "time",  # unix seconds
-    "proc_cpu_percent",  # process tree, % of one core (200 = two cores busy)
-    "proc_rss_bytes",  # process tree resident memory
-    "proc_count",  # processes in the tree
-    "host_cpu_percent",  # whole host, % of all cores (0..100)
-    "host_mem_used_bytes",
-    "host_mem_total_bytes",
-    "cgroup_cpu_limit_cores",  # empty: no quota
-    "cgroup_mem_limit_bytes",  # empty: no limit
-    "cgroup_mem_used_bytes",
-]
+from bench.record.gpus import GpuProbe
+from bench.records.contract import BASE_COLUMNS, gpu_columns
 
 
 def _fmt(value: Any) -> str:

@@ -64,3 +64,56 @@ def read_run_json(run_dir: Path) -> dict[str, Any]:
 
 def samples_files(run_dir: Path) -> list[Path]:
     return sorted(Path(run_dir).glob(f"{SAMPLES_PREFIX}*{SAMPLES_SUFFIX}"))
+
+
+# -- samples-<host>.csv: the columns -----------------------------------------------------
+
+# Host and process-tree columns, in CSV order (bench/README.md documents each one).
+BASE_COLUMNS = [
+    "time",  # unix seconds
+    "proc_cpu_percent",  # process tree, % of one core (200 = two cores busy)
+    "proc_rss_bytes",  # process tree resident memory
+    "proc_count",  # processes in the tree
+    "host_cpu_percent",  # whole host, % of all cores (0..100)
+    "host_mem_used_bytes",
+    "host_mem_total_bytes",
+    "cgroup_cpu_limit_cores",  # empty: no quota
+    "cgroup_mem_limit_bytes",  # empty: no limit
+    "cgroup_mem_used_bytes",
+]
+
+# Per GPU `gpu<i>_<field>`: NVML readings named after DCGM's fields (what a cluster's DCGM
+# exporter reports), so the records line up with cluster monitoring. bench.record.gpus
+# reads each through NVML; bench/README.md documents each one.
+GPU_UTIL = "DCGM_FI_DEV_GPU_UTIL"
+GPU_MEM_COPY_UTIL = "DCGM_FI_DEV_MEM_COPY_UTIL"
+GPU_FB_USED = "DCGM_FI_DEV_FB_USED"
+GPU_FB_TOTAL = "DCGM_FI_DEV_FB_TOTAL"
+GPU_POWER = "DCGM_FI_DEV_POWER_USAGE"
+GPU_ENERGY = "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"
+GPU_TEMP = "DCGM_FI_DEV_GPU_TEMP"
+GPU_SM_CLOCK = "DCGM_FI_DEV_SM_CLOCK"
+# (field, unit), in CSV column order.
+GPU_FIELDS: tuple[tuple[str, str], ...] = (
+    (GPU_UTIL, "%"),
+    (GPU_MEM_COPY_UTIL, "%"),
+    (GPU_FB_USED, "MiB"),
+    (GPU_FB_TOTAL, "MiB"),
+    (GPU_POWER, "W"),
+    (GPU_ENERGY, "mJ"),
+    (GPU_TEMP, "C"),
+    (GPU_SM_CLOCK, "MHz"),
+)
+FIELD_NAMES = tuple(name for name, _ in GPU_FIELDS)
+
+
+def gpu_columns(count: int) -> list[str]:
+    return [f"gpu{i}_{name}" for i in range(count) for name in FIELD_NAMES]
+
+
+def gpu_ids(columns) -> list[str]:
+    """The `gpuN` prefixes present among samples columns, in GPU order."""
+    return sorted(
+        {c.split("_", 1)[0] for c in columns if c.startswith("gpu") and "_DCGM_" in c},
+        key=lambda g: int(g[3:]) if g[3:].isdigit() else 0,
+    )

@@ -13,9 +13,8 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.record.gpus import FIELD_NAMES
-from bench.record.sampler import BASE_COLUMNS
-from bench.records.contract import SCHEMA_VERSION, samples_name
+from bench.records import contract as c
+from bench.records.contract import BASE_COLUMNS, FIELD_NAMES, SCHEMA_VERSION, samples_name
 from bench.records.place import write_json_atomic
 
 CONFIG = {"experiment": "smoke", "batch_size": 8, "ch": 16, "max_iters": 40}
@@ -63,14 +62,14 @@ def write_run(results: Path, spec: RunSpec) -> Path:
     gpu_info = []
     for g in range(spec.gpus):
         vals = {
-            "DCGM_FI_DEV_GPU_UTIL": np.clip(rng.normal(spec.gpu_util, 5, n), 0, 100),
-            "DCGM_FI_DEV_MEM_COPY_UTIL": np.clip(rng.normal(30, 5, n), 0, 100),
-            "DCGM_FI_DEV_FB_USED": np.full(n, 12000.0),
-            "DCGM_FI_DEV_FB_TOTAL": np.full(n, 32768.0),
-            "DCGM_FI_DEV_POWER_USAGE": np.full(n, 250.0),
-            "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION": 1e9 + np.arange(n) * 250.0 * spec.interval_s * 1000,
-            "DCGM_FI_DEV_GPU_TEMP": np.full(n, 60.0),
-            "DCGM_FI_DEV_SM_CLOCK": np.full(n, 1530.0),
+            c.GPU_UTIL: np.clip(rng.normal(spec.gpu_util, 5, n), 0, 100),
+            c.GPU_MEM_COPY_UTIL: np.clip(rng.normal(30, 5, n), 0, 100),
+            c.GPU_FB_USED: np.full(n, 12000.0),
+            c.GPU_FB_TOTAL: np.full(n, 32768.0),
+            c.GPU_POWER: np.full(n, 250.0),
+            c.GPU_ENERGY: 1e9 + np.arange(n) * 250.0 * spec.interval_s * 1000,
+            c.GPU_TEMP: np.full(n, 60.0),
+            c.GPU_SM_CLOCK: np.full(n, 1530.0),
         }
         for name in FIELD_NAMES:
             cols[f"gpu{g}_{name}"] = vals[name]
@@ -84,8 +83,8 @@ def write_run(results: Path, spec: RunSpec) -> Path:
                 "driver": "535.00",
             }
         )
-    header = BASE_COLUMNS + [c for c in cols if c.startswith("gpu")]
-    matrix = np.column_stack([cols[c] for c in header])
+    header = BASE_COLUMNS + [col for col in cols if col.startswith("gpu")]
+    matrix = np.column_stack([cols[col] for col in header])
     fmts = ["%.3f"] + ["%.6g"] * (len(header) - 1)
     np.savetxt(run_dir / samples_name(spec.host), matrix, delimiter=",", fmt=fmts, header=",".join(header), comments="")
 

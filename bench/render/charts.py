@@ -16,23 +16,16 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from bench.analysis.metrics import GPU_FB_USED, GPU_UTIL, gpu_ids  # noqa: E402
+from bench.analysis.metrics import METRICS  # noqa: E402
 from bench.records.read import RunData  # noqa: E402
-from bench.records.trainlog import images_series  # noqa: E402
 
 MAX_POINTS = 400
 DPI = 80
 SIZE = (8, 3.6)
 PNG_METADATA = {"Software": None}
 
-# name -> (title, y label)
-SERIES = {
-    "cpu": ("Process-tree CPU", "% of one core"),
-    "memory": ("Process-tree resident memory", "GB"),
-    "gpu_util": ("GPU utilisation (mean over the job's GPUs)", "%"),
-    "gpu_memory": ("GPU memory used (sum over the job's GPUs)", "GiB"),
-    "images_per_s": ("Training throughput", "images/s"),
-}
+# chart name -> the catalogue metric it draws (its `timeseries` says title and axis)
+SERIES = {m.timeseries.name: m for m in METRICS if m.timeseries is not None}
 
 
 def downsample(x: np.ndarray, y: np.ndarray, max_points: int = MAX_POINTS) -> tuple[np.ndarray, np.ndarray]:
@@ -52,36 +45,10 @@ def downsample(x: np.ndarray, y: np.ndarray, max_points: int = MAX_POINTS) -> tu
 
 def series(run: RunData, name: str) -> tuple[np.ndarray, np.ndarray]:
     """(seconds since the run's start, value) for one chart; empty when not recorded."""
-    t0 = run.start_time
-    if name == "images_per_s":
-        return images_series(run.train, t0)
-    if not run.samples:
+    metric = SERIES.get(name)
+    if metric is None:
         return np.empty(0), np.empty(0)
-    df = run.samples[sorted(run.samples)[0]]  # first host: one line per environment
-    t = df["time"].to_numpy(dtype=float)
-    base = t0 if t0 is not None else (t[0] if t.size else 0.0)
-
-    def col(c: str) -> np.ndarray:
-        return df[c].to_numpy(dtype=float, na_value=np.nan)
-
-    if name == "cpu" and "proc_cpu_percent" in df:
-        y = col("proc_cpu_percent")
-    elif name == "memory" and "proc_rss_bytes" in df:
-        y = col("proc_rss_bytes") / 1e9
-    elif name in ("gpu_util", "gpu_memory"):
-        gpus = gpu_ids(df)
-        field = GPU_UTIL if name == "gpu_util" else GPU_FB_USED
-        cols = [f"{g}_{field}" for g in gpus if f"{g}_{field}" in df]
-        if not cols:
-            return np.empty(0), np.empty(0)
-        stack = np.vstack([col(c) for c in cols])
-        with np.errstate(all="ignore"):
-            y = np.nanmean(stack, axis=0) if name == "gpu_util" else np.nansum(stack, axis=0) / 1024
-            if name == "gpu_memory":
-                y[np.all(~np.isfinite(stack), axis=0)] = np.nan
-    else:
-        return np.empty(0), np.empty(0)
-    return t - base, y
+    return metric.source.series(run, metric.timeseries)
 
 
 def _save(fig: plt.Figure, path: Path) -> None:
@@ -95,7 +62,7 @@ def timeseries_chart(lines: dict[str, tuple[np.ndarray, np.ndarray]], name: str,
     lines = {env: xy for env, xy in lines.items() if xy[0].size}
     if not lines:
         return False
-    title, ylabel = SERIES[name]
+    title, ylabel = SERIES[name].timeseries.title, SERIES[name].timeseries.ylabel
     fig, ax = plt.subplots(figsize=SIZE)
     for env, (x, y) in lines.items():
         span = x[-1] if x.size else 0

@@ -27,8 +27,8 @@ def render_pr_body(
 
     Verdicts compare each environment with its own runs at the base commit only.
     """
-    from bench.analysis.compare import HEADLINE, METRIC_BY_KEY, env_cost_config, fmt
-    from bench.analysis.metrics import run_metrics
+    from bench.analysis.cost import env_cost_config
+    from bench.analysis.metrics import HEADLINE, METRIC_BY_KEY, fmt, run_metrics
     from bench.analysis.regression import HIGHER_IS_BETTER, REGRESSION, judge
     from bench.records.read import find_runs
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import jinja2
 
-from bench.analysis.compare import fmt
+from bench.analysis.metrics import fmt
 
 SUMMARY_JSON = "summary.json"
 

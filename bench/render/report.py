@@ -2,7 +2,7 @@
 
 Output: `<out>/<date>-<shortsha>/` (README.md, charts, summary.json, runs.csv) and
 `<out>/README.md`. Date and sha come from the runs themselves, never from "now", and
-all numbers go through `compare.fmt`, so the same results give the same bytes.
+all numbers go through `metrics.fmt`, so the same results give the same bytes.
 """
 
 from __future__ import annotations
@@ -18,25 +18,16 @@ from typing import Any
 import jinja2
 
 from bench.analysis.advisor import advise
-from bench.analysis.compare import (
-    HEADLINE,
-    METRIC_BY_KEY,
-    CompareResult,
-    compare_runs,
-    env_cost_config,
-    fmt,
-    pairs_table,
-    runs_table,
-    summary_table,
-    verdicts,
-)
-from bench.analysis.metrics import RunMetrics, run_metrics
+from bench.analysis.compare import CompareResult, compare_runs
+from bench.analysis.cost import env_cost_config
+from bench.analysis.metrics import HEADLINE, METRIC_BY_KEY, RunMetrics, fmt, run_metrics
 from bench.analysis.stats import BOOTSTRAP_RESAMPLES, median
 from bench.errors import AtlasError
 from bench.records.read import RunData, find_runs
 from bench.records.select import commit_runs
 from bench.render import charts
 from bench.render.index import SUMMARY_JSON, write_index
+from bench.render.tables import pairs_table, runs_table, summary_table, verdicts
 
 
 @dataclass
@@ -181,7 +172,8 @@ def write_report(
 
     reps = _representative(runs, result)
     chart_list, missing = [], []
-    for key, (title, _) in charts.SERIES.items():
+    for key, metric in charts.SERIES.items():
+        title = metric.timeseries.title
         lines = {env: charts.series(run, key) for env, run in reps.items()}
         file = f"{key}.png"
         if charts.timeseries_chart(lines, key, folder / file):
@@ -189,7 +181,7 @@ def write_report(
                 "One line per environment: its run with the median images/s ("
                 + ", ".join(f"{e}: `{r.run_id}`" for e, r in sorted(reps.items()))
                 + ")."
-                if key == "cpu"
+                if not chart_list
                 else ""
             )
             chart_list.append({"title": title, "file": file, "note": note})

@@ -6,12 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from bench.analysis.compare import compare_runs, fmt, verdicts
+from bench.analysis.compare import compare_runs
 from bench.analysis.cost import check_cost, run_cost
+from bench.analysis.metrics import fmt
 from bench.analysis.stats import compare_samples, olympic_mean
 from bench.errors import AtlasError
 from bench.records.read import find_runs
 from bench.records.synthetic import RunSpec, write_run
+from bench.render.tables import verdicts
 
 SATORI = {
     "model": "onprem",

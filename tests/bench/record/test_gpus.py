@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from bench.record.gpus import FIELD_NAMES, GpuProbe, gpu_columns
+from bench.record.gpus import GpuProbe
+from bench.records.contract import FIELD_NAMES, gpu_columns
 
 
 def nvml_ok() -> bool:

@@ -6,7 +6,8 @@ import sys
 
 import pytest
 
-from bench.record.gpus import FIELD_NAMES, GpuProbe
+from bench.record.gpus import GpuProbe
+from bench.records.contract import FIELD_NAMES
 from tests.bench.record import nvml_double
 
 

@@ -1,0 +1,107 @@
+"""Markdown tables and plain-language sentences of a comparison (`bench.analysis.compare`).
+
+Every row and column comes from the metric catalogue (`bench.analysis.metrics.METRICS`):
+its label, unit, digits, and whether it belongs in the summary or the per-run table.
+"""
+
+from __future__ import annotations
+
+import math
+
+from bench.analysis.compare import CompareResult, is_clear
+from bench.analysis.metrics import METRIC_BY_KEY, METRICS, Metric, fmt
+
+
+def _ratio_words(metric: Metric, ratio: float) -> tuple[str, float]:
+    """('faster'/'slower'..., factor >= 1) for `env_a` relative to `env_b`."""
+    factor = ratio if ratio >= 1 else 1 / ratio
+    if metric.unit == "s":  # a duration
+        word = "longer" if ratio > 1 else "shorter"
+    elif metric.unit == "img/s":  # a rate of work
+        word = "faster" if ratio > 1 else "slower"
+    else:
+        word = "higher" if ratio > 1 else "lower"
+    return word, factor
+
+
+def verdicts(result: CompareResult) -> list[str]:
+    """Plain-language sentences: who won on what, by how much, and how sure we are."""
+    out: list[str] = []
+    for p in result.pairs:
+        metric = METRIC_BY_KEY[p.metric]
+        st = p.stats
+        va = result.summaries[p.env_a].median[p.metric]
+        vb = result.summaries[p.env_b].median[p.metric]
+        if va is None or vb is None:
+            continue
+        if st.ratio is None or st.ratio <= 0 or not math.isfinite(st.ratio):
+            out.append(
+                f"{metric.label}: {p.env_a} {fmt(va, metric.digits)} {metric.unit} vs "
+                f"{p.env_b} {fmt(vb, metric.digits)} {metric.unit} (median; no ratio with a zero)."
+            )
+            continue
+        if abs(st.ratio - 1) < 1e-9:
+            out.append(f"{metric.label}: {p.env_a} and {p.env_b} are the same (median).")
+            continue
+        word, factor = _ratio_words(metric, st.ratio)
+        better = None
+        if metric.higher_is_better is not None:
+            better = p.env_a if (st.ratio > 1) == metric.higher_is_better else p.env_b
+        sure = []
+        if st.ci_low is not None and st.ci_high is not None:
+            sure.append(f"95% CI of the ratio {fmt(st.ci_low)}–{fmt(st.ci_high)}")
+        if st.p_value is not None:
+            sure.append(f"Mann–Whitney p = {fmt(st.p_value, 2)}")
+        else:
+            sure.append(f"too few runs for a test ({st.n_a} vs {st.n_b}; need 3 each)")
+        significant = is_clear(st)
+        verdict = (
+            f" — {better} wins"
+            if better and significant
+            else (" — not a clear difference" if st.p_value is not None else "")
+        )
+        out.append(f"{metric.label}: {p.env_a} is {fmt(factor)}× {word} than {p.env_b} ({'; '.join(sure)}){verdict}.")
+    return out
+
+
+def summary_table(result: CompareResult) -> str:
+    """Markdown: one row per metric, per environment median and olympic mean."""
+    head = "| metric | unit | " + " | ".join(f"{e} median | {e} olympic" for e in result.envs) + " |"
+    sep = "|---|---|" + "---:|---:|" * len(result.envs)
+    rows = [head, sep, "| runs |  | " + " | ".join(f"{result.summaries[e].runs} | " for e in result.envs) + "|"]
+    for m in METRICS:
+        if not m.in_summary:
+            continue
+        cells = []
+        for e in result.envs:
+            s = result.summaries[e]
+            cells.append(f"{fmt(s.median[m.key], m.digits)} | {fmt(s.olympic[m.key], m.digits)}")
+        rows.append(f"| {m.label} | {m.unit} | " + " | ".join(cells) + " |")
+    return "\n".join(rows)
+
+
+def runs_table(result: CompareResult) -> str:
+    cols = [m.key for m in METRICS if m.in_runs_table]
+    head = "| env | run | status | " + " | ".join(METRIC_BY_KEY[c].label for c in cols) + " |"
+    rows = [head, "|---|---|---|" + "---:|" * len(cols)]
+    for r in result.runs:
+        vals = " | ".join(fmt(getattr(r, c), METRIC_BY_KEY[c].digits) for c in cols)
+        rows.append(f"| {r.env} | {r.run_id} | {r.status or '—'} | {vals} |")
+    return "\n".join(rows)
+
+
+def pairs_table(result: CompareResult) -> str:
+    if not result.pairs:
+        return ""
+    rows = [
+        "| metric | env | vs | ratio of medians | 95% CI | Mann–Whitney p | runs |",
+        "|---|---|---|---:|---:|---:|---:|",
+    ]
+    for p in result.pairs:
+        st = p.stats
+        ci = f"{fmt(st.ci_low)}–{fmt(st.ci_high)}" if st.ci_low is not None else "—"
+        rows.append(
+            f"| {METRIC_BY_KEY[p.metric].label} | {p.env_a} | {p.env_b} | {fmt(st.ratio)} | {ci} | "
+            f"{fmt(st.p_value, 2)} | {st.n_a} vs {st.n_b} |"
+        )
+    return "\n".join(rows)
