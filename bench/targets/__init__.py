@@ -1,6 +1,6 @@
 """Target registry: `clusters/<env>/env.yaml` names a `kind`, the kind names a class.
 
-Each kind lives in its own module (local, slurm, openshift, container) and registers
+Each kind lives in its own module (local, container, slurm, kubernetes, openshift) and registers
 itself with `@register`. Modules are imported lazily so that, say, the OpenShift
 client library is only needed by people who use OpenShift.
 """
@@ -21,6 +21,7 @@ __all__ = ["JobSpec", "RunState", "RunStatus", "Target", "register", "target_for
 KINDS: dict[str, str] = {
     "local": "bench.targets.local",
     "slurm": "bench.targets.slurm",
+    "kubernetes": "bench.targets.kubernetes",
     "openshift": "bench.targets.openshift",
     "container": "bench.targets.container",
 }

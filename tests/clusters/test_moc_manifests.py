@@ -13,7 +13,7 @@ pytest.importorskip("kubernetes_validate")
 
 from bench.envs import CLUSTERS_DIR  # noqa: E402
 from bench.errors import ConfigError  # noqa: E402
-from bench.targets.openshift_manifests import (  # noqa: E402
+from bench.targets.manifests import (  # noqa: E402
     SCHEMA_FILE,
     load_job_template,
     validate_env_folder,
@@ -21,7 +21,8 @@ from bench.targets.openshift_manifests import (  # noqa: E402
 )
 
 MOC = CLUSTERS_DIR / "moc"
-SCHEMAS = MOC / SCHEMA_FILE
+SCHEMAS = SCHEMA_FILE
+BASES = MOC.parent / "_bases"
 needs_kubectl = pytest.mark.skipif(
     not (shutil.which("kubectl") or shutil.which("oc")), reason="kubectl (or oc) with kustomize is not installed"
 )
@@ -70,7 +71,7 @@ def test_buildconfig_triggers_and_output(objects):
 
 def test_no_secret_values_committed(objects):
     assert not [k for k in objects if k.startswith("Secret/")]
-    assert "webhook-secret" not in (MOC / "base" / "kustomization.yaml").read_text()
+    assert "webhook-secret" not in (BASES / "openshift" / "kustomization.yaml").read_text()
     template = yaml.safe_load((MOC / "webhook-secret.template.yaml").read_text())
     assert template["stringData"]["WebHookSecretKey"] == "REPLACE-ME"
 
@@ -132,7 +133,8 @@ def test_wrong_kubernetes_field_and_unknown_kind_fail(objects):
 def test_invalid_overlay_is_a_config_error_listing_problems(tmp_path: Path):
     env = tmp_path / "moc"
     shutil.copytree(MOC, env)
-    bc = env / "base" / "buildconfig.yaml"
+    shutil.copytree(BASES, tmp_path / "_bases")
+    bc = tmp_path / "_bases" / "openshift" / "buildconfig.yaml"
     bc.write_text(bc.read_text().replace("runPolicy: Serial", "runPolicy: Serial\n  restartPolicy: Always"))
     with pytest.raises(
         ConfigError, match=r"(?s)1 invalid manifest field.*BuildConfig/atlas-biggan: spec: .*'restartPolicy'"
@@ -146,9 +148,10 @@ def test_bench_validate_renders_the_overlay(tmp_path: Path, capsys):
     from bench.cli import main
 
     shutil.copytree(MOC, tmp_path / "moc")
+    shutil.copytree(BASES, tmp_path / "_bases")
     assert main(["validate", "--clusters", str(tmp_path), "--no-experiments", "moc"]) == 0
-    pvc = tmp_path / "moc" / "base" / "pvc-data.yaml"
-    assert pvc.is_file(), "the test expects the data PVC in base/pvc-data.yaml"
+    pvc = tmp_path / "_bases" / "openshift" / "pvc-data.yaml"
+    assert pvc.is_file(), "the test expects the data PVC in _bases/openshift/pvc-data.yaml"
     pvc.write_text(pvc.read_text().replace("accessModes:", "accessMode: oops\n  accessModes:", 1))
     assert main(["validate", "--clusters", str(tmp_path), "--no-experiments", "moc"]) == 1
     assert "accessMode" in capsys.readouterr().out

@@ -30,7 +30,7 @@ import jsonschema
 import kubernetes_validate
 import yaml
 
-from bench.targets.openshift_manifests import KUBERNETES_VERSION, openshift_definitions
+from bench.targets.manifests import KUBERNETES_VERSION, openshift_definitions
 
 WS_GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 # BuildRequest is not in the shipped subset; its fields per the OpenShift API reference.

@@ -20,6 +20,7 @@ from bench.envs import CLUSTERS_DIR, Environment  # noqa: E402
 from bench.errors import AtlasError  # noqa: E402
 from bench.targets import target_class  # noqa: E402
 from bench.targets.base import JobSpec, RunState  # noqa: E402
+from bench.targets.manifests import SCHEMA_FILE  # noqa: E402
 from tests.bench.targets.openshift_api_double import OpenShiftApiDouble  # noqa: E402
 
 MOC = CLUSTERS_DIR / "moc"
@@ -31,7 +32,7 @@ RUN_ID = "20261122t030000-01234567-abcd"
 def double(tmp_path: Path):
     volume = tmp_path / "pvc"
     volume.mkdir()
-    api = OpenShiftApiDouble("atlas-biggan", volume, MOC / "schemas" / "openshift-openapi-subset.json").start()
+    api = OpenShiftApiDouble("atlas-biggan", volume, SCHEMA_FILE).start()
     yield api
     api.stop()
 

@@ -4,7 +4,8 @@ Why strict: the API server silently drops unknown fields (a misspelt `lookupPoli
 would just not apply), and the 2020 attempt failed on exactly such settings. Kubernetes
 kinds are checked against the `-strict` schemas bundled with kubernetes-validate;
 OpenShift kinds against the OpenShift API's own definitions shipped in
-`clusters/moc/schemas/`, made strict here. A kind neither knows is an error.
+`clusters/_schemas/` (shared by every environment), made strict here. A kind neither
+knows is an error. The `kubernetes` and `openshift` targets both use this module.
 """
 
 from __future__ import annotations
@@ -21,11 +22,12 @@ from typing import Any
 import jsonschema
 import yaml
 
+from bench.envs import CLUSTERS_DIR
 from bench.errors import ConfigError
 
 # Kubernetes minor release the OpenShift clusters we target are built on (OCP 4.20).
 KUBERNETES_VERSION = "1.33.0"
-SCHEMA_FILE = Path("schemas") / "openshift-openapi-subset.json"
+SCHEMA_FILE = CLUSTERS_DIR / "_schemas" / "openshift-openapi-subset.json"
 
 # (apiVersion, kind) -> definition name in the OpenShift OpenAPI document.
 OPENSHIFT_KINDS: dict[tuple[str, str], str] = {
@@ -89,7 +91,7 @@ def _path(error: jsonschema.ValidationError) -> str:
     return "/".join(str(p) for p in error.absolute_path) or "(top level)"
 
 
-def validate_openshift(obj: dict[str, Any], schema_path: Path) -> list[str]:
+def validate_openshift(obj: dict[str, Any], schema_path: Path = SCHEMA_FILE) -> list[str]:
     """Errors of one OpenShift object against the strict shipped schemas."""
     definitions = openshift_definitions(schema_path)
     name = OPENSHIFT_KINDS[(obj.get("apiVersion"), obj.get("kind"))]
@@ -116,7 +118,7 @@ def validate_kubernetes(obj: dict[str, Any]) -> list[str]:
     return []
 
 
-def validate_objects(objects: Iterable[dict[str, Any]], schema_path: Path) -> list[str]:
+def validate_objects(objects: Iterable[dict[str, Any]], schema_path: Path = SCHEMA_FILE) -> list[str]:
     """One message per problem, each naming the object and the path to the bad field."""
     problems: list[str] = []
     for obj in objects:
@@ -132,15 +134,18 @@ def validate_objects(objects: Iterable[dict[str, Any]], schema_path: Path) -> li
 
 
 def validate_env_folder(folder: Path, job_template: str = "job.yaml") -> list[dict[str, Any]]:
-    """Render FOLDER's Kustomization, add its Job template, validate all strictly.
+    """Render FOLDER's Kustomization (when it has one), add its Job template, validate all strictly.
 
     Returns the objects; raises ConfigError listing every problem.
     """
-    objects = render_kustomization(folder)
+    has_kustomization = any(
+        (folder / n).is_file() for n in ("kustomization.yaml", "kustomization.yml", "Kustomization")
+    )
+    objects = render_kustomization(folder) if has_kustomization else []
     template = folder / job_template
     if template.is_file():
         objects.append(load_job_template(template))
-    problems = validate_objects(objects, folder / SCHEMA_FILE)
+    problems = validate_objects(objects)
     kinds = {o.get("kind") for o in objects}
     if "DeploymentConfig" in kinds:
         problems.append(

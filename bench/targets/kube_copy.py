@@ -1,0 +1,178 @@
+"""Copying a run record off a results volume: a collector pod, `tar` over exec, a checksum.
+
+The record lives on a PersistentVolumeClaim that only pods can read. A short-lived pod
+mounts it read-only; `bench` execs `tar` in it, reads the stream frame by frame and
+checks it against the sha256 the pod computed, so a broken stream is an error, never a
+damaged record.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import tarfile
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from bench.errors import AtlasError
+from bench.targets.kube_status import COMPONENT, LABEL_RUN
+
+
+class RecordCopier:
+    """Mixin for Job-based targets (uses `env`, `namespace`, `poll_s`, `cli`, `_call`, `_core`, `_validate`)."""
+
+    def collector_manifest(self, name: str, image: str, run_id: str) -> dict[str, Any]:
+        """A pod that only mounts the results PVC read-only and waits to be exec'd."""
+        s = self.env.settings
+        small = {"cpu": "100m", "memory": "256Mi"}
+        pod = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": name,
+                "namespace": self.namespace,
+                "labels": {COMPONENT: "collector", LABEL_RUN: run_id},
+            },
+            "spec": {
+                "restartPolicy": "Never",
+                "activeDeadlineSeconds": int(s.get("collect_timeout_s", 1800)),
+                "automountServiceAccountToken": False,
+                "securityContext": {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}},
+                "containers": [
+                    {
+                        "name": "collect",
+                        "image": image,
+                        "command": ["sleep", "infinity"],
+                        "resources": {"requests": small, "limits": small},
+                        "volumeMounts": [{"name": "results", "mountPath": s["results_mount"], "readOnly": True}],
+                        "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
+                    }
+                ],
+                "volumes": [
+                    {"name": "results", "persistentVolumeClaim": {"claimName": s["results_pvc"], "readOnly": True}}
+                ],
+            },
+        }
+        self._validate(pod)
+        return pod
+
+    def _wait_running(self, name: str) -> None:
+        deadline = time.monotonic() + float(self.env.get("collect_timeout_s", 1800)) / 6
+        while True:
+            pod = self._call("reading the collector pod", self._core().read_namespaced_pod, name, self.namespace)
+            if pod.status and pod.status.phase == "Running":
+                return
+            stuck = self._stuck(pod)
+            if stuck or (pod.status and pod.status.phase in ("Failed", "Succeeded")):
+                raise AtlasError(f"{self.env.name}: collector pod {name} cannot run: {stuck or pod.status.phase}")
+            if time.monotonic() > deadline:
+                raise AtlasError(
+                    f"{self.env.name}: collector pod {name} did not start in time; "
+                    f"see `{self.cli} -n {self.namespace} describe pod {name}`"
+                )
+            time.sleep(min(self.poll_s, 2.0))
+
+    # `sh -c SCRIPT collect MOUNT RUN_ID`: stdout = tar of MOUNT/RUN_ID, stderr = its sha256.
+    TAR_SCRIPT = (
+        'set -e; t=$(mktemp); trap \'rm -f "$t"\' EXIT; tar -C "$1" -cf "$t" "$2"; sha256sum "$t" >&2; cat "$t"'
+    )
+
+    def _read_exec(self, ws: Any, sink: Any) -> tuple[Any, bytes, int]:
+        """Drain an exec WebSocket frame by frame: stdout to `sink`, stderr, exit code.
+
+        WSClient's own buffering concatenates every waiting frame into one bytes object,
+        which is quadratic for a record of tens of MB; reading frames here is linear.
+        """
+        from websocket import ABNF, WebSocketException
+
+        digest, err, status = hashlib.sha256(), bytearray(), b""
+        sock = ws.sock
+        sock.settimeout(float(self.env.get("collect_timeout_s", 1800)))
+        try:
+            while True:
+                opcode, frame = sock.recv_data_frame(True)
+                if opcode == ABNF.OPCODE_CLOSE:
+                    break
+                if opcode not in (ABNF.OPCODE_BINARY, ABNF.OPCODE_TEXT) or not frame.data:
+                    continue
+                data = frame.data if isinstance(frame.data, bytes) else frame.data.encode()
+                channel, payload = data[0], data[1:]
+                if channel == 1:
+                    sink.write(payload)
+                    digest.update(payload)
+                elif channel == 2:
+                    err += payload
+                elif channel == 3:
+                    status += payload
+        except (WebSocketException, OSError) as exc:
+            if not status:
+                raise AtlasError(
+                    f"{self.env.name}: the exec stream broke while copying the record: {exc}; collect again"
+                ) from None
+        finally:
+            ws.close()
+        code = 0
+        if status:
+            parsed = yaml.safe_load(status.decode("utf-8", "replace")) or {}
+            if parsed.get("status") != "Success":
+                causes = (parsed.get("details") or {}).get("causes") or [{}]
+                try:
+                    code = int(causes[0].get("message", 1))
+                except ValueError:
+                    code = 1
+        return digest, bytes(err), code
+
+    def _copy_out(self, pod: str, run_id: str, dest: Path) -> None:
+        from kubernetes.stream import stream
+
+        command = ["sh", "-c", self.TAR_SCRIPT, "collect", self.env.settings["results_mount"], run_id]
+        ws = self._call(
+            "starting tar in the collector pod",
+            stream,
+            self._core().connect_get_namespaced_pod_exec,
+            pod,
+            self.namespace,
+            command=command,
+            stderr=True,
+            stdin=False,
+            stdout=True,
+            tty=False,
+            binary=True,
+            _preload_content=False,
+        )
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(prefix=f".{run_id}.", dir=dest.parent) as tmp:
+            tar_path = Path(tmp) / "record.tar"
+            with open(tar_path, "wb") as fh:
+                digest, err, code = self._read_exec(ws, fh)
+            text = err.decode("utf-8", "replace").strip()
+            if code != 0:
+                raise AtlasError(
+                    f"{self.env.name}: reading {run_id} from the results volume failed (exit {code}): "
+                    f"{text[-300:] or 'no message'}"
+                )
+            expected = text.splitlines()[-1].split()[0] if text else ""
+            if expected != digest.hexdigest():
+                raise AtlasError(
+                    f"{self.env.name}: the run record of {run_id} arrived damaged "
+                    f"(sha256 {digest.hexdigest()[:12]} != {expected[:12] or 'none'}); collect again"
+                )
+            out = Path(tmp) / "out"
+            with tarfile.open(tar_path) as tar:
+                names = tar.getnames()
+                if not names or any(n != run_id and not n.startswith(run_id + "/") for n in names):
+                    raise AtlasError(f"{self.env.name}: unexpected paths in the record tar of {run_id}")
+                tar.extractall(out, filter="data")
+            if not (out / run_id / "run.json").is_file():
+                raise AtlasError(
+                    f"{self.env.name}: run {run_id} has no run.json on the results volume "
+                    f"(the job did not start `bench record`; see `{self.cli} logs job/...`)"
+                )
+            if dest.exists():
+                shutil.rmtree(dest)
+            os.replace(out / run_id, dest)

@@ -1,0 +1,349 @@
+"""Kubernetes target (kind `kubernetes`): one batch Job per run, image from a registry.
+
+The generic part of every Job-based target: it creates a Job from the env's `job.yaml`
+(name, labels `atlas/commit` and `atlas/run-id`, image, `ATLAS_*` variables, workload
+arguments; validated strictly before it is sent), follows the Job and its pods
+(`kube_status`), cancels by deleting the Job, and copies the run record off the results
+volume through a collector pod (`kube_copy`). Credentials come from the kubeconfig or
+the in-cluster service account through the `kubernetes` client and are never printed.
+
+Settings (`clusters/<env>/env.yaml`): `namespace`, `job_template`, `results_pvc`,
+`results_mount`, `image` (a registry reference; `{commit}` is replaced by the run's
+commit, so a CI that pushes `registry/atlas:<sha>` runs the pushed code), optional
+`context`, `kubeconfig`, `job_prefix` (default `atlas`), `poll_interval_s`,
+`collect_timeout_s`. `openshift.py` builds on this class and only adds where the image
+comes from (a BuildConfig and its ImageStream).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any, ClassVar
+
+from bench.errors import AtlasError, ConfigError
+from bench.targets import register
+from bench.targets.base import JobSpec, RunState, RunStatus, Target
+from bench.targets.kube_copy import RecordCopier
+from bench.targets.kube_status import COMPONENT, LABEL_COMMIT, LABEL_RUN, JobStatusReader, ts
+from bench.targets.manifests import load_job_template, validate_objects
+
+KUBE_LOGIN = "check the kubeconfig's context (`kubectl config current-context`) or log in again"
+
+
+def api_error(exc: Exception, doing: str, env: str, api: str = "Kubernetes", login: str = KUBE_LOGIN) -> AtlasError:
+    """A clear AtlasError for a failed API call; never includes credentials."""
+    from kubernetes.client.exceptions import ApiException
+
+    if isinstance(exc, ApiException):
+        status = exc.status
+        message = ""
+        try:
+            import json
+
+            message = json.loads(exc.body or "{}").get("message", "")
+        except ValueError:
+            message = (exc.body or "")[:200]
+        if status == 0 or status is None:
+            return AtlasError(
+                f"{env}: cannot reach the {api} API while {doing} ({exc.reason}); "
+                "check the server in your kubeconfig and your network/VPN"
+            )
+        if status == 401:
+            return AtlasError(
+                f"{env}: the {api} API refused the credentials while {doing} (401 Unauthorized): {login}; tokens expire"
+            )
+        if status == 403:
+            return AtlasError(
+                f"{env}: forbidden while {doing} (403): {message or 'no permission'}; "
+                "ask the project admin for the `edit` role in the namespace"
+            )
+        return AtlasError(f"{env}: {api} API error {status} while {doing}: {message or exc.reason}")
+    return AtlasError(
+        f"{env}: cannot reach the {api} API while {doing}: {type(exc).__name__}: {exc}; "
+        "check the server in your kubeconfig and your network/VPN"
+    )
+
+
+@register("kubernetes")
+class KubernetesTarget(JobStatusReader, RecordCopier, Target):
+    """One namespace of a Kubernetes cluster described by `clusters/<env>/env.yaml`."""
+
+    extras: ClassVar[str] = "openshift"  # the kubernetes client and kubernetes-validate
+    ci_setup: ClassVar[str] = "ci-kubeconfig"
+    cli: ClassVar[str] = "kubectl"
+    api_name: ClassVar[str] = "Kubernetes"
+    login_hint: ClassVar[str] = KUBE_LOGIN
+    required: ClassVar[tuple[str, ...]] = ("namespace", "job_template", "results_pvc", "results_mount", "image")
+
+    def check_settings(self) -> None:
+        s = self.env.settings
+        problems = [
+            f"'{k}' must be a non-empty string" for k in self.required if not isinstance(s.get(k), str) or not s.get(k)
+        ]
+        for key in ("build_timeout_s", "poll_interval_s", "collect_timeout_s"):
+            if key in s and (not isinstance(s[key], (int, float)) or isinstance(s[key], bool) or s[key] <= 0):
+                problems.append(f"'{key}' must be a positive number, got {s[key]!r}")
+        for key in ("context", "kubeconfig"):
+            if s.get(key) is not None and not isinstance(s.get(key), str):
+                problems.append(f"'{key}' must be a string or null")
+        if isinstance(s.get("job_template"), str) and not (self.env.folder / s["job_template"]).is_file():
+            problems.append(f"job_template {s['job_template']!r} does not exist in {self.env.folder}")
+        if problems:
+            raise ConfigError(f"{self.env.folder / 'env.yaml'}: " + "; ".join(problems))
+        # The Job template is what every run sends: check it strictly now (no cluster needed).
+        template = self.env.folder / s["job_template"]
+        problems = validate_objects([load_job_template(template)])
+        if problems:
+            raise ConfigError(f"{template}: " + "; ".join(problems))
+        self.namespace: str = s["namespace"]
+        self.poll_s: float = float(s.get("poll_interval_s", 10))
+        self._client: Any = None
+
+    def check_files(self) -> None:
+        self.validate_manifests()
+
+    def validate_manifests(self) -> list[dict[str, Any]]:
+        """Render the env's Kustomization (kubectl/oc) and validate every object strictly."""
+        from bench.targets.manifests import validate_env_folder
+
+        return validate_env_folder(self.env.folder, self.env.settings["job_template"])
+
+    # -- connection -----------------------------------------------------------------
+    def _kubeconfig(self) -> str | None:
+        path = self.env.get("kubeconfig")
+        if path:
+            return str(
+                Path(os.path.expanduser(path)) if os.path.isabs(os.path.expanduser(path)) else self.env.folder / path
+            )
+        return None
+
+    def available(self) -> str | None:
+        try:
+            self.api_client()
+        except AtlasError as exc:
+            return str(exc)
+        return None
+
+    def api_client(self) -> Any:
+        """The kubernetes ApiClient from the kubeconfig, or the in-cluster account."""
+        if self._client is not None:
+            return self._client
+        from kubernetes import client, config
+
+        try:
+            cfg = client.Configuration()
+            config.load_kube_config(
+                config_file=self._kubeconfig(),
+                context=self.env.get("context"),
+                client_configuration=cfg,
+                persist_config=False,
+            )
+        except (config.ConfigException, OSError, TypeError) as exc:
+            try:
+                cfg = client.Configuration()
+                config.load_incluster_config(client_configuration=cfg)
+            except config.ConfigException:
+                where = self._kubeconfig() or os.environ.get("KUBECONFIG", "~/.kube/config")
+                raise AtlasError(
+                    f"{self.env.name}: no usable {self.api_name} credentials ({where}: {exc}); "
+                    f"{self.login_hint} or set `kubeconfig:` in env.yaml"
+                ) from None
+        cfg.retries = 0
+        self._client = client.ApiClient(cfg)
+        return self._client
+
+    def _call(self, doing: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        from kubernetes.client.exceptions import ApiException
+        from urllib3.exceptions import HTTPError
+
+        try:
+            return fn(*args, **kwargs)
+        except (ApiException, HTTPError, OSError) as exc:
+            raise self.api_error(exc, doing) from None
+
+    def api_error(self, exc: Exception, doing: str) -> AtlasError:
+        return api_error(exc, doing, self.env.name, self.api_name, self.login_hint)
+
+    def _batch(self) -> Any:
+        from kubernetes import client
+
+        return client.BatchV1Api(self.api_client())
+
+    def _core(self) -> Any:
+        from kubernetes import client
+
+        return client.CoreV1Api(self.api_client())
+
+    # -- image and job --------------------------------------------------------------
+    def job_prefix(self) -> str:
+        return str(self.env.get("job_prefix") or "atlas")
+
+    def image_for_commit(self, commit: str) -> tuple[str, str, str]:
+        """(image reference, digest or "", build name or "") for `commit`: env.yaml `image`."""
+        image = self.env.settings["image"].replace("{commit}", commit or "latest")
+        digest = image.rsplit("@", 1)[1] if "@" in image else ""
+        return image, digest, ""
+
+    def collector_image(self) -> str:
+        """An image with `sh` and `tar` for the collector pod when the run's Job is gone."""
+        return self.env.settings["image"].replace("{commit}", "latest")
+
+    # -- job ------------------------------------------------------------------------
+    def job_name(self, run_id: str) -> str:
+        return f"{self.job_prefix()}-{run_id}"[:63].rstrip("-")
+
+    def job_manifest(self, job: JobSpec, image: str, digest: str, build: str = "") -> dict[str, Any]:
+        """The env's Job template filled in for one run; validated strictly before use."""
+        s = self.env.settings
+        manifest = load_job_template(self.env.folder / s["job_template"])
+        meta = manifest.setdefault("metadata", {})
+        meta.pop("generateName", None)
+        meta["name"] = self.job_name(job.run_id)
+        meta["namespace"] = self.namespace
+        labels = {LABEL_COMMIT: job.commit[:63], LABEL_RUN: job.run_id}
+        meta.setdefault("labels", {}).update(labels)
+        meta.setdefault("annotations", {}).update({"atlas/build": build, "atlas/image": image})
+        pod = manifest["spec"]["template"]
+        pod.setdefault("metadata", {}).setdefault("labels", {}).update(labels)
+        containers = pod["spec"]["containers"]
+        train = next((c for c in containers if c.get("name") == "train"), containers[0])
+        train["image"] = image
+        train["args"] = [a for item in job.overrides for a in ("--set", item)]
+        run_dir = f"{s['results_mount'].rstrip('/')}/{job.run_id}"
+        values = {
+            "ATLAS_ENV": self.env.name,
+            "ATLAS_EXPERIMENT": job.experiment,
+            "ATLAS_RUN_DIR": run_dir,
+            "ATLAS_IMAGE_REF": image,
+            "ATLAS_IMAGE_DIGEST": digest,
+            "ATLAS_GIT_SHA": job.commit,
+            "ATLAS_GIT_DIRTY": "0",
+            "ATLAS_RUN_ID": job.run_id,
+            "ATLAS_SUBMIT_TIME": repr(time.time()),
+        }
+        env = [e for e in train.get("env", []) if e.get("name") not in values]
+        train["env"] = env + [{"name": k, "value": v} for k, v in values.items()]
+        self._validate(manifest)
+        return manifest
+
+    def _validate(self, obj: dict[str, Any]) -> None:
+        problems = validate_objects([obj])
+        if problems:
+            raise ConfigError(f"{self.env.folder / self.env.settings['job_template']}: " + "; ".join(problems))
+
+    def submit(self, job: JobSpec) -> RunStatus:
+        image, digest, build = self.image_for_commit(job.commit)
+        manifest = self.job_manifest(job, image, digest, build)
+        created = self._call(
+            f"creating Job {manifest['metadata']['name']}",
+            self._batch().create_namespaced_job,
+            namespace=self.namespace,
+            body=manifest,
+        )
+        return RunStatus(
+            job.run_id,
+            RunState.PENDING,
+            f"Job created from build {build}" if build else f"Job created with image {image}",
+            scheduler_job_id=created.metadata.name,
+            commit=job.commit,
+            extra={"image": image, "submit_time": str(ts(created.metadata.creation_timestamp))},
+        )
+
+    def _find_job(self, run_id: str) -> Any | None:
+        jobs = self._call(
+            "listing Jobs",
+            self._batch().list_namespaced_job,
+            namespace=self.namespace,
+            label_selector=f"{LABEL_RUN}={run_id}",
+        ).items
+        return jobs[0] if jobs else None
+
+    def _job(self, run_id: str) -> Any:
+        job = self._find_job(run_id)
+        if job is None:
+            raise AtlasError(
+                f"{self.env.name}: no Job with run id {run_id!r} in namespace {self.namespace!r} "
+                "(finished Jobs are deleted after ttlSecondsAfterFinished)"
+            )
+        return job
+
+    def _pods(self, job: Any) -> list[Any]:
+        pods = self._call(
+            "listing pods",
+            self._core().list_namespaced_pod,
+            namespace=self.namespace,
+            label_selector=f"job-name={job.metadata.name}",
+        ).items
+        return sorted(pods, key=lambda p: ts(p.metadata.creation_timestamp) or 0.0)
+
+    def status(self, run_id: str) -> RunStatus:
+        job = self._job(run_id)
+        return self._status_of(job, self._pods(job))
+
+    def list_runs(self, commit: str | None = None) -> list[RunStatus]:
+        selector = f"{COMPONENT}=training"
+        if commit and len(commit) == 40:
+            selector += f",{LABEL_COMMIT}={commit}"
+        jobs = self._call(
+            "listing Jobs", self._batch().list_namespaced_job, namespace=self.namespace, label_selector=selector
+        ).items
+        jobs = [
+            j
+            for j in jobs
+            if LABEL_RUN in (j.metadata.labels or {})
+            and (not commit or j.metadata.labels.get(LABEL_COMMIT, "").startswith(commit))
+        ]
+        return [self._status_of(j, self._pods(j)) for j in jobs]
+
+    def cancel(self, run_id: str) -> None:
+        from kubernetes import client
+
+        job = self._job(run_id)
+        self._call(
+            f"deleting Job {job.metadata.name}",
+            self._batch().delete_namespaced_job,
+            name=job.metadata.name,
+            namespace=self.namespace,
+            body=client.V1DeleteOptions(propagation_policy="Foreground"),
+        )
+
+    # -- collect --------------------------------------------------------------------
+    def collect(self, run_id: str, dest: Path) -> Path:
+        dest = Path(dest)
+        if (dest / "run.json").is_file():
+            return dest  # collected before: records are immutable
+        job = self._find_job(run_id)
+        if job is not None:
+            pods = self._pods(job)
+            self.require_finished(self._status_of(job, pods))
+            image = job.spec.template.spec.containers[0].image
+        else:
+            # The Job is gone (ttlSecondsAfterFinished, or deleted): its record is still on
+            # the volume. Any image with sh and tar will do.
+            pods = []
+            image = self.collector_image()
+        pod_name = f"atlas-collect-{run_id}"[:63].rstrip("-")
+        core = self._core()
+        self._call(
+            "creating the collector pod",
+            core.create_namespaced_pod,
+            namespace=self.namespace,
+            body=self.collector_manifest(pod_name, image, run_id),
+        )
+        try:
+            self._wait_running(pod_name)
+            self._copy_out(pod_name, run_id, dest)
+        finally:
+            from kubernetes.client.exceptions import ApiException
+
+            try:
+                core.delete_namespaced_pod(pod_name, self.namespace, grace_period_seconds=0)
+            except (ApiException, OSError):
+                pass  # it deletes itself at activeDeadlineSeconds
+        from bench.records.place import update_run_json
+
+        if job is not None:
+            update_run_json(dest, scheduler={k: v for k, v in self.scheduler_times(job, pods).items() if v is not None})
+        return dest
