@@ -69,10 +69,11 @@ moc-render:
 	kubectl kustomize clusters/moc
 
 # GitOps: steps the GitHub workflows run (see .github/workflows/README.md). Secrets come in
-# through environment variables and are written to files only, never echoed.
-.PHONY: lint-workflows lint-ansible ci-kubeconfig ci-ssh
+# through environment variables and are written to files only, never echoed. Nothing here
+# names an environment: CI's jobs come from `bench envs` (ci-matrix), a Slurm login host
+# from the environment's inventory (ci-ssh ENV=NAME).
+.PHONY: lint-workflows lint-ansible ci-matrix ci-setup ci-kubeconfig ci-ssh
 KUBECONFIG_OUT ?= $(HOME)/.kube/config
-SATORI_HOST    ?= satori-login-001.mit.edu
 
 lint-workflows: setup
 	$(VENV)/bin/actionlint
@@ -80,28 +81,45 @@ lint-workflows: setup
 lint-ansible: setup
 	$(VENV)/bin/ansible-lint --offline --nocolor ansible/
 
+# The deploy/collect matrix: remote environments named in DEPLOY_ENVS (a repository
+# variable: space-separated names; empty = none), as JSON in $GITHUB_OUTPUT's `matrix`.
+ci-matrix:
+	@test -n "$$GITHUB_OUTPUT" || { echo "ci-matrix: GITHUB_OUTPUT is not set (GitHub Actions sets it)" >&2; exit 2; }
+	@matrix=$$($(VENV)/bin/bench envs --json --remote --only "$$DEPLOY_ENVS") && \
+	  echo "matrix=$$matrix" >> "$$GITHUB_OUTPUT" && echo "ci-matrix: $$matrix"
+
+# The credentials step of ENV's kind (`bench envs` field ci_setup: ci-kubeconfig, ci-ssh or none).
+ci-setup:
+	@test -n "$(ENV)" || { echo "ci-setup: name the environment: make ci-setup ENV=<env>" >&2; exit 2; }
+	@step=$$($(VENV)/bin/bench envs --only "$(ENV)" --field ci_setup $(if $(CLUSTERS),--clusters "$(CLUSTERS)")) || exit 2; \
+	if [ -n "$$step" ]; then $(MAKE) --no-print-directory "$$step" ENV="$(ENV)"; else echo "ci-setup: $(ENV) needs no credentials"; fi
+
 ci-kubeconfig:
 	@test -n "$$OPENSHIFT_SERVER" || { echo "ci-kubeconfig: set OPENSHIFT_SERVER (https://api.<cluster>:6443)" >&2; exit 2; }
 	@test -n "$$OPENSHIFT_TOKEN" || { echo "ci-kubeconfig: set OPENSHIFT_TOKEN (the CI ServiceAccount's token)" >&2; exit 2; }
 	@mkdir -p "$(dir $(KUBECONFIG_OUT))"
-	@umask 077; { printf '%s\n' 'apiVersion: v1' 'kind: Config' 'clusters:' '- name: moc' '  cluster:' \
+	@umask 077; { printf '%s\n' 'apiVersion: v1' 'kind: Config' 'clusters:' '- name: cluster' '  cluster:' \
 	    "    server: \"$$OPENSHIFT_SERVER\""; \
 	  if [ -n "$$OPENSHIFT_CA_DATA" ]; then printf '%s\n' "    certificate-authority-data: \"$$OPENSHIFT_CA_DATA\""; fi; \
 	  printf '%s\n' 'users:' '- name: atlas-ci' '  user:' "    token: \"$$OPENSHIFT_TOKEN\"" 'contexts:' \
-	    '- name: atlas-ci' '  context: {cluster: moc, user: atlas-ci}' 'current-context: atlas-ci'; \
+	    '- name: atlas-ci' '  context: {cluster: cluster, user: atlas-ci}' 'current-context: atlas-ci'; \
 	} > "$(KUBECONFIG_OUT)"
 	@echo "ci-kubeconfig: wrote $(KUBECONFIG_OUT) (mode 600)"
 
+# SSH to a Slurm environment's login host (read from clusters/$(ENV)/inventory.yml). Without
+# SSH_KEY the runner's own SSH set-up is used (a self-hosted runner at the cluster).
 ci-ssh:
-	@test -n "$$SATORI_SSH_KEY" || { echo "ci-ssh: set SATORI_SSH_KEY (private key of the CI account)" >&2; exit 2; }
-	@test -n "$$SATORI_KNOWN_HOSTS" || { echo "ci-ssh: set SATORI_KNOWN_HOSTS (the login node's pinned host key line)" >&2; exit 2; }
-	@test -n "$$SATORI_USER" || { echo "ci-ssh: set SATORI_USER (the cluster account)" >&2; exit 2; }
-	@umask 077; mkdir -p "$(HOME)/.ssh" && printf '%s\n' "$$SATORI_SSH_KEY" > "$(HOME)/.ssh/atlas_satori" && \
-	  printf '%s\n' "$$SATORI_KNOWN_HOSTS" > "$(HOME)/.ssh/atlas_known_hosts" && \
-	  if ! grep -qs '^# atlas ci-ssh' "$(HOME)/.ssh/config"; then printf '%s\n' '# atlas ci-ssh' \
-	    "Host $(SATORI_HOST)" "  User $$SATORI_USER" "  IdentityFile $(HOME)/.ssh/atlas_satori" '  IdentitiesOnly yes' \
-	    '  StrictHostKeyChecking yes' "  UserKnownHostsFile $(HOME)/.ssh/atlas_known_hosts" >> "$(HOME)/.ssh/config"; fi
-	@echo "ci-ssh: key and pinned host key for $(SATORI_HOST) written under $(HOME)/.ssh"
+	@test -n "$(ENV)" || { echo "ci-ssh: name the environment: make ci-ssh ENV=<env>" >&2; exit 2; }
+	@if [ -z "$$SSH_KEY" ]; then echo "ci-ssh: SSH_KEY not set: using this runner's own SSH set-up for $(ENV)"; exit 0; fi; \
+	test -n "$$SSH_KNOWN_HOSTS" || { echo "ci-ssh: set SSH_KNOWN_HOSTS (the login node's pinned host key line)" >&2; exit 2; }; \
+	test -n "$$SSH_USER" || { echo "ci-ssh: set SSH_USER (the cluster account)" >&2; exit 2; }; \
+	host=$$($(VENV)/bin/bench envs --host "$(ENV)" $(if $(CLUSTERS),--clusters "$(CLUSTERS)")) || exit 2; \
+	umask 077; mkdir -p "$(HOME)/.ssh" && printf '%s\n' "$$SSH_KEY" > "$(HOME)/.ssh/atlas_$(ENV)" && \
+	  printf '%s\n' "$$SSH_KNOWN_HOSTS" > "$(HOME)/.ssh/atlas_known_hosts_$(ENV)" && \
+	  if ! grep -qs "^# atlas ci-ssh $(ENV)$$" "$(HOME)/.ssh/config"; then printf '%s\n' "# atlas ci-ssh $(ENV)" \
+	    "Host $$host" "  User $$SSH_USER" "  IdentityFile $(HOME)/.ssh/atlas_$(ENV)" '  IdentitiesOnly yes' \
+	    '  StrictHostKeyChecking yes' "  UserKnownHostsFile $(HOME)/.ssh/atlas_known_hosts_$(ENV)" >> "$(HOME)/.ssh/config"; fi; \
+	echo "ci-ssh: key and pinned host key for $$host ($(ENV)) written under $(HOME)/.ssh"
 
 # The local single-node Slurm behind env local-slurm (installs Debian's packages if
 # missing; needs root). State, config and logs live in .slurm/.

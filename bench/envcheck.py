@@ -14,7 +14,7 @@ from bench.analysis.cost import check_cost
 from bench.envs import CLUSTERS_DIR, load_env
 from bench.errors import AtlasError
 
-COMMON_KEYS = ("kind", "description", "local", "hardware", "cost")
+COMMON_KEYS = ("kind", "description", "local", "hardware", "cost", "ci")
 HARDWARE_TYPES: dict[str, tuple[type, ...]] = {
     "cpu_model": (str,),
     "cores_per_node": (int,),
@@ -46,7 +46,21 @@ def check_common(settings: dict[str, Any], where: str) -> list[str]:
                 if isinstance(value, (int, float)) and not isinstance(value, bool) and value < 0:
                     errors.append(f"{where}: hardware.{key} must be >= 0, got {value!r}")
     errors.extend(check_cost(settings.get("cost"), where))
+    errors.extend(check_ci(settings.get("ci"), where))
     return errors
+
+
+def check_ci(ci: Any, where: str) -> list[str]:
+    """`ci: {runs_on: ...}`: the GitHub runner labels CI's deploy and collect jobs use."""
+    if ci is None:
+        return []
+    if not isinstance(ci, dict) or set(ci) - {"runs_on"}:
+        return [f"{where}: ci must be a mapping with runs_on (a runner label or a list of labels)"]
+    runs_on = ci.get("runs_on")
+    labels = [runs_on] if isinstance(runs_on, str) else runs_on
+    if not isinstance(labels, list) or not labels or not all(isinstance(x, str) and x for x in labels):
+        return [f"{where}: ci.runs_on must be a runner label or a list of labels, got {runs_on!r}"]
+    return []
 
 
 def check_env(name: str, clusters_dir: Path = CLUSTERS_DIR) -> list[str]:

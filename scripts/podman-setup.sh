@@ -3,7 +3,9 @@
 #
 # Why: podman's default OCI runtime (crun) fails on hosts with hybrid cgroups, and the
 # default open-files limit inside containers is lower than what pip and PyTorch's data
-# loaders need. runc + explicit ulimits work (see /work/shared/REFERENCES.md "Containers").
+# loaders need. runc + explicit ulimits work: `runtime` and `default_ulimits` in
+# containers.conf(5), https://github.com/containers/common/blob/main/docs/containers.conf.5.md
+# (open-files limit: https://github.com/containers/podman/issues/1354).
 set -eu
 
 CONF=/etc/containers/containers.conf

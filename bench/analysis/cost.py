@@ -2,7 +2,8 @@
 
 Two models, both transparent enough to check by hand:
 - onprem: capital amortised per node-hour (capex / (life x 8760 h x utilisation)),
-  charged for the share of a node the job held (its GPUs / gpus_per_node, else whole
+  charged for the share of a node the job held (its GPUs / gpus_per_node, by default
+  env.yaml's hardware.gpus_per_node, else whole
   nodes), plus measured energy x PUE x electricity price.
 - cloud: GPU-hours x price (+ CPU core-hours x price when given).
 Time charged is the job's wall time (start to end of `bench record`), not just time
@@ -139,9 +140,20 @@ def run_cost(
 
 
 def env_cost_config(env: str, clusters_dir: Path = CLUSTERS_DIR) -> dict[str, Any] | None:
-    """The `cost:` section of an environment's env.yaml; None when it has none or cannot be read."""
+    """The `cost:` section of an environment's env.yaml; None when it has none or cannot be read.
+
+    An on-prem model without `gpus_per_node` takes the node's GPUs from `hardware:`, so
+    the fact is written once.
+    """
     try:
-        cost = load_env(env, clusters_dir).get("cost")
+        environment = load_env(env, clusters_dir)
     except AtlasError:
         return None
-    return cost if isinstance(cost, dict) else None
+    cost = environment.get("cost")
+    if not isinstance(cost, dict):
+        return None
+    hw = environment.get("hardware")
+    gpus = hw.get("gpus_per_node") if isinstance(hw, dict) else None
+    if cost.get("model") == "onprem" and "gpus_per_node" not in cost and isinstance(gpus, int) and gpus > 0:
+        return {**cost, "gpus_per_node": gpus}
+    return cost

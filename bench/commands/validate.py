@@ -10,7 +10,9 @@ HELP = "check env folders and experiment files"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("envs", nargs="*", metavar="ENV", help="environments to check (default: all)")
+    parser.add_argument(
+        "envs", nargs="*", metavar="ENV", help="environments to check, by name or folder (clusters/moc); default: all"
+    )
     parser.add_argument("--clusters", type=Path, default=None, help="clusters folder (default: the repository's)")
     parser.add_argument(
         "--experiment",
@@ -28,7 +30,13 @@ def run(args: argparse.Namespace) -> int:
     from bench.envs import CLUSTERS_DIR, known_envs
 
     clusters = args.clusters or CLUSTERS_DIR
-    names = args.envs or known_envs(clusters)
+    names = []
+    for arg in args.envs:
+        folder = Path(arg)
+        if ("/" in arg or arg in (".", "..")) and (folder / "env.yaml").is_file():
+            clusters, arg = folder.resolve().parent, folder.resolve().name  # a folder: its parent holds it
+        names.append(arg)
+    names = names or known_envs(clusters)
     failed = 0
     if not names:
         print(f"no environments under {clusters} (expected {clusters}/<env>/env.yaml)")

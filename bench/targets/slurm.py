@@ -118,6 +118,16 @@ class SlurmTarget(Target):
     def inventory(self) -> Path:
         return self.env.folder / str(self.env.get("inventory", "inventory.yml"))
 
+    def login_host(self) -> str:
+        """The host CI's SSH set-up trusts: the first `slurm_login` host of the inventory."""
+        try:
+            data = yaml.safe_load(self.inventory.read_text()) or {}
+            hosts = (data.get("slurm_login") or {}).get("hosts") or {}
+            name, host_vars = next(iter(hosts.items()))
+        except (OSError, yaml.YAMLError, AttributeError, StopIteration) as exc:
+            raise ConfigError(f"{self.inventory}: no host in group slurm_login ({exc or 'empty'})") from None
+        return str((host_vars or {}).get("ansible_host") or name)
+
     def check_settings(self) -> None:
         where = f"{self.env.folder}/env.yaml"
         problems: list[str] = []

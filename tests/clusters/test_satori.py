@@ -22,10 +22,10 @@ REPO = Path(__file__).resolve().parents[2]
 def test_satori_env_holds_the_cluster_facts() -> None:
     env = load_env("satori")
     assert env.kind == "slurm" and not env.get("local")
-    assert env.get("login_host") == "satori-login-001.mit.edu"
+    assert target_for(env).login_host() == "satori-login-001.mit.edu"  # from inventory.yml, its one place
     assert env.get("data_path") == "/data/ImageNet/ILSVRC2012"
     slurm = env.get("slurm")
-    assert slurm["partition"] == "sched_system_all" and slurm["gpus_per_node"] == 4
+    assert slurm["partition"] == "sched_system_all" and "gpus_per_node" not in slurm  # hardware: says it once
     assert slurm["exclusive"] is True and slurm["time_limit"] == "12:00:00"
     assert slurm["signal"].startswith("B:USR1@")
     assert env.get("runtime")["mode"] in ("conda", "singularity")
@@ -39,8 +39,10 @@ def test_satori_env_holds_the_cluster_facts() -> None:
         "node_capex_usd": 50000,
         "node_life_years": 5,
         "utilisation": 0.9,
-        "gpus_per_node": 4,
     }
+    from bench.analysis.cost import env_cost_config
+
+    assert env_cost_config("satori")["gpus_per_node"] == 4  # a 1-GPU job pays a quarter node
 
 
 def test_both_slurm_envs_build_a_slurm_target() -> None:

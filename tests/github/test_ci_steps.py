@@ -13,7 +13,7 @@ KEY = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAAsecretKEYbod
 
 
 def make(target: str, *args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
-    clean = {k: v for k, v in os.environ.items() if not k.startswith(("OPENSHIFT_", "SATORI_"))}
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("OPENSHIFT_", "SSH_"))}
     return subprocess.run(
         ["make", "--no-print-directory", target, *args],
         cwd=ROOT,
@@ -50,21 +50,45 @@ def test_ci_kubeconfig_names_what_is_missing(tmp_path: Path):
 
 def test_ci_ssh_pins_the_host_key_and_keeps_the_key_private(tmp_path: Path):
     env = {
-        "SATORI_SSH_KEY": KEY,
-        "SATORI_KNOWN_HOSTS": "satori-login-001.mit.edu ssh-ed25519 AAAAC3Nza",
-        "SATORI_USER": "atlasci",
+        "SSH_KEY": KEY,
+        "SSH_KNOWN_HOSTS": "satori-login-001.mit.edu ssh-ed25519 AAAAC3Nza",
+        "SSH_USER": "atlasci",
     }
     for _ in range(2):  # twice: the ssh config entry is written once
-        p = make("ci-ssh", f"HOME={tmp_path}", env=env)
+        p = make("ci-ssh", "ENV=satori", f"HOME={tmp_path}", env=env)
         assert p.returncode == 0, p.stderr
         assert "secretKEYbody" not in p.stdout + p.stderr
     ssh = tmp_path / ".ssh"
     assert (ssh / "atlas_satori").read_text().strip() == KEY
-    for name in ("atlas_satori", "atlas_known_hosts", "config"):
+    for name in ("atlas_satori", "atlas_known_hosts_satori", "config"):
         assert stat.S_IMODE((ssh / name).stat().st_mode) == 0o600, name
     conf = (ssh / "config").read_text()
-    assert conf.count("Host satori-login-001.mit.edu") == 1
+    assert conf.count("Host satori-login-001.mit.edu") == 1  # the host comes from clusters/satori/inventory.yml
     assert "StrictHostKeyChecking yes" in conf and "User atlasci" in conf
-    assert f"UserKnownHostsFile {ssh / 'atlas_known_hosts'}" in conf
-    p = make("ci-ssh", f"HOME={tmp_path / 'other'}", env={"SATORI_SSH_KEY": KEY, "SATORI_USER": "u"})
-    assert p.returncode != 0 and "SATORI_KNOWN_HOSTS" in p.stderr
+    assert f"UserKnownHostsFile {ssh / 'atlas_known_hosts_satori'}" in conf
+    p = make("ci-ssh", "ENV=satori", f"HOME={tmp_path / 'other'}", env={"SSH_KEY": KEY, "SSH_USER": "u"})
+    assert p.returncode != 0 and "SSH_KNOWN_HOSTS" in p.stderr
+    p = make("ci-ssh", f"HOME={tmp_path / 'other'}", env=env)
+    assert p.returncode != 0 and "ENV=<env>" in p.stderr
+
+
+def test_ci_ssh_without_a_key_uses_the_runners_own_set_up(tmp_path: Path):
+    p = make("ci-ssh", "ENV=satori", f"HOME={tmp_path}", env={})
+    assert p.returncode == 0 and "own SSH set-up" in p.stdout
+    assert not (tmp_path / ".ssh").exists()
+
+
+def test_ci_matrix_lists_the_switched_on_remote_environments(tmp_path: Path):
+    import json
+
+    out = tmp_path / "github_output"
+    p = make("ci-matrix", env={"GITHUB_OUTPUT": str(out), "DEPLOY_ENVS": "satori moc"})
+    assert p.returncode == 0, p.stderr
+    (line,) = out.read_text().splitlines()
+    matrix = json.loads(line.removeprefix("matrix="))
+    assert [(e["env"], e["ci_setup"]) for e in matrix] == [("moc", "ci-kubeconfig"), ("satori", "ci-ssh")]
+    out.unlink()
+    assert make("ci-matrix", env={"GITHUB_OUTPUT": str(out), "DEPLOY_ENVS": ""}).returncode == 0
+    assert out.read_text() == "matrix=[]\n"
+    p = make("ci-matrix", env={"GITHUB_OUTPUT": str(out), "DEPLOY_ENVS": "nowhere"})
+    assert p.returncode != 0 and "unknown environment(s) nowhere" in p.stderr
