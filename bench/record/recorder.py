@@ -24,12 +24,21 @@ from bench.record.cgroups import CgroupReader
 from bench.record.gpus import GpuProbe
 from bench.record.provenance import git_info, hardware, hostname, image_info, scheduler_info, software
 from bench.record.sampler import Sampler
-from bench.records.contract import EXIT_RUNNING, RUN_JSON, SCHEMA_VERSION, TRAIN_JSONL, samples_name
+from bench.records.contract import (
+    EXIT_CANNOT_START,
+    EXIT_RUNNING,
+    RUN_JSON,
+    SCHEMA_VERSION,
+    STATUS_FAILED,
+    TRAIN_JSONL,
+    exit_status,
+    queue_wait_s,
+    samples_name,
+)
 from bench.records.place import write_json_atomic
 from bench.records.trainlog import read_train_log
 
 FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGUSR1)
-EXIT_PREEMPTED = 75
 
 
 def _set_parent_death_signal() -> None:
@@ -108,7 +117,7 @@ class Recorder:
         sched = scheduler_info(_env_kind(self.env))
         sched["start_time"] = start
         if sched["submit_time"] is not None:
-            sched["queue_wait_s"] = round(max(0.0, start - sched["submit_time"]), 3)
+            sched["queue_wait_s"] = queue_wait_s(sched["submit_time"], start)
         return {
             "schema_version": SCHEMA_VERSION,
             "bench_version": __version__,
@@ -157,15 +166,15 @@ class Recorder:
             for s, h in old_handlers.items():
                 signal.signal(s, h)
             self.record["exit"] = {
-                "status": "failed",
-                "code": 127,
+                "status": STATUS_FAILED,
+                "code": EXIT_CANNOT_START,
                 "signal": None,
                 "error": f"could not start {self.command[0]!r}: {exc}",
             }
             self.record["end_time"] = time.time()
             self._write_run_json()
             print(f"bench record: could not start {self.command[0]!r}: {exc}", file=sys.stderr)
-            return 127
+            return EXIT_CANNOT_START
         sampler = Sampler(
             self.run_dir / samples_name(self.host),
             self.child.pid,
@@ -213,16 +222,8 @@ class Recorder:
         my_stops = [e for e in log.of("run_stop") if e["time"] >= rec["start_time"]]
         last_stop = my_stops[-1] if my_stops else None
         sig = -code if code < 0 else None
-        if sig is not None:
-            status = "killed"
-        elif last_stop is not None and last_stop.get("status"):
-            status = str(last_stop["status"])
-        elif code == 0:
-            status = "success"
-        elif code == EXIT_PREEMPTED:
-            status = "preempted"
-        else:
-            status = "failed"
+        stop = str(last_stop["status"]) if last_stop is not None and last_stop.get("status") else None
+        status = exit_status(code if code >= 0 else None, signal.Signals(sig).name if sig else None, stop)
         rec["exit"] = {
             "status": status,
             "code": code if code >= 0 else None,

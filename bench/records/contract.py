@@ -17,9 +17,42 @@ TRAIN_JSONL = "train.jsonl"
 SAMPLES_PREFIX = "samples-"
 SAMPLES_SUFFIX = ".csv"
 
+# Exit codes of a job: the workload's own (workflows/biggan/train.py defines the same, since
+# the workload imports nothing from bench), passed through by `bench record`.
+EXIT_OK, EXIT_FAILED, EXIT_CONFIG, EXIT_PREEMPTED = 0, 1, 2, 75  # 75: checkpointed on a signal; rerun resumes
+EXIT_CANNOT_START = 127  # `bench record` could not start the command
 # Values of run.json exit.status. "running" is written at start; a record still saying
-# "running" after its job ended means the recorder itself was killed.
+# "running" after its job ended means the recorder itself was killed. The others are the
+# last run_stop status of train.jsonl, else derived from the exit code (`exit_status`).
 EXIT_RUNNING = "running"
+STATUS_SUCCESS, STATUS_MAX_SECONDS, STATUS_PREEMPTED = "success", "max_seconds", "preempted"
+STATUS_FAILED, STATUS_KILLED = "failed", "killed"
+FINISHED_OK = (STATUS_SUCCESS, STATUS_MAX_SECONDS)  # the run did what it was asked
+# What a failed exit code means, for status lines.
+EXIT_WORDS = {
+    EXIT_PREEMPTED: "preempted: a checkpoint was saved; submitting the same run again resumes",
+    EXIT_CONFIG: "bad configuration (see the job's log)",
+    EXIT_CANNOT_START: "the command could not start",
+    137: "killed (SIGKILL)",
+}
+
+
+def exit_status(code: int | None, signal_name: str | None = None, run_stop: str | None = None) -> str:
+    """run.json exit.status: killed by a signal, else the workload's run_stop, else from the code."""
+    if signal_name:
+        return STATUS_KILLED
+    if run_stop:
+        return run_stop
+    if code == EXIT_OK:
+        return STATUS_SUCCESS
+    return STATUS_PREEMPTED if code == EXIT_PREEMPTED else STATUS_FAILED
+
+
+def queue_wait_s(submit_time: Any, start_time: Any) -> float | None:
+    """Scheduler queue wait (s): submit -> start, never negative; None unless both are numbers."""
+    numbers = all(isinstance(t, (int, float)) and not isinstance(t, bool) for t in (submit_time, start_time))
+    return round(max(0.0, float(start_time) - float(submit_time)), 3) if numbers else None
+
 
 # Every top-level key the recorder writes (bench/README.md documents each one).
 RUN_JSON_KEYS = (

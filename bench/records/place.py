@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench.records.contract import RUN_JSON, SCHEMA_VERSION, TRAIN_JSONL, samples_files
+from bench.records.contract import RUN_JSON, SCHEMA_VERSION, TRAIN_JSONL, queue_wait_s, samples_files
 
 
 def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
@@ -58,9 +58,9 @@ def update_run_json(run_dir: str | Path, **sections: Any) -> dict[str, Any]:
             record[key] = value
     sched = record.get("scheduler")
     if isinstance(sched, dict):
-        submit, start = sched.get("submit_time"), sched.get("start_time")
-        if isinstance(submit, (int, float)) and isinstance(start, (int, float)):
-            sched["queue_wait_s"] = round(max(0.0, float(start) - float(submit)), 3)
+        wait = queue_wait_s(sched.get("submit_time"), sched.get("start_time"))
+        if wait is not None:
+            sched["queue_wait_s"] = wait
     write_json_atomic(path, record)
     return record
 

@@ -23,7 +23,7 @@ from typing import Any, ClassVar
 
 from bench.envs import REPO_ROOT
 from bench.errors import AtlasError, ConfigError
-from bench.records.contract import EXIT_RUNNING, RUN_JSON
+from bench.records.contract import EXIT_RUNNING, EXIT_WORDS, RUN_JSON
 from bench.records.place import copy_record, update_run_json
 from bench.targets import register
 from bench.targets.base import JobSpec, RunState, RunStatus, Target
@@ -307,13 +307,8 @@ class ContainerTarget(Target):
                 return RunStatus(run_id, RunState.CANCELLED, f"stopped, exit code {code}", job_id, commit)
             if code == 0:
                 return RunStatus(run_id, RunState.COMPLETED, "exit code 0", job_id, commit)
-            words = {
-                75: "preempted: a checkpoint was saved; submitting the same run again resumes",
-                2: "bad configuration (see job.log)",
-                137: "killed (SIGKILL)",
-            }
             return RunStatus(
-                run_id, RunState.FAILED, f"exit code {code}: {words.get(code, 'see job.log')}", job_id, commit
+                run_id, RunState.FAILED, f"exit code {code}: {EXIT_WORDS.get(code, 'see job.log')}", job_id, commit
             )
         # The container is gone (removed after collect, or by hand): the record decides.
         try:

@@ -11,6 +11,7 @@ import calendar
 import time
 from typing import Any, ClassVar
 
+from bench.records.contract import queue_wait_s
 from bench.targets.base import RunState, RunStatus
 
 COMPONENT = "app.kubernetes.io/component"
@@ -153,5 +154,5 @@ class JobStatusReader:
             "submit_time": submit,
             "start_time": start,
             "end_time": end,
-            "queue_wait_s": round(start - submit, 3) if start is not None and submit is not None else None,
+            "queue_wait_s": queue_wait_s(submit, start),
         }

@@ -22,7 +22,7 @@ from typing import Any, ClassVar
 
 from bench.envs import REPO_ROOT
 from bench.errors import AtlasError, ConfigError
-from bench.records.contract import EXIT_RUNNING, RUN_JSON, TRAIN_JSONL
+from bench.records.contract import EXIT_RUNNING, FINISHED_OK, RUN_JSON, STATUS_PREEMPTED, TRAIN_JSONL
 from bench.records.place import copy_record
 from bench.targets import register
 from bench.targets.base import JobSpec, RunState, RunStatus, Target, recorded_command
@@ -30,7 +30,6 @@ from bench.targets.base import JobSpec, RunState, RunStatus, Target, recorded_co
 SUBMIT_JSON = "submit.json"  # written by submit(): pid, times, commit, command
 CANCELLED = "cancelled"  # marker file written by cancel()
 JOB_LOG = "job.log"  # the job's stdout + stderr
-FINISHED_OK = ("success", "max_seconds")
 LOCAL_KEYS = {"kind", "description", "local", "hardware", "cost", "runs_dir", "interval_s"}
 
 
@@ -200,7 +199,7 @@ class LocalTarget(Target):
             return RunStatus(run_id, RunState.CANCELLED, detail, job_id, commit)
         if state in FINISHED_OK and exit_info.get("code") == 0:
             return RunStatus(run_id, RunState.COMPLETED, detail, job_id, commit)
-        if state == "preempted":
+        if state == STATUS_PREEMPTED:
             detail += f" (a checkpoint was saved: run the same command again in {run_dir} to resume)"
         return RunStatus(run_id, RunState.FAILED, detail, job_id, commit)
 

@@ -26,6 +26,7 @@ import yaml
 
 from bench.envs import REPO_ROOT, Environment
 from bench.errors import AtlasError, ConfigError
+from bench.records.contract import EXIT_PREEMPTED
 from bench.targets import register
 from bench.targets.base import JobSpec, RunState, RunStatus, Target
 
@@ -60,7 +61,6 @@ SLURM_STATES: dict[str, RunState] = {
     "SPECIAL_EXIT": RunState.FAILED,
     "REVOKED": RunState.FAILED,
 }
-EXIT_PREEMPTED = 75
 
 _INT_KEYS = ("nodes", "gpus_per_node", "ntasks_per_node", "cpus_per_task", "max_segments")
 
@@ -97,6 +97,20 @@ def map_state(slurm_state: str) -> RunState:
     """Slurm's state of the run's last job (`CANCELLED by 0` included), as a RunState."""
     base = (slurm_state or "").split()[0].rstrip("+") if slurm_state else ""
     return SLURM_STATES.get(base, RunState.UNKNOWN)
+
+
+def user_env() -> dict[str, str]:
+    """USER and LOGNAME for Ansible, which asks for the user name and fails without one
+    (a container with an arbitrary UID, cron, a CI step with a scrubbed environment)."""
+    name = os.environ.get("USER") or os.environ.get("LOGNAME")
+    if not name:
+        try:
+            import pwd
+
+            name = pwd.getpwuid(os.getuid()).pw_name
+        except (ImportError, KeyError):
+            name = f"uid{os.getuid()}"
+    return {"USER": name, "LOGNAME": name}
 
 
 @register("slurm")
@@ -179,6 +193,7 @@ class SlurmTarget(Target):
         variables.update(atlas_env_name=self.env.name, **extravars)
         bin_dir = str(Path(sys.executable).parent)
         envvars = {
+            **user_env(),
             "PATH": bin_dir + os.pathsep + os.environ.get("PATH", ""),
             "ANSIBLE_NOCOLOR": "1",
             "ANSIBLE_RETRY_FILES_ENABLED": "0",

@@ -47,7 +47,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--print-config", action="store_true", help="print the resolved config and its config_sha256 as JSON, then exit"
     )
-    p.add_argument("--list-keys", action="store_true", help="list every setting with its default, then exit")
+    p.add_argument(
+        "--list-keys",
+        action="store_true",
+        help="list every setting with its default (with --experiment: that experiment's value), then exit",
+    )
     return p
 
 
@@ -69,8 +73,9 @@ def _train(argv: list[str]) -> int:
 
     parser = build_parser()
     args = parser.parse_args(argv)
-    if args.list_keys:
-        print(config.describe_keys())
+    if args.list_keys:  # with --experiment: that experiment's values
+        values = config.resolve(args.experiment, args.overrides) if args.experiment else None
+        print(config.describe_keys(values))
         return 0
     if not args.experiment:
         parser.error("--experiment is required (known: " + ", ".join(config.known_experiments()) + ")")

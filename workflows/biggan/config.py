@@ -313,11 +313,17 @@ def config_sha256(flat: dict[str, Any]) -> str:
     return hashlib.sha256(blob).hexdigest()
 
 
-def describe_keys() -> str:
-    """One line per key, for `--list-keys` and the README."""
+def describe_keys(values: dict[str, Any] | None = None) -> str:
+    """One line per key, for `--list-keys` and the README.
+
+    With `values` (an experiment's resolved settings) each line shows that value, and the
+    default beside it where the experiment changes it.
+    """
     lines = []
     for key, s in SETTINGS.items():
         extra = f" {{{', '.join(map(str, s.choices))}}}" if s.choices else ""
         rt = " [runtime-only]" if key in RUNTIME_KEYS else ""
-        lines.append(f"{key} = {s.default!r}{extra}{rt}  -- {s.help}")
+        value = values[key] if values is not None and key in values else s.default
+        changed = f" (default {s.default!r})" if value != s.default else ""
+        lines.append(f"{key} = {value!r}{changed}{extra}{rt}  -- {s.help}")
     return "\n".join(lines)

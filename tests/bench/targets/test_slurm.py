@@ -230,3 +230,15 @@ def _with_slurm_conf(run, conf: str):
         return run(playbook, {**extravars, "atlas_slurm_env": {"SLURM_CONF": conf}}, timeout_s=180)
 
     return wrapped
+
+
+def test_ansible_gets_a_user_name_when_user_is_unset(monkeypatch):
+    """`bench status` with $USER unset: Ansible still finds a user name."""
+    from bench.targets.slurm import user_env
+
+    monkeypatch.delenv("USER", raising=False)
+    monkeypatch.delenv("LOGNAME", raising=False)
+    env = user_env()
+    assert env["USER"] and env["USER"] == env["LOGNAME"]
+    monkeypatch.setenv("USER", "alice")
+    assert user_env() == {"USER": "alice", "LOGNAME": "alice"}

@@ -153,3 +153,22 @@ def test_run_dir_that_is_a_file_is_a_config_error(capsys: pytest.CaptureFixture[
     not_a_dir.write_text("x")
     assert main(["--experiment", "smoke", "--run-dir", str(not_a_dir)]) == 2
     assert "is not a writable directory" in capsys.readouterr().err
+
+
+def test_list_keys_with_an_experiment_shows_its_values() -> None:
+    """`--list-keys --experiment X` shows X's values, with the default where X changes it."""
+    import subprocess
+    import sys
+
+    p = subprocess.run(
+        [sys.executable, "-m", "workflows.biggan", "--list-keys", "--experiment", "imagenet128"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert p.returncode == 0, p.stderr
+    assert "model.resolution = 128 (default 32)" in p.stdout
+    plain = subprocess.run(
+        [sys.executable, "-m", "workflows.biggan", "--list-keys"], capture_output=True, text=True, timeout=120
+    ).stdout
+    assert "model.resolution = 32 {32, 64, 128}" in plain and "(default" not in plain
