@@ -122,25 +122,8 @@ def new_run_id(commit: str, now: float | None = None) -> str:
     return f"{stamp}-{(commit or 'nocommit')[:8]}-{secrets.token_hex(2)}"
 
 
-def workload_command(job: JobSpec, run_dir: str, python: str = "python") -> list[str]:
-    """The training command, identical on every environment (only paths differ)."""
-    cmd = [python, "-m", "workflows.biggan", "--experiment", job.experiment, "--run-dir", run_dir]
-    for item in job.overrides:
-        cmd += ["--set", item]
-    return cmd
-
-
 def recorded_command(env_name: str, job: JobSpec, run_dir: str, python: str = "python") -> list[str]:
     """`bench record` wrapped around the workload: what every target finally executes."""
-    return [
-        python,
-        "-m",
-        "bench",
-        "record",
-        "--run-dir",
-        run_dir,
-        "--env",
-        env_name,
-        "--",
-        *workload_command(job, run_dir, python),
-    ]
+    from bench.record.job import job_command
+
+    return job_command(env_name, job.experiment, run_dir, job.overrides, python)

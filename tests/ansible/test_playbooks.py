@@ -110,10 +110,12 @@ def test_satori_multi_node_script_runs_one_torchrun_and_sampler_per_node(tmp_pat
     assert 'HEAD_NODE="$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)"' in text
     launch = text[text.index("srun ") : text.index("child=$!")]
     assert "srun --nodes=4 --ntasks-per-node=1" in launch
-    # bench record (the sampler) runs inside srun, so once on every node, around torchrun.
-    assert launch.index("-m bench record") < launch.index("-m torch.distributed.run")
+    # The job command (bench record, the sampler, from bench/record/job.py) runs inside srun,
+    # so once on every node, around torchrun.
+    assert 'JOB=("${PY[@]}" -m bench.record.job)' in text
+    assert launch.index('"${JOB[@]}"') < launch.index('--launcher "-m torch.distributed.run')
     assert "--nnodes=4 --nproc-per-node=4" in launch
-    assert '--rdzv-endpoint="$HEAD_NODE:29500"' in launch and '--rdzv-id="$SLURM_JOB_ID"' in launch
+    assert "--rdzv-endpoint=$HEAD_NODE:29500" in launch and "--rdzv-id=$SLURM_JOB_ID" in launch
     subprocess.run(["bash", "-n", str(script)], check=True)
 
 
@@ -141,7 +143,12 @@ def test_rendered_command_is_recorded_command_and_hostile_values_stay_text(tmp_p
         'd=it\'s "q"\n#SBATCH --wrap=x\\',
     ]
     printer = tmp_path / "print-argv"
-    printer.write_text(f"#!{sys.executable}\nimport json, sys\nprint('ARGV ' + json.dumps(sys.argv[1:]))\n")
+    # A Python that asks bench/record/job.py for the command it would run, and prints it.
+    printer.write_text(
+        f"#!{sys.executable}\nimport sys\nsys.path.insert(0, {str(REPO)!r})\n"
+        "assert sys.argv[1:3] == ['-m', 'bench.record.job'], sys.argv\n"
+        "from bench.record.job import main\nprint('ARGV ', end='')\nsys.exit(main(['--print', *sys.argv[3:]]))\n"
+    )
     printer.chmod(0o755)
     env = satori(runtime__mode="venv", runtime__python=str(printer), runtime__modules=[], slurm__gpus_per_node=0)
     proc, script = render(tmp_path, env, atlas_env_name=env_name, atlas_overrides=overrides)
@@ -164,7 +171,7 @@ def test_rendered_command_is_recorded_command_and_hostile_values_stay_text(tmp_p
     argv = json.loads(next(line for line in run.stdout.splitlines() if line.startswith("ARGV "))[5:])
     run_dir = str(tmp_path / "cluster" / "runs" / "r1")
     job = JobSpec(run_id="r1", experiment="smoke", commit=COMMIT, overrides=tuple(overrides))
-    assert argv == recorded_command(env_name, job, run_dir, python=str(printer))[1:]
+    assert argv == recorded_command(env_name, job, run_dir, python=sys.executable)
     assert [c for c in canaries if c.exists()] == []
 
 
@@ -214,8 +221,8 @@ def test_the_workloads_last_word_decides_the_outcome(
     stand_in = tmp_path / "python-stand-in"
     stand_in.write_text(
         f"#!{sys.executable}\n"
-        + f'''import json, sys, time
-run_dir = sys.argv[sys.argv.index("--run-dir") + 1]
+        + f'''import json, os, sys, time
+run_dir = os.environ["ATLAS_RUN_DIR"]  # the job command's run folder (bench/record/job.py)
 with open(run_dir + "/train.jsonl", "a") as fh:
     fh.write(json.dumps({{"event": "run_stop", "time": time.time() - {age_s}, "iteration": 5,
                          "status": "{status}"}}) + "\\n")
