@@ -22,6 +22,7 @@ COMMAND_ORDER = [
     "run",  # submit to an environment (wait and collect, or --no-wait)
     "status",  # how are the runs of an environment doing
     "collect",  # copy finished run records into the results tree
+    "check",  # validate a results tree (schema and plausibility of every record)
     "compare",  # tables across environments
     "report",  # Markdown + charts under reports/
     "publish",  # commit reports/ back to the repository

@@ -2,21 +2,19 @@
 whether one environment really differs from another. Numbers only: `bench.render.tables`
 turns them into Markdown and sentences.
 
-Runs are only comparable when they trained the same thing: the config hashes must
-match (the workload writes `config_sha256` into `run_start`); otherwise we refuse,
-unless the user says `--allow-different`.
+Only comparable runs enter the statistics (bench.analysis.comparable): successful runs of
+one experiment and one `config_sha256` from a clean tree; every other run is listed in
+`excluded` with its reason.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 import pandas as pd
 
-from bench.analysis.cost import env_cost_config
+from bench.analysis.comparable import Excluded, select_comparable
 from bench.analysis.metrics import HEADLINE, METRICS, RunMetrics, run_metrics
 from bench.analysis.stats import Comparison, compare_samples, median, olympic_mean
 from bench.errors import AtlasError
@@ -53,29 +51,20 @@ class CompareResult:
     pairs: list[PairResult]
     config_hashes: dict[str, list[str]]
     baseline: str | None
+    excluded: list[Excluded] = field(default_factory=list)
+    experiment: str | None = None
 
     def frame(self) -> pd.DataFrame:
         return pd.DataFrame([r.as_dict() for r in self.runs])
 
 
-def check_same_config(runs: list[RunData], allow_different: bool) -> dict[str, list[str]]:
-    """env -> distinct config hashes; raise when they differ and that is not allowed."""
-    by_env: dict[str, list[str]] = {}
+def config_hashes(runs: list[RunData]) -> dict[str, list[str]]:
+    """env -> the distinct config hashes of its compared runs."""
+    by_env: dict[str, set[str]] = {}
     for r in runs:
-        h = r.config_sha256
-        if h and h not in by_env.setdefault(r.env, []):
-            by_env[r.env].append(h)
-        by_env.setdefault(r.env, [])
-    distinct = sorted({h for hs in by_env.values() for h in hs})
-    if len(distinct) > 1 and not allow_different:
-        lines = [f"  {env}: {', '.join(h[:12] for h in hs) or 'unknown'}" for env, hs in sorted(by_env.items())]
-        raise AtlasError(
-            "refusing to compare runs that trained different configurations "
-            f"({len(distinct)} config hashes):\n"
-            + "\n".join(lines)
-            + "\nrun the same experiment everywhere, pick runs with --commit/--env, "
-            "or pass --allow-different to compare anyway"
-        )
+        by_env.setdefault(r.env, set())
+        if r.config_sha256:
+            by_env[r.env].add(r.config_sha256)
     return {env: sorted(hs) for env, hs in sorted(by_env.items())}
 
 
@@ -83,12 +72,16 @@ def compare_runs(
     runs: list[RunData],
     allow_different: bool = False,
     baseline: str | None = None,
-    cost_for: Callable[[str], dict[str, Any] | None] = env_cost_config,
+    allow_dirty: bool = False,
 ) -> CompareResult:
-    hashes = check_same_config(runs, allow_different)
+    """Statistics over the comparable runs only (`comparable.select_comparable`); the rest
+    are listed in `excluded` with their reasons. Cost comes from each record's frozen
+    environment facts, never from clusters/."""
+    selection = select_comparable(runs, allow_dirty=allow_dirty, allow_different=allow_different)
+    runs = selection.runs
+    hashes = config_hashes(runs)
     envs = sorted({r.env for r in runs})
-    costs = {env: cost_for(env) for env in envs}
-    metrics = sorted((run_metrics(r, costs[r.env]) for r in runs), key=lambda m: (m.env, m.run_id))
+    metrics = sorted((run_metrics(r) for r in runs), key=lambda m: (m.env, m.run_id))
     summaries: dict[str, EnvSummary] = {}
     for env in envs:
         mine = [m for m in metrics if m.env == env]
@@ -100,7 +93,9 @@ def compare_runs(
             s.olympic[metric.key] = olympic_mean(values)
         summaries[env] = s
     if baseline is not None and baseline not in envs:
-        raise AtlasError(f"--baseline {baseline!r} has no runs (environments with runs: {', '.join(envs) or 'none'})")
+        raise AtlasError(
+            f"--baseline {baseline!r} has no comparable runs (environments with some: {', '.join(envs) or 'none'})"
+        )
     base = baseline or (envs[0] if envs else None)
     pairs: list[PairResult] = []
     for env in envs:
@@ -110,7 +105,7 @@ def compare_runs(
             a = [getattr(m, key) for m in metrics if m.env == env]
             b = [getattr(m, key) for m in metrics if m.env == base]
             pairs.append(PairResult(env, base, key, compare_samples(a, b)))
-    return CompareResult(metrics, envs, summaries, pairs, hashes, base)
+    return CompareResult(metrics, envs, summaries, pairs, hashes, base, selection.excluded, selection.experiment)
 
 
 def is_clear(st: Comparison) -> bool:

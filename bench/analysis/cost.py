@@ -1,4 +1,8 @@
-"""Dollars per run from the rates in `clusters/<env>/env.yaml` `cost:`.
+"""Dollars per run from the rates frozen into the run record at collection.
+
+The rates come from `clusters/<env>/env.yaml` `cost:`, copied into `run.json`
+`environment.cost` when the run is collected (bench.records.place), so editing a rate
+later never reprices an old run.
 
 Two models, both transparent enough to check by hand:
 - onprem: capital amortised per node-hour (capex / (life x 8760 h x utilisation)),
@@ -13,11 +17,9 @@ to train: set-up is paid for too.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from bench.envs import CLUSTERS_DIR, load_env
-from bench.errors import AtlasError, ConfigError
+from bench.errors import ConfigError
 
 HOURS_PER_YEAR = 8760.0
 COST_MODELS = ("onprem", "cloud", "none")
@@ -103,19 +105,22 @@ def check_cost(cfg: Any, where: str) -> list[str]:
 def run_cost(
     cfg: dict[str, Any] | None,
     wall_s: float | None,
-    gpus: int,
+    gpus: int | None,
     nodes: int,
     energy_wh: float | None,
     cpu_cores: float | None = None,
 ) -> Cost:
     if not cfg or cfg.get("model") in (None, "none"):
-        return Cost(None, "no cost model in env.yaml")
+        return Cost(None, "no cost model for this environment")
     if wall_s is None:
         return Cost(None, "wall time unknown")
+    per_node_gpus = cfg.get("gpus_per_node")
+    if gpus is None and (cfg.get("model") == "cloud" or per_node_gpus):
+        return Cost(None, "GPU count unknown (run.json hardware.gpus is null): cost unknown, not $0")
     hours = wall_s / 3600.0
     model = cfg["model"]
     if model == "cloud":
-        usd = float(cfg["usd_per_gpu_hour"]) * max(gpus, 0) * hours
+        usd = float(cfg["usd_per_gpu_hour"]) * max(gpus or 0, 0) * hours
         note = f"cloud: {gpus} GPU x job hours x ${cfg['usd_per_gpu_hour']}/GPU-h"
         if cfg.get("usd_per_cpu_hour") and cpu_cores:
             usd += float(cfg["usd_per_cpu_hour"]) * cpu_cores * hours
@@ -124,8 +129,7 @@ def run_cost(
     life = float(cfg.get("node_life_years") or 5)
     util = float(cfg.get("utilisation") or 1.0)
     per_node_hour = float(cfg["node_capex_usd"]) / (life * HOURS_PER_YEAR * util)
-    per_node = cfg.get("gpus_per_node")
-    share = gpus / float(per_node) if per_node and gpus else float(max(nodes, 1))
+    share = gpus / float(per_node_gpus) if per_node_gpus and gpus else float(max(nodes, 1))
     usd = per_node_hour * share * hours
     note = (
         f"on-prem: capex ${per_node_hour:.3f}/node-h (${cfg['node_capex_usd']:,} / {life:g} y / "
@@ -137,23 +141,3 @@ def run_cost(
     else:
         note += " (no energy measured: electricity not included)"
     return Cost(usd, note)
-
-
-def env_cost_config(env: str, clusters_dir: Path = CLUSTERS_DIR) -> dict[str, Any] | None:
-    """The `cost:` section of an environment's env.yaml; None when it has none or cannot be read.
-
-    An on-prem model without `gpus_per_node` takes the node's GPUs from `hardware:`, so
-    the fact is written once.
-    """
-    try:
-        environment = load_env(env, clusters_dir)
-    except AtlasError:
-        return None
-    cost = environment.get("cost")
-    if not isinstance(cost, dict):
-        return None
-    hw = environment.get("hardware")
-    gpus = hw.get("gpus_per_node") if isinstance(hw, dict) else None
-    if cost.get("model") == "onprem" and "gpus_per_node" not in cost and isinstance(gpus, int) and gpus > 0:
-        return {**cost, "gpus_per_node": gpus}
-    return cost

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from bench.analysis.cost import run_cost
+from bench.analysis.cost import Cost, run_cost
 from bench.records import contract as c
 from bench.records.read import RunData
 from bench.records.trainlog import images_seen, images_series, outcome, steady_images_per_s, time_to_train
@@ -129,10 +129,10 @@ class Metric:
 
 
 class RunContext:
-    """What derived figures read: the run, its environment's cost model, the other figures."""
+    """What derived figures read: the run (its record holds the frozen cost model) and the other figures."""
 
-    def __init__(self, run: RunData, cost_cfg: dict[str, Any] | None) -> None:
-        self.run, self.cost_cfg = run, cost_cfg
+    def __init__(self, run: RunData) -> None:
+        self.run = run
         self.meta = run.meta
         self.values: dict[str, float | None] = {}
         self.notes: dict[str, str] = {}
@@ -180,10 +180,13 @@ def _images_per_s_iqr(ctx: RunContext) -> float | None:
     return float(np.subtract(*np.percentile(rates, [75, 25]))) if rates.size else None
 
 
-def _gpus(ctx: RunContext) -> float:
+def _gpus(ctx: RunContext) -> float | None:
+    """GPU count; None when neither samples nor run.json say (never read as 'no GPU')."""
     n = sum(len(c.gpu_ids(df.columns)) for df in ctx.run.samples.values())
     hw_gpus = ctx.section("hardware").get("gpus")
-    return float(n or (len(hw_gpus) if isinstance(hw_gpus, list) else 0))
+    if n:
+        return float(n)
+    return float(len(hw_gpus)) if isinstance(hw_gpus, list) else None
 
 
 def _cpu_limit(ctx: RunContext) -> float | None:
@@ -223,10 +226,25 @@ def _energy_wh(ctx: RunContext) -> float | None:
 
 def _cost_usd(ctx: RunContext) -> float | None:
     hosts = ctx.meta.get("hosts") if isinstance(ctx.meta.get("hosts"), list) else list(ctx.run.samples)
-    gpus = int(ctx["gpus"] or 0)
-    cost = run_cost(ctx.cost_cfg, ctx["wall_s"], gpus, max(len(hosts), 1), ctx["energy_wh"], ctx["cpu_limit_cores"])
+    gpus = None if ctx["gpus"] is None else int(ctx["gpus"])
+    cost = record_cost(ctx.meta, ctx["wall_s"], gpus, max(len(hosts), 1), ctx["energy_wh"], ctx["cpu_limit_cores"])
     ctx.notes["cost"] = cost.note
     return cost.usd
+
+
+def record_cost(
+    meta: dict[str, Any], wall: float | None, gpus: int | None, nodes: int, energy_wh: float | None, cores: float | None
+) -> Cost:
+    """Cost from the rates frozen into the record at collection; unknown without them."""
+    env = meta.get("environment")
+    if not isinstance(env, dict):
+        return Cost(None, "no environment facts in run.json (collected by an older bench): cost unknown")
+    cfg = env.get("cost")
+    if cfg is not None and not isinstance(cfg, dict):
+        return Cost(None, "environment.cost in run.json is not a mapping: cost unknown")
+    cost = run_cost(cfg, wall, gpus, nodes, energy_wh, cores)
+    source = env.get("price_source")
+    return Cost(cost.usd, f"{cost.note} (rates of {source})" if source and cost.usd is not None else cost.note)
 
 
 def _cost_per_1000(ctx: RunContext) -> float | None:
@@ -278,7 +296,7 @@ METRICS: tuple[Metric, ...] = (
         headline=True, in_runs_table=True,
     ),
     Metric(
-        "cost_usd", "cost per run", "$", LOWER, _derived(_cost_usd, "env.yaml cost: x wall time, GPUs, energy"),
+        "cost_usd", "cost per run", "$", LOWER, _derived(_cost_usd, "run.json environment.cost, wall time, GPUs"),
         headline=True, in_runs_table=True,
     ),
     Metric(
@@ -347,8 +365,9 @@ class RunMetrics:
         return {**ident, **self.values, "cost_note": self.cost_note}
 
 
-def run_metrics(run: RunData, cost_cfg: dict[str, Any] | None = None) -> RunMetrics:
-    ctx = RunContext(run, cost_cfg)
+def run_metrics(run: RunData) -> RunMetrics:
+    """Every catalogue figure of one run, from its record only (cost: its frozen rates)."""
+    ctx = RunContext(run)
     values = {m.key: ctx[m.key] for m in METRICS}
     exit_info = ctx.section("exit")
     status = exit_info.get("status") or outcome(run.train)

@@ -64,7 +64,16 @@ def add_selection(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--baseline", default=None, help="environment the others are compared with (default: first by name)"
     )
-    parser.add_argument("--allow-different", action="store_true", help="compare even if config hashes differ")
+    parser.add_argument(
+        "--allow-different",
+        action="store_true",
+        help="also compare runs of other configurations of the experiment (default: they are excluded)",
+    )
+    parser.add_argument(
+        "--allow-dirty",
+        action="store_true",
+        help="also compare runs of uncommitted code (git.dirty; default: they are excluded)",
+    )
 
 
 def add_run_selection(parser: argparse.ArgumentParser) -> None:

@@ -1,7 +1,8 @@
 """Print and write the comparison of environments: per-environment medians and olympic
 means, per-run figures, and for each environment against the baseline the ratio of
-medians with a bootstrap CI and a Mann-Whitney test. Refuses runs whose config hashes
-differ unless --allow-different."""
+medians with a bootstrap CI and a Mann-Whitney test. Only successful runs of one
+experiment and config hash from a clean tree are compared; the others are listed under
+"Excluded runs" with their reasons (--allow-different, --allow-dirty widen the set)."""
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ def run(args: argparse.Namespace) -> int:
     from bench.errors import AtlasError
     from bench.records.read import find_runs
     from bench.records.select import commit_runs
-    from bench.render.tables import pairs_table, runs_table, summary_table, verdicts
+    from bench.render.tables import excluded_table, pairs_table, runs_table, summary_table, verdicts
 
     runs = find_runs(args.results, args.envs or None)
     if not runs:
@@ -34,16 +35,20 @@ def run(args: argparse.Namespace) -> int:
             f"no runs under {args.results} (expected {args.results}/<env>/<run_id>/); run `bench run` first"
         )
     sha, runs = commit_runs(runs, args.commit)
-    result = compare_runs(runs, allow_different=args.allow_different, baseline=args.baseline)
+    result = compare_runs(
+        runs, allow_different=args.allow_different, baseline=args.baseline, allow_dirty=args.allow_dirty
+    )
     text = (
         "\n\n".join(
             x
             for x in [
-                f"# Comparison at commit {sha[:12] if sha else 'unknown'}",
+                f"# Comparison at commit {sha[:12] if sha else 'unknown'}: "
+                f"experiment {result.experiment or 'unknown'}, {len(result.runs)} of {len(runs)} run(s) compared",
                 "\n".join(f"- {v}" for v in verdicts(result)),
                 summary_table(result),
                 pairs_table(result),
                 runs_table(result),
+                ("## Excluded runs\n\n" + excluded_table(result.excluded)) if result.excluded else "",
             ]
             if x
         )
@@ -75,7 +80,14 @@ def run(args: argparse.Namespace) -> int:
         ]
         (args.out / "compare.json").write_text(
             json.dumps(
-                {"commit": sha, "config_sha256": result.config_hashes, "envs": summary, "pairs": pairs},
+                {
+                    "commit": sha,
+                    "experiment": result.experiment,
+                    "config_sha256": result.config_hashes,
+                    "envs": summary,
+                    "pairs": pairs,
+                    "excluded": [{"env": e.env, "run_id": e.run_id, "reason": e.reason} for e in result.excluded],
+                },
                 indent=2,
                 sort_keys=True,
             )

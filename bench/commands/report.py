@@ -45,7 +45,12 @@ def report_each_commit(results: Path, out: Path, stream: TextIO | None = None, *
 def run(args: argparse.Namespace) -> int:
     from bench.render.report import write_report
 
-    options = {"envs": args.envs or None, "allow_different": args.allow_different, "baseline": args.baseline}
+    options = {
+        "envs": args.envs or None,
+        "allow_different": args.allow_different,
+        "baseline": args.baseline,
+        "allow_dirty": args.allow_dirty,
+    }
     if args.each_commit:
         report_each_commit(args.results, args.out, **options)
         return 0

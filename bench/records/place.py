@@ -1,21 +1,30 @@
-"""Placing run records: atomic `run.json` writes and the one atomic copy into results.
+"""Placing run records: atomic `run.json` writes, and collection's one writer.
 
 Every write of `run.json` is atomic (temporary file, fsync, rename): a reader never sees
-half a file, and a killed writer leaves the previous version. A collected record is
-copied beside its destination and renamed into place, so it appears whole or not at all.
+half a file, and a killed writer leaves the previous version. `place_run` is the only
+code that puts a run into the results tree: the record is fetched beside its
+destination, the environment's facts are frozen into it, and the folder is renamed into
+place once. Nothing writes a placed record again.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
 import tempfile
+import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bench import __version__
+from bench.envs import Environment
+from bench.errors import AtlasError
 from bench.records.contract import RUN_JSON, SCHEMA_VERSION, TRAIN_JSONL, queue_wait_s, samples_files
+from bench.records.schema import schema_problems
 
 
 def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
@@ -37,55 +46,107 @@ def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
         raise
 
 
-def update_run_json(run_dir: str | Path, **sections: Any) -> dict[str, Any]:
-    """Merge sections into `run_dir/run.json` atomically and return the new record.
+@dataclass(frozen=True)
+class Placed:
+    path: Path
+    new: bool  # False: the run was already in the results tree and was left untouched
+    problems: tuple[str, ...] = ()  # schema problems of the placed record (it is placed anyway)
 
-    A dict value is merged key by key into the existing dict section (so a target can
-    add `scheduler={"submit_time": ...}` without losing the recorder's `job_id`); any
-    other value replaces the key. `scheduler.queue_wait_s` is recomputed when both
-    `submit_time` and `start_time` are known. Used by the slurm/openshift targets after
-    collection, when the scheduler knows more than the job did.
+
+def environment_facts(env: Environment, now: float | None = None) -> dict[str, Any]:
+    """What `clusters/<env>/env.yaml` says about the environment, frozen into the record.
+
+    Reports read these, never clusters/, so a rate edited after collection reprices
+    nothing already collected; `price_source` names the file and its content hash.
     """
-    run_dir = Path(run_dir)
-    path = run_dir / RUN_JSON
-    record: dict[str, Any] = json.loads(path.read_text()) if path.exists() else {"schema_version": SCHEMA_VERSION}
-    for key, value in sections.items():
-        if isinstance(value, dict) and isinstance(record.get(key), dict):
-            merged = dict(record[key])
-            merged.update(value)
-            record[key] = merged
-        else:
-            record[key] = value
-    sched = record.get("scheduler")
-    if isinstance(sched, dict):
-        wait = queue_wait_s(sched.get("submit_time"), sched.get("start_time"))
-        if wait is not None:
-            sched["queue_wait_s"] = wait
-    write_json_atomic(path, record)
+    path = env.folder / "env.yaml"
+    try:
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()[:12]
+        source = f"clusters/{env.name}/env.yaml (sha256 {digest})"
+    except OSError:
+        source = None
+    cost = env.get("cost")
+    hardware = env.get("hardware")
+    gpus = hardware.get("gpus_per_node") if isinstance(hardware, dict) else None
+    if isinstance(cost, dict) and cost.get("model") == "onprem" and "gpus_per_node" not in cost:
+        if isinstance(gpus, int) and not isinstance(gpus, bool) and gpus > 0:
+            cost = {**cost, "gpus_per_node": gpus}  # the node's GPUs are written once, under hardware:
+    return {
+        "name": env.name,
+        "kind": env.kind,
+        "description": env.get("description"),
+        "hardware": hardware if isinstance(hardware, dict) else None,
+        "cost": cost if isinstance(cost, dict) else None,
+        "price_source": source,
+        "collected_at": round(time.time() if now is None else now, 3),
+        "collected_by": f"bench {__version__}",
+    }
+
+
+def freeze(record: dict[str, Any], env: Environment, scheduler: dict[str, Any]) -> dict[str, Any]:
+    """The record as placed: the scheduler's facts merged in, queue wait computed once,
+    the environment's facts frozen. Keys the target does not know (None) are kept."""
+    sched = dict(record.get("scheduler") or {}) if isinstance(record.get("scheduler"), dict) else {}
+    sched.update({k: v for k, v in scheduler.items() if v is not None})
+    wait = queue_wait_s(sched.get("submit_time"), sched.get("start_time"))
+    if wait is not None:
+        sched["queue_wait_s"] = wait
+    record["scheduler"] = sched
+    record["environment"] = environment_facts(env)
     return record
 
 
-def copy_record(
-    src: Path, dest: Path, extra_files: tuple[str, ...] = (), edit: Callable[[Path], None] | None = None
-) -> Path:
-    """Copy the record files of run dir `src` into `dest` as one atomic step.
+def place_run(results: Path, env: Environment, run_id: str, fetch: Callable[[Path], dict[str, Any] | None]) -> Placed:
+    """Place one finished run into `results/<env>/<run_id>/`: atomically, and only once.
 
-    The copy is made in a hidden folder beside `dest`, optionally edited there (e.g.
-    `update_run_json` with the scheduler's times), then renamed into place: an
-    interrupted collect leaves no half record, and `dest`, once there, is never touched.
+    `fetch(folder)` (a target's `fetch`) copies the run's record files into an empty
+    hidden folder beside the destination and returns the scheduler's facts. The record
+    is then frozen (`freeze`), written, and the folder renamed into place: a reader sees
+    the whole record or none, and nothing writes `run.json` after this. A run already
+    there is left untouched (`Placed.new` is False).
     """
-    src, dest = Path(src), Path(dest)
+    dest = Path(results) / env.name / run_id
+    if (dest / RUN_JSON).is_file():
+        return Placed(dest, False)
+    if dest.exists() and any(dest.iterdir()):
+        raise AtlasError(f"{dest} exists but holds no {RUN_JSON} (a copy by hand?); move it away and collect again")
     dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", dir=dest.parent))
+    tmp = Path(tempfile.mkdtemp(prefix=f".{run_id}.", dir=dest.parent))
     try:
-        names = [RUN_JSON, TRAIN_JSONL, *extra_files]
-        for f in [*(src / n for n in names), *samples_files(src)]:
-            if f.is_file():
-                shutil.copy2(f, tmp / f.name)
-        if edit is not None:
-            edit(tmp)
-        os.replace(tmp, dest)
+        facts = fetch(tmp) or {}
+        path = tmp / RUN_JSON
+        if not path.is_file():
+            raise AtlasError(f"{env.name}: run {run_id} left no {RUN_JSON}: nothing to collect (see its job log)")
+        try:
+            record = json.loads(path.read_text())
+        except (OSError, ValueError, UnicodeDecodeError) as exc:
+            raise AtlasError(
+                f"{env.name}: run {run_id}'s {RUN_JSON} is unreadable ({exc}); it stays where it ran"
+            ) from exc
+        problems: tuple[str, ...] = ()
+        if isinstance(record, dict) and record.get("schema_version") == SCHEMA_VERSION:
+            record = freeze(record, env, facts)
+            problems = tuple(schema_problems(record))
+            write_json_atomic(path, record)
+        else:
+            problems = tuple(schema_problems(record))  # placed as it came: its reader says why
+        if dest.exists():
+            dest.rmdir()
+        try:
+            os.rename(tmp, dest)
+        except OSError:
+            if (dest / RUN_JSON).is_file():  # another collect placed it first: theirs stands
+                shutil.rmtree(tmp, ignore_errors=True)
+                return Placed(dest, False)
+            raise
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    return dest
+    return Placed(dest, True, problems)
+
+
+def copy_files(src: Path, into: Path, extra_files: tuple[str, ...] = ()) -> None:
+    """Copy the record files of run dir `src` (run.json, train.jsonl, samples, extras)."""
+    for f in [*(Path(src) / n for n in (RUN_JSON, TRAIN_JSONL, *extra_files)), *samples_files(Path(src))]:
+        if f.is_file():
+            shutil.copy2(f, Path(into) / f.name)

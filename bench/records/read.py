@@ -15,7 +15,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from bench.records.check import meta_problems, samples_problems
 from bench.records.contract import EXIT_RUNNING, RUN_JSON, SCHEMA_VERSION, TRAIN_JSONL, samples_files
+from bench.records.schema import schema_problems
 from bench.records.trainlog import TrainLog, read_train_log, time_to_train
 
 
@@ -28,6 +30,7 @@ class RunData:
     samples: dict[str, pd.DataFrame] = field(default_factory=dict)  # host -> rows
     train: TrainLog = field(default_factory=TrainLog)
     problems: list[str] = field(default_factory=list)
+    schema_problems: list[str] = field(default_factory=list)  # run.json against run.schema.json
 
     @property
     def git_sha(self) -> str | None:
@@ -90,31 +93,37 @@ def read_samples(path: Path) -> tuple[pd.DataFrame | None, list[str]]:
     return df.reset_index(drop=True), problems
 
 
-def load_run(run_dir: Path, env: str | None = None) -> RunData:
+def load_run(run_dir: Path, env: str | None = None, collected: bool = True) -> RunData:
+    """Read a run folder; every problem (schema, checks, damage) lands in `problems`.
+
+    `collected`: the record sits in a results tree, so collection's frozen
+    `environment` facts are expected.
+    """
     run_dir = Path(run_dir)
     data = RunData(run_id=run_dir.name, env=env or run_dir.parent.name, path=run_dir)
     meta_path = run_dir / RUN_JSON
     if not run_dir.is_dir():
         data.problems.append(f"run folder {run_dir} is missing")
         return data
+    parsed = False
     try:
         meta = json.loads(meta_path.read_text())
         if not isinstance(meta, dict):
             raise ValueError(f"top level is {type(meta).__name__}, not an object")
+        parsed = True
     except FileNotFoundError:
         data.problems.append(f"{RUN_JSON} is missing (no provenance, exit status or queue wait)")
+        data.schema_problems = [f"{RUN_JSON} is missing"]
         meta = {}
-    except (OSError, ValueError, UnicodeDecodeError) as exc:
+    except (OSError, ValueError, UnicodeDecodeError, RecursionError) as exc:
         data.problems.append(f"{RUN_JSON} unreadable ({type(exc).__name__}: {str(exc)[:120]})")
+        data.schema_problems = [f"{RUN_JSON} unreadable"]
         meta = {}
-    if meta:
-        version = meta.get("schema_version")
-        if version != SCHEMA_VERSION:
-            data.problems.append(
-                f"{RUN_JSON} has schema_version {version!r}; this bench reads {SCHEMA_VERSION}: "
-                "its fields are ignored (upgrade bench to read it)"
-            )
-            meta = {}
+    if parsed:
+        data.schema_problems = schema_problems(meta)
+        data.problems.extend(data.schema_problems)
+        if meta.get("schema_version") != SCHEMA_VERSION:
+            meta = {}  # another version's keys may mean other things: read none of them
     data.meta = meta
     if meta:
         exit_info = meta.get("exit")
@@ -124,6 +133,7 @@ def load_run(run_dir: Path, env: str | None = None) -> RunData:
             )
         if isinstance(meta.get("run_id"), str) and meta["run_id"] and meta["run_id"] != data.run_id:
             data.problems.append(f"{RUN_JSON} names run_id {meta['run_id']!r} but its folder is {data.run_id!r}")
+        data.problems.extend(meta_problems(meta, run_dir, collected))
     files = samples_files(run_dir)
     if not files:
         data.problems.append("no samples-<host>.csv (no CPU, memory or GPU figures)")
@@ -133,6 +143,7 @@ def load_run(run_dir: Path, env: str | None = None) -> RunData:
         data.problems.extend(problems)
         if df is not None:
             data.samples[host] = df
+            data.problems.extend(samples_problems(path.name, df, meta))
     data.train = read_train_log(run_dir / TRAIN_JSONL)
     data.problems.extend(data.train.problems)
     if data.train.events:

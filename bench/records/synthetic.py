@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +18,7 @@ from bench.records.contract import BASE_COLUMNS, FIELD_NAMES, SCHEMA_VERSION, sa
 from bench.records.place import write_json_atomic
 
 CONFIG = {"experiment": "smoke", "batch_size": 8, "ch": 16, "max_iters": 40}
+SYNTHETIC_COST = {"model": "cloud", "usd_per_gpu_hour": 2.0, "usd_per_cpu_hour": 0.05}
 CONFIG_SHA = hashlib.sha256(json.dumps(CONFIG, sort_keys=True).encode()).hexdigest()
 
 
@@ -38,6 +39,25 @@ class RunSpec:
     queue_wait_s: float = 0.0
     host: str = "node1"
     log_every_s: float = 5.0
+    dirty: bool = False
+    status: str = "success"
+    # The environment facts collection freezes into run.json (None: an old record without them)
+    cost: dict | None = field(default_factory=lambda: dict(SYNTHETIC_COST))
+    environment: bool = True
+
+
+def synthetic_environment(spec: RunSpec) -> dict:
+    """The facts collection freezes into run.json, as `bench.records.place` writes them."""
+    return {
+        "name": spec.env,
+        "kind": "synthetic",
+        "description": "synthetic test environment",
+        "hardware": {"gpus_per_node": spec.gpus, "cores_per_node": 8},
+        "cost": spec.cost,
+        "price_source": f"clusters/{spec.env}/env.yaml (synthetic)",
+        "collected_at": spec.start + spec.duration_s + 60.0,
+        "collected_by": "synthetic",
+    }
 
 
 def write_run(results: Path, spec: RunSpec) -> Path:
@@ -145,7 +165,7 @@ def write_run(results: Path, spec: RunSpec) -> Path:
             "experiment": "smoke",
             "config": CONFIG,
             "config_sha256": spec.config_sha256,
-            "git": {"sha": spec.sha, "dirty": False},
+            "git": {"sha": spec.sha, "dirty": spec.dirty},
             "image": {"ref": None, "digest": None},
             "hosts": [spec.host],
             "hardware": {
@@ -167,7 +187,7 @@ def write_run(results: Path, spec: RunSpec) -> Path:
                 "end_time": end,
                 "queue_wait_s": spec.queue_wait_s,
             },
-            "exit": {"status": "success", "code": 0, "signal": None},
+            "exit": {"status": spec.status, "code": 0 if spec.status == "success" else 1, "signal": None},
             "resumed_from": None,
             "sampler_errors": [],
             "sample_interval_s": spec.interval_s,
@@ -177,6 +197,7 @@ def write_run(results: Path, spec: RunSpec) -> Path:
             "end_time": end,
             "previous_attempts": [],
             "bench_version": "synthetic",
+            **({"environment": synthetic_environment(spec)} if spec.environment else {}),
         },
     )
     return run_dir

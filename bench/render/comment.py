@@ -27,7 +27,7 @@ def render_pr_body(
 
     Verdicts compare each environment with its own runs at the base commit only.
     """
-    from bench.analysis.cost import env_cost_config
+    from bench.analysis.comparable import own_reason
     from bench.analysis.metrics import HEADLINE, METRIC_BY_KEY, fmt, run_metrics
     from bench.analysis.regression import HIGHER_IS_BETTER, REGRESSION, judge
     from bench.records.read import find_runs
@@ -39,14 +39,13 @@ def render_pr_body(
     judged = [m for m in HEADLINE if m in HIGHER_IS_BETTER]
     regressions: list[str] = []
     for env in sorted({r.env for r in runs}):
-        cost = env_cost_config(env)
         rows = {"base": [], "head": []}
         for r in runs:
-            if r.env != env:
-                continue
+            if r.env != env or own_reason(r, allow_dirty=False):
+                continue  # only successful, clean, intact runs are judged
             side = "head" if _sha_matches(r.git_sha, head) else "base" if _sha_matches(r.git_sha, base) else None
             if side:
-                rows[side].append(run_metrics(r, cost).as_dict())
+                rows[side].append(run_metrics(r).as_dict())
         lines += [
             f"### {env}",
             "",

@@ -19,7 +19,6 @@ import jinja2
 
 from bench.analysis.advisor import advise
 from bench.analysis.compare import CompareResult, compare_runs
-from bench.analysis.cost import env_cost_config
 from bench.analysis.metrics import HEADLINE, METRIC_BY_KEY, RunMetrics, fmt, run_metrics
 from bench.analysis.stats import BOOTSTRAP_RESAMPLES, median
 from bench.errors import AtlasError
@@ -27,7 +26,7 @@ from bench.records.read import RunData, find_runs
 from bench.records.select import commit_runs
 from bench.render import charts
 from bench.render.index import SUMMARY_JSON, write_index
-from bench.render.tables import pairs_table, runs_table, summary_table, verdicts
+from bench.render.tables import excluded_table, pairs_table, runs_table, summary_table, verdicts
 
 
 @dataclass
@@ -126,7 +125,7 @@ def _history(
         if r.env not in envs or not r.git_sha:
             continue
         first_seen[r.git_sha] = min(first_seen.get(r.git_sha, float("inf")), r.start_time or 0.0)
-        m = known.get((r.env, r.run_id)) or run_metrics(r, None)
+        m = known.get((r.env, r.run_id)) or run_metrics(r)
         if m.images_per_s is not None:
             by_key.setdefault((r.env, r.git_sha), []).append(m.images_per_s)
     order = {sha: i for i, sha in enumerate(sorted(first_seen, key=lambda s: (first_seen[s], s)))}
@@ -140,8 +139,8 @@ def write_report(
     envs: list[str] | None = None,
     allow_different: bool = False,
     baseline: str | None = None,
-    cost_for: Callable[[str], dict[str, Any] | None] = env_cost_config,
     only: set[Path] | None = None,
+    allow_dirty: bool = False,
 ) -> ReportResult:
     """Report one commit's runs (or exactly the run folders in `only`, as `bench demo`
     does for the runs it just made); the history chart uses every run in `results`."""
@@ -161,7 +160,9 @@ def write_report(
         sha = sorted(shas.items(), key=lambda kv: (-kv[1], kv[0]))[0][0] if shas else None
     else:
         sha, runs = commit_runs(all_runs, commit)
-    result = compare_runs(runs, allow_different=allow_different, baseline=baseline, cost_for=cost_for)
+    result = compare_runs(runs, allow_different=allow_different, baseline=baseline, allow_dirty=allow_dirty)
+    compared = {(m.env, m.run_id) for m in result.runs}
+    chosen = [r for r in runs if (r.env, r.run_id) in compared]
     starts = [r.start_time for r in runs if r.start_time is not None]
     date = _utc(max(starts), "%Y-%m-%d") if starts else "undated"
     name = f"{date}-{sha[:7] if sha else 'nogit'}"
@@ -170,7 +171,7 @@ def write_report(
     for old in folder.glob("*.png"):
         old.unlink()
 
-    reps = _representative(runs, result)
+    reps = _representative(chosen, result)
     chart_list, missing = [], []
     for key, metric in charts.SERIES.items():
         title = metric.timeseries.title
@@ -217,14 +218,16 @@ def write_report(
     for env in result.envs:
         notes = sorted({m.cost_note for m in result.runs if m.env == env})
         cost_notes.append((env, "; ".join(notes)))
-    experiments = sorted({str(r.meta.get("experiment")) for r in runs if r.meta.get("experiment")})
+    experiments = [result.experiment] if result.experiment else []
     others = [e for e in result.envs if e != result.baseline]
     env_tpl = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False)
     text = env_tpl.from_string(_template()).render(
         title=name,
         commit=sha[:12] if sha else "unknown",
-        dirty=any((r.meta.get("git") or {}).get("dirty") for r in runs if isinstance(r.meta.get("git"), dict)),
-        experiment=", ".join(experiments) or "unknown",
+        dirty=any((r.meta.get("git") or {}).get("dirty") for r in chosen if isinstance(r.meta.get("git"), dict)),
+        experiment=result.experiment or "unknown",
+        n_compared=len(result.runs),
+        excluded_table=excluded_table(result.excluded),
         n_runs=len(runs),
         envs=result.envs,
         first_start=_utc(min(starts)) if starts else "unknown",

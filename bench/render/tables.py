@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 
+from bench.analysis.comparable import Excluded
 from bench.analysis.compare import CompareResult, is_clear
 from bench.analysis.metrics import METRIC_BY_KEY, METRICS, Metric, fmt
 
@@ -104,4 +105,13 @@ def pairs_table(result: CompareResult) -> str:
             f"| {METRIC_BY_KEY[p.metric].label} | {p.env_a} | {p.env_b} | {fmt(st.ratio)} | {ci} | "
             f"{fmt(st.p_value, 2)} | {st.n_a} vs {st.n_b} |"
         )
+    return "\n".join(rows)
+
+
+def excluded_table(excluded: list[Excluded]) -> str:
+    """Markdown: one row per excluded run with its reason ("" when none)."""
+    if not excluded:
+        return ""
+    rows = ["| env | run | why it is not compared |", "|---|---|---|"]
+    rows += [f"| {e.env} | {e.run_id} | {e.reason.replace('|', '/')} |" for e in excluded]
     return "\n".join(rows)

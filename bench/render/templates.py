@@ -7,8 +7,9 @@ may print the current time: the same input must render the same bytes.
 REPORT = """\
 # Atlas report: {{ title }}
 
-Commit `{{ commit }}`{% if dirty %} (some runs had uncommitted changes){% endif %} · \
-experiment `{{ experiment }}` · {{ n_runs }} run(s) on {{ envs|length }} environment(s): {{ envs|join(', ') }}.
+Commit `{{ commit }}`{% if dirty %} (some compared runs had uncommitted changes: --allow-dirty){% endif %} · \
+experiment `{{ experiment }}` · {{ n_compared }} of {{ n_runs }} run(s) compared, on {{ envs|length }} \
+environment(s): {{ envs|join(', ') }}.
 Runs started {{ first_start }} – {{ last_start }} (UTC). Written by `bench report` from `{{ results }}`.
 
 ## Summary
@@ -42,6 +43,17 @@ Cost model per environment:
 ## Runs
 
 {{ runs_table }}
+
+## Excluded runs
+
+Only successful runs of one experiment and one configuration (`config_sha256`), from a clean tree, enter \
+the statistics above.
+
+{% if excluded_table -%}
+{{ excluded_table }}
+{%- else -%}
+None: every run of this commit is compared.
+{%- endif %}
 
 ## Charts
 

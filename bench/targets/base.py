@@ -1,8 +1,9 @@
 """The Target plug-in interface: how `bench` reaches one kind of environment.
 
 A target knows how to start the wrapped job (`bench record -- python -m
-workflows.biggan ...`) somewhere, ask how it is doing, copy its run record back, and
-stop it. It never interprets the record: that is collect/compare's job.
+workflows.biggan ...`) somewhere, ask how it is doing, fetch its run record files, and
+stop it. It never interprets or writes the record: collection places it
+(bench.records.place), compare reads it.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import enum
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from bench.envs import Environment
 from bench.errors import AtlasError
@@ -97,8 +98,15 @@ class Target(ABC):
         """Runs this environment knows of, optionally only those of one commit."""
 
     @abstractmethod
-    def collect(self, run_id: str, dest: Path) -> Path:
-        """Copy the run record of a finished run into `dest` (= results/<env>/<run_id>)."""
+    def fetch(self, run_id: str, into: Path) -> dict[str, Any]:
+        """Copy the record files of a finished run into `into` (an empty temporary folder)
+        and return what the scheduler knows that the job did not (`run.json` `scheduler`
+        keys: submit/start/end time, job id; None where unknown).
+
+        Only `bench.records.place.place_run` calls it: it freezes these facts and the
+        environment's into the record and places it, once. A target never writes
+        `run.json` and never writes into the results tree.
+        """
 
     @abstractmethod
     def cancel(self, run_id: str) -> None: ...

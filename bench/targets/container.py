@@ -24,7 +24,7 @@ from typing import Any, ClassVar
 from bench.envs import REPO_ROOT
 from bench.errors import AtlasError, ConfigError
 from bench.records.contract import EXIT_RUNNING, EXIT_WORDS, RUN_JSON
-from bench.records.place import copy_record, update_run_json
+from bench.records.place import copy_files
 from bench.targets import register
 from bench.targets.base import JobSpec, RunState, RunStatus, Target
 
@@ -343,11 +343,8 @@ class ContainerTarget(Target):
         ]
         return [r for r in runs if not commit or (r.commit or "").startswith(commit)]
 
-    def collect(self, run_id: str, dest: Path) -> Path:
-        """Copy the record once (immutable after), add podman's times, remove the container."""
-        dest = Path(dest)
-        if (dest / RUN_JSON).is_file():
-            return dest
+    def fetch(self, run_id: str, into: Path) -> dict[str, Any]:
+        """Copy the record and the container's log, return podman's times, remove the container."""
         self.require_finished(self.status(run_id))
         src = self.runs_dir / run_id
         state = self._inspect(run_id)
@@ -371,15 +368,10 @@ class ContainerTarget(Target):
         if state is not None:
             sched["start_time"] = podman_time(state.get("State", {}).get("StartedAt"))
             sched["end_time"] = podman_time(state.get("State", {}).get("FinishedAt"))
-        copy_record(
-            src,
-            dest,
-            extra_files=(JOB_LOG,),
-            edit=lambda tmp: update_run_json(tmp, scheduler={k: v for k, v in sched.items() if v is not None}),
-        )
+        copy_files(src, into, extra_files=(JOB_LOG,))
         if state is not None:
             self._podman("rm", "--force", self.container_name(run_id), check=False)
-        return dest
+        return sched
 
     def cancel(self, run_id: str) -> None:
         """SIGTERM (podman stop): the recorder forwards it, the workload checkpoints, exits 75."""

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shutil
 import tarfile
 import tempfile
 import time
@@ -173,6 +172,6 @@ class RecordCopier:
                     f"{self.env.name}: run {run_id} has no run.json on the results volume "
                     f"(the job did not start `bench record`; see `{self.cli} logs job/...`)"
                 )
-            if dest.exists():
-                shutil.rmtree(dest)
-            os.replace(out / run_id, dest)
+            dest.mkdir(parents=True, exist_ok=True)
+            for f in (out / run_id).iterdir():
+                os.replace(f, dest / f.name)

@@ -310,10 +310,9 @@ class KubernetesTarget(JobStatusReader, RecordCopier, Target):
         )
 
     # -- collect --------------------------------------------------------------------
-    def collect(self, run_id: str, dest: Path) -> Path:
-        dest = Path(dest)
-        if (dest / "run.json").is_file():
-            return dest  # collected before: records are immutable
+    def fetch(self, run_id: str, into: Path) -> dict[str, Any]:
+        """Copy the record off the results volume; the Job's and pods' times are returned."""
+        dest = Path(into)
         job = self._find_job(run_id)
         if job is not None:
             pods = self._pods(job)
@@ -342,8 +341,4 @@ class KubernetesTarget(JobStatusReader, RecordCopier, Target):
                 core.delete_namespaced_pod(pod_name, self.namespace, grace_period_seconds=0)
             except (ApiException, OSError):
                 pass  # it deletes itself at activeDeadlineSeconds
-        from bench.records.place import update_run_json
-
-        if job is not None:
-            update_run_json(dest, scheduler={k: v for k, v in self.scheduler_times(job, pods).items() if v is not None})
-        return dest
+        return self.scheduler_times(job, pods) if job is not None else {}

@@ -23,7 +23,7 @@ from typing import Any, ClassVar
 from bench.envs import REPO_ROOT
 from bench.errors import AtlasError, ConfigError
 from bench.records.contract import EXIT_RUNNING, FINISHED_OK, RUN_JSON, STATUS_PREEMPTED, TRAIN_JSONL
-from bench.records.place import copy_record
+from bench.records.place import copy_files
 from bench.targets import register
 from bench.targets.base import JobSpec, RunState, RunStatus, Target, recorded_command
 
@@ -214,24 +214,14 @@ class LocalTarget(Target):
             out.append(st)
         return out
 
-    def collect(self, run_id: str, dest: Path) -> Path:
-        """Copy the record (run.json, samples, train.jsonl, job.log) into `dest`, once.
-
-        An existing `dest` is left untouched (collected records are immutable), so
-        collecting twice changes nothing. The copy is made beside `dest` and renamed
-        into place, so an interrupted collect leaves no half record.
-        """
-        dest = Path(dest)
-        if (dest / RUN_JSON).is_file():
-            return dest
+    def fetch(self, run_id: str, into: Path) -> dict[str, Any]:
+        """Copy the record (run.json, samples, train.jsonl, job.log); the submit time is ours."""
         self.require_finished(self.status(run_id))
-        if dest.exists() and any(dest.iterdir()):
-            raise AtlasError(
-                f"{dest} exists but holds no run.json (an earlier copy by hand?); move it away and collect again"
-            )
-        if dest.exists():
-            dest.rmdir()
-        return copy_record(self.runs_dir / run_id, dest, extra_files=(JOB_LOG,))
+        run_dir = self.runs_dir / run_id
+        copy_files(run_dir, into, extra_files=(JOB_LOG,))
+        info = self._submit_info(run_dir)
+        pid = info.get("pid")
+        return {"kind": "local", "job_id": str(pid) if pid else None, "submit_time": info.get("submit_time")}
 
     def cancel(self, run_id: str) -> None:
         """SIGTERM to the recorder, which forwards it: the workload checkpoints and exits 75."""

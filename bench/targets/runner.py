@@ -13,6 +13,7 @@ from typing import TextIO
 
 from bench.errors import AtlasError
 from bench.record.provenance import git_info
+from bench.records.place import place_run
 from bench.records.read import load_run
 from bench.targets import JobSpec, RunStatus, Target
 from bench.targets.base import new_run_id
@@ -27,17 +28,19 @@ def current_commit() -> str:
 
 
 def collect_run(target: Target, run_id: str, results: Path, out: TextIO | None = None) -> Path:
-    """Collect one finished run into results/<env>/<run_id>/ (a no-op when already there)."""
+    """Place one finished run into results/<env>/<run_id>/ (bench.records.place.place_run).
+
+    Collecting a run that is already there is a no-op, and says so.
+    """
     out = out or sys.stdout
-    dest = Path(results) / target.env.name / run_id
-    already = (dest / "run.json").is_file()
-    target.collect(run_id, dest)
-    record = load_run(dest, target.env.name)
-    verb = "already collected" if already else "collected"
-    print(f"{verb}: {dest}", file=out)
-    for problem in record.problems:
+    placed = place_run(Path(results), target.env, run_id, lambda into: target.fetch(run_id, into))
+    if not placed.new:
+        print(f"already collected: {placed.path} (left as it is: collected records never change)", file=out)
+        return placed.path
+    print(f"collected: {placed.path}", file=out)
+    for problem in load_run(placed.path, target.env.name).problems:
         print(f"  warning: {run_id}: {problem}", file=out)
-    return dest
+    return placed.path
 
 
 def wait(

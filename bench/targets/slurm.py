@@ -370,13 +370,15 @@ class SlurmTarget(Target):
                 )
             time.sleep(poll_s)
 
-    def collect(self, run_id: str, dest: Path) -> Path:
+    def fetch(self, run_id: str, into: Path) -> dict[str, Any]:
+        """ansible/collect.yml copies the record files; Slurm's accounting gives the times."""
         self.require_finished(self.status(run_id))
-        dest = Path(dest).resolve()
-        self._run(
-            "collect.yml", {"atlas_run_id": run_id, "atlas_dest": str(dest), "atlas_wait_s": 0, "atlas_poll_s": 1}
+        stats = self._run(
+            "collect.yml",
+            {"atlas_run_id": run_id, "atlas_dest": str(Path(into).resolve()), "atlas_wait_s": 0, "atlas_poll_s": 1},
         )
-        return dest
+        sched = stats.get("scheduler")
+        return dict(sched) if isinstance(sched, dict) else {}
 
     def cancel(self, run_id: str) -> None:
         self._run("cancel.yml", {"atlas_run_id": run_id})

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -26,13 +27,12 @@ SATORI = {
 MOC = {"model": "cloud", "usd_per_gpu_hour": 2.0}
 
 
-def costs(env: str) -> dict | None:
-    return {"satori": SATORI, "moc": MOC}.get(env)
-
-
 def two_envs(tmp_path: Path, moc_rate: float = 100.0, runs: int = 3) -> Path:
     for i in range(runs):
-        write_run(tmp_path, RunSpec("satori", f"s{i}", seed=i, gpus=1, images_per_s=200.0, start=1.79e9 + i * 100))
+        write_run(
+            tmp_path,
+            RunSpec("satori", f"s{i}", seed=i, gpus=1, images_per_s=200.0, start=1.79e9 + i * 100, cost=SATORI),
+        )
         write_run(
             tmp_path,
             RunSpec(
@@ -44,6 +44,7 @@ def two_envs(tmp_path: Path, moc_rate: float = 100.0, runs: int = 3) -> Path:
                 gpu_util=30,
                 queue_wait_s=12.0,
                 start=1.79e9 + i * 100 + 10,
+                cost=MOC,
             ),
         )
     return tmp_path
@@ -95,7 +96,7 @@ def test_cost_validation_names_file_and_key(cfg: dict, needle: str) -> None:
 
 
 def test_compare_two_envs_finds_the_faster_one(tmp_path: Path) -> None:
-    result = compare_runs(find_runs(two_envs(tmp_path)), cost_for=costs)
+    result = compare_runs(find_runs(two_envs(tmp_path)))
     assert result.envs == ["moc", "satori"] and result.baseline == "moc"
     s, m = result.summaries["satori"], result.summaries["moc"]
     assert s.runs == m.runs == 3
@@ -109,18 +110,20 @@ def test_compare_two_envs_finds_the_faster_one(tmp_path: Path) -> None:
     assert "images/s (steady, median): satori is 2.0" in text and "satori wins" in text
 
 
-def test_different_configs_are_refused_unless_allowed(tmp_path: Path) -> None:
+def test_runs_of_another_config_are_excluded_unless_allowed(tmp_path: Path) -> None:
     write_run(tmp_path, RunSpec("a", "r1"))
+    write_run(tmp_path, RunSpec("a", "r0", start=1.7e9))
     write_run(tmp_path, RunSpec("b", "r2", config_sha256="f" * 64))
-    with pytest.raises(AtlasError, match="--allow-different") as info:
-        compare_runs(find_runs(tmp_path), cost_for=costs)
-    assert "ffffffffffff" in str(info.value)
-    assert compare_runs(find_runs(tmp_path), allow_different=True, cost_for=costs).envs == ["a", "b"]
+    result = compare_runs(find_runs(tmp_path))
+    assert result.envs == ["a"] and [m.run_id for m in result.runs] == ["r0", "r1"]
+    [excluded] = result.excluded
+    assert excluded.run_id == "r2" and "ffffffffffff" in excluded.reason and "--allow-different" in excluded.reason
+    assert compare_runs(find_runs(tmp_path), allow_different=True).envs == ["a", "b"]
 
 
 def test_unknown_baseline_is_an_error(tmp_path: Path) -> None:
     with pytest.raises(AtlasError, match="--baseline 'nope'"):
-        compare_runs(find_runs(two_envs(tmp_path, runs=1)), baseline="nope", cost_for=costs)
+        compare_runs(find_runs(two_envs(tmp_path, runs=1)), baseline="nope")
 
 
 def test_fmt_is_stable() -> None:
@@ -134,3 +137,32 @@ def test_fmt_is_stable() -> None:
         "-2.50",
     ]
     assert fmt(float("nan")) == "—"
+
+
+def test_only_successful_clean_runs_of_one_config_are_compared(tmp_path: Path) -> None:
+    two_envs(tmp_path)
+    write_run(tmp_path, RunSpec("moc", "failed", status="failed", start=1.8e9, cost=MOC))
+    write_run(tmp_path, RunSpec("moc", "dirty", dirty=True, start=1.8e9, cost=MOC, images_per_s=1.0))
+    write_run(tmp_path, RunSpec("satori", "other", config_sha256="e" * 64, start=1.8e9, cost=SATORI))
+    (tmp_path / "satori" / "s0" / "run.json").write_text('{"schema_version": 1}')
+    result = compare_runs(find_runs(tmp_path))
+    reasons = {e.run_id: e.reason for e in result.excluded}
+    assert sorted(reasons) == ["dirty", "failed", "other", "s0"]
+    assert "exit status failed" in reasons["failed"] and "--allow-dirty" in reasons["dirty"]
+    assert "other configuration" in reasons["other"] and "empty record" in reasons["s0"]
+    assert result.summaries["moc"].runs == 3 and result.summaries["satori"].runs == 2
+    assert result.summaries["moc"].median["images_per_s"] == pytest.approx(100, rel=0.05)  # the dirty run's 1.0 is out
+    with_dirty = compare_runs(find_runs(tmp_path), allow_dirty=True)
+    assert with_dirty.summaries["moc"].runs == 4
+
+
+def test_unknown_gpus_and_missing_rates_are_unknown_not_zero(tmp_path: Path) -> None:
+    run_dir = write_run(tmp_path, RunSpec("moc", "m1", gpus=0, cost=MOC))
+    meta = json.loads((run_dir / "run.json").read_text())
+    meta["hardware"]["gpus"] = None
+    (run_dir / "run.json").write_text(json.dumps(meta))
+    [m] = compare_runs(find_runs(tmp_path)).runs
+    assert m.gpus is None and m.cost_usd is None and "GPU count unknown" in m.cost_note
+    old = write_run(tmp_path / "old", RunSpec("moc", "m2", environment=False))
+    [m2] = compare_runs(find_runs(old.parent.parent)).runs
+    assert m2.cost_usd is None and "no environment facts" in m2.cost_note

@@ -17,7 +17,6 @@ from bench.render.report import write_report
 
 RUNS = [("envA", "a0"), ("envA", "a1"), ("envB", "b0"), ("envB", "b1")]
 FILES = ["run.json", "samples-node1.csv", "train.jsonl"]
-NO_COST = {}.get
 
 
 @pytest.fixture(scope="module")
@@ -104,7 +103,7 @@ def test_report_survives_damage(pristine: Path, tmp_path_factory: pytest.TempPat
     for d in damages:
         apply(root, d, expect)
     out = root.parent / "reports"
-    res = write_report(root, out, cost_for=NO_COST, allow_different=True)
+    res = write_report(root, out, allow_different=True)
     text = res.readme.read_text()
     problems = text.split("## Data problems", 1)[1]
     lines = {line.split("`")[1]: line for line in problems.splitlines() if line.startswith("- `")}

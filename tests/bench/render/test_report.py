@@ -32,6 +32,7 @@ def make_results(root: Path, duration_s: float = 60.0, sha: str = "a" * 40, star
                 duration_s=duration_s,
                 images_per_s=200,
                 start=start + i * 1000,
+                cost=COSTS["satori"],
             ),
         )
         write_run(
@@ -47,6 +48,7 @@ def make_results(root: Path, duration_s: float = 60.0, sha: str = "a" * 40, star
                 images_per_s=60,
                 duration_s=duration_s,
                 start=start + i * 1000 + 500,
+                cost=COSTS["moc"],
             ),
         )
     return root
@@ -58,11 +60,11 @@ def digest(folder: Path) -> dict[str, str]:
 
 def test_same_input_gives_identical_bytes(tmp_path: Path) -> None:
     results = make_results(tmp_path / "results")
-    first = write_report(results, tmp_path / "out", cost_for=COSTS.get)
+    first = write_report(results, tmp_path / "out")
     before = digest(first.folder)
     index_before = first.index.read_bytes()
     shutil.rmtree(tmp_path / "out")
-    second = write_report(results, tmp_path / "out", cost_for=COSTS.get)
+    second = write_report(results, tmp_path / "out")
     assert second.folder == first.folder
     assert digest(second.folder) == before
     assert second.index.read_bytes() == index_before
@@ -70,7 +72,7 @@ def test_same_input_gives_identical_bytes(tmp_path: Path) -> None:
 
 
 def test_report_contents(tmp_path: Path) -> None:
-    res = write_report(make_results(tmp_path / "results"), tmp_path / "out", cost_for=COSTS.get)
+    res = write_report(make_results(tmp_path / "results"), tmp_path / "out")
     text = res.readme.read_text()
     for heading in (
         "## Summary",
@@ -99,7 +101,7 @@ def test_report_contents(tmp_path: Path) -> None:
 
 
 def test_long_runs_stay_under_one_megabyte(tmp_path: Path) -> None:
-    res = write_report(make_results(tmp_path / "results", duration_s=6 * 3600), tmp_path / "out", cost_for=COSTS.get)
+    res = write_report(make_results(tmp_path / "results", duration_s=6 * 3600), tmp_path / "out")
     size = sum(p.stat().st_size for p in res.folder.iterdir())
     assert size < 1_000_000, size
 
@@ -109,8 +111,8 @@ def test_index_lists_every_report_newest_first(tmp_path: Path) -> None:
     make_results(results, sha="a" * 40, start=1.79e9)
     make_results(results, sha="b" * 40, start=1.79e9 + 86400 * 3)
     out = tmp_path / "out"
-    old = write_report(results, out, commit="aaaa", cost_for=COSTS.get)
-    new = write_report(results, out, cost_for=COSTS.get)  # newest commit by default
+    old = write_report(results, out, commit="aaaa")
+    new = write_report(results, out)  # newest commit by default
     assert new.folder.name.endswith("bbbbbbb") and old.folder.name.endswith("aaaaaaa")
     index = (out / "README.md").read_text()
     assert index.index(new.folder.name) < index.index(old.folder.name)
@@ -118,7 +120,7 @@ def test_index_lists_every_report_newest_first(tmp_path: Path) -> None:
 
 
 def test_advisor_flags_low_gpu_and_input_bound(tmp_path: Path) -> None:
-    result = compare_runs(find_runs(make_results(tmp_path)), cost_for=COSTS.get)
+    result = compare_runs(find_runs(make_results(tmp_path)))
     advice = advise(result)
     moc = " ".join(advice["moc"])
     assert "GPU busy only" in moc and "looks input-bound" in moc

@@ -23,6 +23,7 @@ from bench.errors import AtlasError, ConfigError
 from bench.targets import target_class
 from bench.targets.base import JobSpec, RunState, new_run_id
 from bench.targets.container import cpu_quantity, memory_quantity, podman_time
+from bench.targets.runner import collect_run
 
 ENV_DIR = CLUSTERS_DIR / "local-podman"
 TEST_IMAGE = "localhost/atlas-biggan:test"
@@ -176,7 +177,7 @@ def test_smoke_run_through_the_container_target(image, tmp_path):
         time.sleep(2)
     assert status.state is RunState.COMPLETED, status.detail
 
-    dest = target.collect(job.run_id, tmp_path / "results" / "local-podman" / job.run_id)
+    dest = collect_run(target, job.run_id, tmp_path / "results")
     record = json.loads((dest / "run.json").read_text())
     assert record["exit"]["status"] == "success" and record["exit"]["code"] == 0
     assert record["image"]["ref"] == image and record["image"]["digest"].startswith("sha256:")
@@ -200,7 +201,7 @@ def test_smoke_run_through_the_container_target(image, tmp_path):
     # The container is removed after collection; the record still answers.
     assert subprocess.run(["podman", "container", "exists", target.container_name(job.run_id)]).returncode != 0
     assert target.status(job.run_id).state is RunState.COMPLETED
-    assert target.collect(job.run_id, dest) == dest
+    assert collect_run(target, job.run_id, dest.parent.parent) == dest
 
 
 def _wait(target, run_id: str, until, seconds: float = 300):
@@ -228,7 +229,7 @@ def test_cancel_checkpoints_and_bad_config_fails(image, tmp_path):
     target.cancel(job.run_id)
     status = target.status(job.run_id)
     assert status.state is RunState.CANCELLED and "exit code 75" in status.detail
-    dest = target.collect(job.run_id, tmp_path / "results" / job.run_id)
+    dest = collect_run(target, job.run_id, tmp_path / "results")
     record = json.loads((dest / "run.json").read_text())
     assert record["exit"]["status"] == "preempted" and record["exit"]["signals_forwarded"] == ["SIGTERM"]
     events = [json.loads(line)["event"] for line in (dest / "train.jsonl").read_text().splitlines()]

@@ -19,6 +19,7 @@ from bench.errors import AtlasError, ConfigError  # noqa: E402
 from bench.targets import KINDS, target_class  # noqa: E402
 from bench.targets.base import JobSpec, RunState  # noqa: E402
 from bench.targets.manifests import SCHEMA_FILE  # noqa: E402
+from bench.targets.runner import collect_run  # noqa: E402
 from tests.bench.targets.openshift_api_double import OpenShiftApiDouble  # noqa: E402
 
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
@@ -103,7 +104,7 @@ def test_status_collect_and_scheduler_times(tmp_path, double):
     run_dir = double.volume / RUN_ID
     run_dir.mkdir()
     (run_dir / "run.json").write_text(json.dumps({"schema_version": 1, "run_id": RUN_ID}))
-    dest = target.collect(RUN_ID, tmp_path / "results" / "k8s" / RUN_ID)
+    dest = collect_run(target, RUN_ID, tmp_path / "results")
     sched = json.loads((dest / "run.json").read_text())["scheduler"]
     assert sched["kind"] == "kubernetes" and sched["job_id"] == job and sched["queue_wait_s"] >= 0
 

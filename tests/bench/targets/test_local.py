@@ -43,7 +43,7 @@ def test_submit_status_collect_is_idempotent(tmp_path: Path) -> None:
     first = target.submit(job)
     assert first.state in (RunState.PENDING, RunState.RUNNING) and first.scheduler_job_id
     with pytest.raises(AtlasError, match="collect it once it has finished"):
-        target.collect(job.run_id, tmp_path / "results" / "loc" / job.run_id)
+        collect_run(target, job.run_id, tmp_path / "results")
     wait_finished(target, job.run_id)
     st = target.status(job.run_id)
     assert st.state == RunState.COMPLETED, st.detail

@@ -21,6 +21,7 @@ from bench.errors import AtlasError  # noqa: E402
 from bench.targets import target_class  # noqa: E402
 from bench.targets.base import JobSpec, RunState  # noqa: E402
 from bench.targets.manifests import SCHEMA_FILE  # noqa: E402
+from bench.targets.runner import collect_run  # noqa: E402
 from tests.bench.targets.openshift_api_double import OpenShiftApiDouble  # noqa: E402
 
 MOC = CLUSTERS_DIR / "moc"
@@ -193,7 +194,7 @@ def test_collect_streams_a_50mb_record_with_checksum(tmp_path, submitted, double
     target, job = submitted
     double.add_job_pod(job, "Succeeded", terminated="Completed", started=time.time() - 5)
     with pytest.raises(AtlasError, match="collect it once it has finished"):
-        target.collect(RUN_ID, tmp_path / "results" / "moc" / RUN_ID)
+        collect_run(target, RUN_ID, tmp_path / "results")
     double.finish_job(job, "Complete")
     run_dir = double.volume / RUN_ID
     (run_dir / "ckpt").mkdir(parents=True)
@@ -205,7 +206,7 @@ def test_collect_streams_a_50mb_record_with_checksum(tmp_path, submitted, double
     (run_dir / "ckpt" / "state.pt").write_bytes(big)
 
     dest = tmp_path / "results" / "moc" / RUN_ID
-    assert target.collect(RUN_ID, dest) == dest
+    assert collect_run(target, RUN_ID, dest.parent.parent) == dest
     assert hashlib.sha256((dest / "ckpt" / "state.pt").read_bytes()).digest() == hashlib.sha256(big).digest()
     record = json.loads((dest / "run.json").read_text())
     sched = record["scheduler"]
@@ -217,7 +218,7 @@ def test_collect_streams_a_50mb_record_with_checksum(tmp_path, submitted, double
     assert pod["spec"]["volumes"][0]["persistentVolumeClaim"] == {"claimName": "atlas-results", "readOnly": True}
     assert not [p for p in double.pods if p.startswith("atlas-collect-")]  # collector deleted
 
-    target.collect(RUN_ID, dest)  # idempotent: nothing fetched again
+    collect_run(target, RUN_ID, dest.parent.parent)  # idempotent: nothing fetched again
     assert len(double.exec_commands) == 1
 
 
@@ -226,8 +227,8 @@ def test_collect_without_run_json_is_a_clear_error(tmp_path, submitted, double):
     double.finish_job(job, "Failed", "BackoffLimitExceeded")
     (double.volume / RUN_ID).mkdir()
     with pytest.raises(AtlasError, match="has no run.json"):
-        target.collect(RUN_ID, tmp_path / "dest")
-    assert not (tmp_path / "dest").exists()
+        collect_run(target, RUN_ID, tmp_path / "dest")
+    assert not (tmp_path / "dest" / "moc" / RUN_ID).exists()
 
 
 def test_bad_settings_are_named(tmp_path):
@@ -308,7 +309,7 @@ def test_collect_after_the_job_expired(tmp_path, submitted, double):
     double.jobs.clear()
     (double.volume / RUN_ID).mkdir()
     (double.volume / RUN_ID / "run.json").write_text(json.dumps({"schema_version": 1, "run_id": RUN_ID}))
-    dest = target.collect(RUN_ID, tmp_path / "dest" / RUN_ID)
+    dest = collect_run(target, RUN_ID, tmp_path / "dest")
     assert json.loads((dest / "run.json").read_text())["run_id"] == RUN_ID
     (pod,) = posts(double, "/pods")
     assert pod["spec"]["containers"][0]["image"] == "atlas-biggan:latest"

@@ -21,6 +21,7 @@ from bench.envs import Environment, load_env
 from bench.errors import AtlasError
 from bench.targets import target_for
 from bench.targets.base import JobSpec, RunState, new_run_id
+from bench.targets.runner import collect_run
 from bench.targets.slurm import SlurmTarget, extravars_yaml
 from tests.ansible.local_slurm import REPO, head, local_slurm, slurm_env, standin_repo  # noqa: F401
 
@@ -83,7 +84,7 @@ def test_completed_run_is_collected_with_scheduler_times(local_slurm, standin_re
     assert final.commit == head(standin_repo)
     assert [r.run_id for r in target.list_runs(commit=head(standin_repo)[:8])] == [job.run_id]
 
-    dest = target.collect(job.run_id, tmp_path / "results" / job.run_id)
+    dest = collect_run(target, job.run_id, tmp_path / "results")
     names = {p.name for p in dest.iterdir()}
     assert {"run.json", "train.jsonl", "job.sbatch", "slurm-jobs.tsv", f"slurm-{final.scheduler_job_id}.out"} <= names
     assert any(n.startswith("samples-") and n.endswith(".csv") for n in names)
@@ -100,7 +101,7 @@ def test_completed_run_is_collected_with_scheduler_times(local_slurm, standin_re
     assert start["gpus"]["SLURM_JOB_GPUS"] == "0" and start["gpus"]["CUDA_VISIBLE_DEVICES"] == "0"
     # Collecting twice changes nothing.
     before = (dest / "run.json").read_bytes()
-    target.collect(job.run_id, dest)
+    collect_run(target, job.run_id, dest.parent.parent)
     assert (dest / "run.json").read_bytes() == before
 
 
@@ -110,7 +111,7 @@ def test_failed_run_is_reported_with_its_log_tail(local_slurm, standin_repo, tmp
     final = target.wait(job.run_id, timeout_s=120, poll_s=1)
     assert final.state is RunState.FAILED
     assert "exit code 3" in final.detail and "standin: failed at iteration 2" in final.detail
-    dest = target.collect(job.run_id, tmp_path / "failed")
+    dest = collect_run(target, job.run_id, tmp_path / "failed")
     assert json.loads((dest / "run.json").read_text())["scheduler"]["exit_code"] == 3
 
 
@@ -120,7 +121,7 @@ def test_cancelled_run_does_not_resubmit_itself(local_slurm, standin_repo, tmp_p
     run_dir = RUNS / job.run_id
     wait_for(lambda: any(e["event"] == "run_start" for e in train_events(run_dir)), 90, "the job to start")
     with pytest.raises(AtlasError, match="collect it once it has finished"):
-        target.collect(job.run_id, tmp_path / "early")
+        collect_run(target, job.run_id, tmp_path / "early")
     with pytest.raises(AtlasError, match="already has Slurm job .* RUNNING"):
         target.submit(job)  # a second job in the same run directory
     target.cancel(job.run_id)
@@ -147,7 +148,7 @@ def test_time_limit_warning_signal_checkpoints_and_the_chain_completes(local_slu
     starts = [e for e in train_events(RUNS / job.run_id) if e["event"] == "run_start"]
     for stop, resumed in zip(stops, starts[1:]):  # each segment resumes where the last one stopped
         assert resumed["resumed_from"] == "checkpoint.json" and resumed["iteration"] == stop["iteration"] > 0
-    dest = target.collect(job.run_id, tmp_path / "resumed")
+    dest = collect_run(target, job.run_id, tmp_path / "resumed")
     sched = json.loads((dest / "run.json").read_text())["scheduler"]
     assert sched["job_ids"] == job_ids and sched["segments"] == len(job_ids) and sched["job_id"] == job_ids[0]
     assert sched["end_time"] >= sched["start_time"] and sched["queue_wait_total_s"] >= 0

@@ -14,6 +14,7 @@ import pytest
 
 from bench.envs import load_env
 from bench.targets.base import JobSpec, RunState, new_run_id
+from bench.targets.runner import collect_run
 from bench.targets.slurm import SlurmTarget
 from tests.ansible.local_slurm import REPO, head, local_slurm, slurm_env  # noqa: F401
 
@@ -86,6 +87,6 @@ def test_warning_signal_checkpoints_and_resume_matches_uninterrupted(smoke_run: 
     assert [s["status"] for s in stops] == ["preempted", "success"]
     uninterrupted = [e for e in events(smoke_run / "train.jsonl") if e["event"] == "run_stop"][-1]
     assert stops[-1]["g_sha256"] == uninterrupted["g_sha256"]
-    dest = target.collect(job.run_id, tmp_path / "resumed")
+    dest = collect_run(target, job.run_id, tmp_path / "resumed")
     sched = json.loads((dest / "run.json").read_text())["scheduler"]
     assert sched["segments"] == 2 and sched["job_id"] == first

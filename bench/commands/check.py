@@ -1,0 +1,38 @@
+"""Check every run record under a results tree: the run.json schema, sample time that
+only moves forward, the config hash, the files a record names, plausible units.
+
+Prints one line per problem (`results/<env>/<run_id>: problem`) and exits 1 when there
+is any, 0 when every record is sound. `bench report` runs the same checks and lists the
+problems in the report.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+HELP = "validate a results tree (schema, sample times, config hash, files, units)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "results", type=Path, nargs="?", default=Path("results"), help="results tree (default results/)"
+    )
+    parser.add_argument("--env", dest="envs", action="append", default=[], help="only this environment (repeatable)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from bench.errors import AtlasError
+    from bench.records.read import find_runs
+
+    if not args.results.is_dir():
+        raise AtlasError(f"{args.results} is not a folder (give the results tree that `bench collect` fills)")
+    runs = find_runs(args.results, args.envs or None)
+    problems = 0
+    for run in runs:
+        for problem in run.problems:
+            print(f"{run.path}: {problem}")
+            problems += 1
+    bad = sum(1 for r in runs if r.problems)
+    print(f"{len(runs)} run record(s) checked, {bad} with problems ({problems} problem(s))")
+    return 1 if problems else 0

@@ -1,0 +1,122 @@
+"""Checks of a run record beyond its JSON Schema: what a number downstream relies on.
+
+`load_run` runs them on every record it reads, so `bench check`, `bench compare` and
+`bench report` see the same problems. Each problem is one line naming the file and what
+is wrong; none raises. The checks: files the record names are present, sample time only
+moves forward, the config hash is there for a finished run, values are in plausible
+units (percentages within range, bytes not negative, GPU memory used within its total),
+and times agree with each other.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from bench.records.contract import FINISHED_OK, RUN_JSON, TRAIN_JSONL
+
+# (column suffix, low, high, what it is): the bounds a sample value can physically take.
+# CPU % of the process tree is % of one core, so its bound scales with the cores.
+GPU_BOUNDS = (
+    ("DCGM_FI_DEV_GPU_UTIL", 0.0, 100.0, "GPU utilisation %"),
+    ("DCGM_FI_DEV_MEM_COPY_UTIL", 0.0, 100.0, "GPU memory copy utilisation %"),
+    ("DCGM_FI_DEV_POWER_USAGE", 0.0, 2000.0, "GPU power W"),
+    ("DCGM_FI_DEV_FB_USED", 0.0, None, "GPU memory used MiB"),
+    ("DCGM_FI_DEV_FB_TOTAL", 0.0, None, "GPU memory total MiB"),
+)
+TIME_SLACK_S = 5.0
+
+
+def _num(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value) if np.isfinite(value) else None
+
+
+def _section(meta: dict[str, Any], key: str) -> dict[str, Any]:
+    value = meta.get(key)
+    return value if isinstance(value, dict) else {}
+
+
+def meta_problems(meta: dict[str, Any], run_dir: Path, collected: bool) -> list[str]:
+    """Problems of `run.json` itself: config hash, times, named files, frozen facts."""
+    out: list[str] = []
+    status = _section(meta, "exit").get("status")
+    if status in FINISHED_OK and not meta.get("config_sha256"):
+        out.append(
+            f"{RUN_JSON}: config_sha256 is missing for a finished run (which configuration it trained is unknown)"
+        )
+    start, end = _num(meta.get("start_time")), _num(meta.get("end_time"))
+    if start is not None and end is not None and end < start:
+        out.append(f"{RUN_JSON}: end_time {end} is before start_time {start}")
+    sched = _section(meta, "scheduler")
+    submit, sched_start = _num(sched.get("submit_time")), _num(sched.get("start_time"))
+    if submit is not None and sched_start is not None and sched_start + TIME_SLACK_S < submit:
+        out.append(f"{RUN_JSON}: scheduler.start_time {sched_start} is before submit_time {submit}")
+    named = meta.get("samples_file")
+    if isinstance(named, str) and named and not (run_dir / named).is_file():
+        out.append(f"{RUN_JSON} names samples file {named!r}, which is missing")
+    if status and status != "running" and not (run_dir / TRAIN_JSONL).is_file():
+        out.append(f"{TRAIN_JSONL} is missing (no training log: no time to train or images/s)")
+    if collected and "environment" not in meta:
+        out.append(
+            f"{RUN_JSON} has no 'environment' facts (collected by an older bench): cost and hardware shape unknown"
+        )
+    return out
+
+
+def _out_of_range(values: np.ndarray, low: float | None, high: float | None) -> int:
+    ok = np.isfinite(values)
+    bad = np.zeros(values.shape, dtype=bool)
+    if low is not None:
+        bad |= ok & (values < low)
+    if high is not None:
+        bad |= ok & (values > high)
+    return int(bad.sum())
+
+
+def _col(df: pd.DataFrame, name: str) -> np.ndarray | None:
+    return df[name].to_numpy(dtype=float, na_value=np.nan) if name in df.columns else None
+
+
+def samples_problems(name: str, df: pd.DataFrame, meta: dict[str, Any]) -> list[str]:
+    """Problems of one samples table: time order and span, values out of their units' range."""
+    out: list[str] = []
+    t = df["time"].to_numpy(dtype=float)
+    backwards = int((np.diff(t) < 0).sum())
+    if backwards:
+        out.append(f"{name}: sample time goes backwards {backwards} time(s) (clock stepped, or rows mixed up)")
+    start, end = _num(meta.get("start_time")), _num(meta.get("end_time"))
+    if len(t) and start is not None and t[0] < start - TIME_SLACK_S:
+        out.append(f"{name}: first sample at {t[0]:.3f} is before the run started ({start:.3f})")
+    if len(t) and end is not None and t[-1] > end + TIME_SLACK_S:
+        out.append(f"{name}: last sample at {t[-1]:.3f} is after the run ended ({end:.3f})")
+    hw = _section(meta, "hardware")
+    cores = _num(hw.get("cpu_cores_logical"))
+    bounds: list[tuple[str, float | None, float | None, str]] = [
+        ("host_cpu_percent", 0.0, 100.5, "host CPU %"),
+        ("proc_cpu_percent", 0.0, (100.0 * cores * 1.05 + 5.0) if cores else None, "process CPU % of a core"),
+        ("proc_rss_bytes", 0.0, None, "process memory bytes"),
+        ("host_mem_used_bytes", 0.0, None, "host memory bytes"),
+    ]
+    gpus = sorted({c.split("_", 1)[0] for c in df.columns if c.startswith("gpu") and "_DCGM_" in c})
+    for g in gpus:
+        bounds += [(f"{g}_{suffix}", low, high, f"{g} {what}") for suffix, low, high, what in GPU_BOUNDS]
+    for column, low, high, what in bounds:
+        values = _col(df, column)
+        if values is None:
+            continue
+        bad = _out_of_range(values, low, high)
+        if bad:
+            span = f"{low:g}..{high:g}" if high is not None else f">= {low:g}"
+            out.append(f"{name}: {bad} value(s) of {column} outside {span} ({what}): wrong units?")
+    for g in gpus:
+        used, total = _col(df, f"{g}_DCGM_FI_DEV_FB_USED"), _col(df, f"{g}_DCGM_FI_DEV_FB_TOTAL")
+        if used is not None and total is not None:
+            over = int((np.isfinite(used) & np.isfinite(total) & (used > total * 1.001)).sum())
+            if over:
+                out.append(f"{name}: {over} row(s) where {g} memory used exceeds its total")
+    return out

@@ -1,0 +1,58 @@
+"""The run record's JSON Schema (`run.schema.json`, shipped with the package).
+
+One schema, used by every writer (the recorder, collection's placement) and every
+reader (`load_run`, `bench check`), so a record that one side accepts the other reads.
+Validation never raises: it returns one line per problem, naming the key's path.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+from jsonschema import Draft202012Validator
+
+from bench.records.contract import RUN_JSON, SCHEMA_VERSION
+
+SCHEMA_FILE = "run.schema.json"
+
+
+@lru_cache(maxsize=1)
+def run_schema() -> dict[str, Any]:
+    return json.loads(resources.files("bench.records").joinpath(SCHEMA_FILE).read_text())
+
+
+@lru_cache(maxsize=1)
+def _validator() -> Draft202012Validator:
+    schema = run_schema()
+    Draft202012Validator.check_schema(schema)
+    return Draft202012Validator(schema)
+
+
+def _where(path: Any) -> str:
+    parts = [str(p) for p in path]
+    return ".".join(parts) if parts else "(top level)"
+
+
+def schema_problems(record: Any) -> list[str]:
+    """Every way `record` breaks the schema, one line each; [] when it conforms.
+
+    A record holding nothing but `schema_version` is named as such (an empty record),
+    not as a dozen missing keys.
+    """
+    if not isinstance(record, dict):
+        return [f"{RUN_JSON}: top level is {type(record).__name__}, not an object"]
+    if set(record) <= {"schema_version"}:
+        return [f"{RUN_JSON} is an empty record (no key but schema_version): no run facts at all"]
+    if record.get("schema_version") != SCHEMA_VERSION:
+        return [
+            f"{RUN_JSON} has schema_version {record.get('schema_version')!r}; this bench reads {SCHEMA_VERSION} "
+            "(upgrade bench to read it)"
+        ]
+    out = []
+    for err in sorted(_validator().iter_errors(record), key=lambda e: list(map(str, e.absolute_path))):
+        message = err.message if len(err.message) <= 160 else err.message[:157] + "..."
+        out.append(f"{RUN_JSON}: {_where(err.absolute_path)}: {message}")
+    return out
