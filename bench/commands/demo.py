@@ -71,7 +71,9 @@ def run(args: argparse.Namespace) -> int:
             "`make setup` installs what the `local` environment needs"
         )
     # Exactly the runs made now (another commit may land while a demo runs).
-    res = write_report(args.results, args.out, envs=used, only=collected)
+    # The demo reports exactly the runs it just made, all from this checkout as it is:
+    # uncommitted edits are compared too (the report's header says so).
+    res = write_report(args.results, args.out, envs=used, only=collected, allow_dirty=True)
     print(f"report: {res.readme}")
     print(f"index:  {res.index}")
     return 0

@@ -42,7 +42,7 @@ def test_demo_runs_records_and_reports(tmp_path: Path, capsys: pytest.CaptureFix
     report = next((tmp_path / "reports").glob("*/README.md"))
     assert f"report: {report}" in out
     text = report.read_text()
-    assert "2 run(s) on 1 environment(s): here" in text
+    assert "2 of 2 run(s) compared, on 1 environment(s): here" in text
     assert "| here | " in text and "success" in text
     assert (report.parent / "images_per_s.png").is_file() and (report.parent / "cpu.png").is_file()
     assert "no GPU samples" in text
