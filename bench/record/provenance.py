@@ -77,33 +77,72 @@ def software() -> dict[str, Any]:
     return info
 
 
+# Files that make a folder this project's tree: a sha is only this project's when the
+# repository holding the folder tracks these at the same place.
+PROJECT_MARKERS = ("bench/__init__.py", "workflows/biggan/__main__.py")
+# Generated outputs, committed or not, that say nothing about the code that ran.
+GENERATED = ("reports", "results")
+
+
+def _git(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=10, check=False)
+
+
+def project_root(cwd: Path | None = None) -> Path | None:
+    """The project tree the job runs from: the working folder, else bench's own checkout."""
+    for candidate in (Path(cwd or Path.cwd()), Path(__file__).resolve().parents[2]):
+        if all((candidate / m).is_file() for m in PROJECT_MARKERS):
+            return candidate.resolve()
+    return None
+
+
 def git_info(cwd: Path | None = None) -> dict[str, Any]:
-    """Commit and dirtiness of the code; ATLAS_GIT_SHA wins (images have no .git)."""
-    sha = os.environ.get("ATLAS_GIT_SHA")
+    """Commit and dirtiness of the project's code; ATLAS_GIT_SHA wins (targets pass the
+    commit they deployed; images have no .git).
+
+    `dirty` means the code differs from the commit: changes under reports/ and results/
+    (generated outputs) do not count. A repository that merely encloses the tree (an
+    exported `git archive` unpacked inside another checkout) is not the project's: its
+    sha is refused and `note` says why.
+    """
+    sha = os.environ.get("ATLAS_GIT_SHA") or None
     dirty: bool | None = None
     if os.environ.get("ATLAS_GIT_DIRTY") in ("0", "1"):
         dirty = os.environ["ATLAS_GIT_DIRTY"] == "1"
+    if sha and dirty is not None:
+        return {"sha": sha, "dirty": dirty}
+    root = project_root(cwd)
+    if root is None:
+        return {"sha": sha, "dirty": dirty, "note": "not run from the project's tree: no git facts"}
     try:
+        prefix = _git(root, "rev-parse", "--show-prefix")
+        if prefix.returncode != 0:
+            return {"sha": sha, "dirty": dirty, "note": f"{root.name} is not in a git repository"}
+        tracked = _git(root, "ls-files", "--error-unmatch", "--", *PROJECT_MARKERS)
+        if tracked.returncode != 0:
+            top = _git(root, "rev-parse", "--show-toplevel").stdout.strip()
+            return {
+                "sha": sha,
+                "dirty": dirty,
+                "note": f"the git repository at {top} encloses this tree but does not track it "
+                "(an exported copy?): its commit is not this code's",
+            }
         if not sha:
-            sha = (
-                subprocess.run(
-                    ["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True, timeout=10, check=True
-                ).stdout.strip()
-                or None
-            )
+            sha = _git(root, "rev-parse", "HEAD").stdout.strip() or None
         if dirty is None:
-            out = subprocess.run(
-                ["git", "status", "--porcelain", "--untracked-files=no"],
-                cwd=cwd,
-                capture_output=True,
-                text=True,
-                timeout=10,
-                check=True,
-            ).stdout
-            dirty = bool(out.strip())
+            status = _git(
+                root,
+                "status",
+                "--porcelain",
+                "--untracked-files=no",
+                "--",
+                ".",
+                *(f":(exclude){g}" for g in GENERATED),
+            )
+            dirty = bool(status.stdout.strip()) if status.returncode == 0 else None
     except (OSError, subprocess.SubprocessError):
         pass
-    return {"sha": sha or None, "dirty": dirty}
+    return {"sha": sha, "dirty": dirty}
 
 
 def image_info() -> dict[str, Any]:

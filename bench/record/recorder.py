@@ -36,6 +36,7 @@ from bench.records.contract import (
     samples_name,
 )
 from bench.records.place import write_json_atomic
+from bench.records.schema import schema_problems
 from bench.records.trainlog import read_train_log
 
 FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGUSR1)
@@ -101,8 +102,15 @@ class Recorder:
         self.primary = os.environ.get("SLURM_NODEID", "0") == "0"
 
     def _write_run_json(self) -> None:
-        if self.primary:
-            write_json_atomic(self.run_dir / RUN_JSON, self.record)
+        """Write run.json; a record that breaks the schema is still written (the job's
+        facts are never lost), with each problem listed in `sampler_errors`."""
+        if not self.primary:
+            return
+        for problem in schema_problems(self.record):
+            fault = {"source": "schema", "message": problem}
+            if fault not in self.record.setdefault("sampler_errors", []):
+                self.record["sampler_errors"].append(fault)
+        write_json_atomic(self.run_dir / RUN_JSON, self.record)
 
     def _initial_record(self, gpu: GpuProbe, start: float) -> dict[str, Any]:
         previous: list[dict[str, Any]] = []

@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -80,6 +81,9 @@ class LocalTarget(Target):
             command.insert(command.index("--run-dir"), f"--interval={float(interval)}")
         submit_time = time.time()
         env = dict(os.environ, ATLAS_SUBMIT_TIME=repr(submit_time), ATLAS_RUN_ID=job.run_id, PYTHONUNBUFFERED="1")
+        if re.fullmatch(r"[0-9a-f]{40}", job.commit):
+            env["ATLAS_GIT_SHA"] = job.commit  # the commit submitted; the recorder judges dirtiness
+        env.pop("ATLAS_GIT_DIRTY", None)
         with (run_dir / JOB_LOG).open("wb") as log:
             proc = subprocess.Popen(
                 command,

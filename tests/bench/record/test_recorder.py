@@ -84,7 +84,7 @@ def test_success_writes_complete_record(tmp_path: Path) -> None:
     assert meta["recorder"]["job_cpu_s"] > 0.05 and 0 < meta["recorder"]["cpu_s"]  # the job burned CPU
     files = samples_files(run_dir)
     assert [f.name for f in files] == [meta["samples_file"]]
-    run = load_run(run_dir)
+    run = load_run(run_dir, collected=False)  # not yet placed: no environment facts
     df = next(iter(run.samples.values()))
     assert len(df) >= 3
     assert df["proc_rss_bytes"].max() > 1e6  # a Python process is bigger than 1 MB
@@ -229,7 +229,7 @@ def test_recorder_killed_hard_leaves_readable_record(tmp_path: Path) -> None:
     wait_for(lambda: (run_dir / "got-signal").exists(), timeout=15)
     meta = json.loads((run_dir / "run.json").read_text())
     assert meta["exit"]["status"] == "running" and meta["end_time"] is None
-    run = load_run(run_dir)
+    run = load_run(run_dir, collected=False)
     assert any("still says 'running'" in p for p in run.problems)
     assert run.samples and len(next(iter(run.samples.values()))) >= 3
     assert run.train.of("run_start") and run.train.of("train")
