@@ -33,8 +33,10 @@ def test_catalogue_is_well_formed():
 
 
 def test_figures_of_a_synthetic_run(tmp_path: Path):
-    run = load_run(write_run(tmp_path, RunSpec(env="e", run_id="r", gpus=2, gpu_util=70.0, queue_wait_s=12.0)), "e")
-    m = run_metrics(run, {"model": "cloud", "usd_per_gpu_hour": 1.0})
+    cloud = {"model": "cloud", "usd_per_gpu_hour": 1.0}  # frozen into run.json at collection
+    spec = RunSpec(env="e", run_id="r", gpus=2, gpu_util=70.0, queue_wait_s=12.0, cost=cloud)
+    run = load_run(write_run(tmp_path, spec), "e")
+    m = run_metrics(run)
     assert m.gpus == 2 and abs(m.gpu_util_mean_pct - 70.0) < 2
     assert m.gpu_mem_peak_gb == 12000.0 / 1024 and m.gpu_mem_total_gb == 32.0
     assert m.queue_wait_s == 12.0 and m.wall_s == 60.0
