@@ -66,11 +66,11 @@ def test_ci_ssh_reads_the_new_clusters_host_from_its_inventory(tmp_path: Path):
 
 
 def test_the_new_clusters_facts_reach_the_cost_and_the_login_host(tmp_path: Path):
-    from bench.analysis.cost import env_cost_config
     from bench.envs import load_env
+    from bench.records.place import environment_facts
     from bench.targets import target_for
 
     clusters = new_cluster(tmp_path)
-    assert env_cost_config("othercluster", clusters)["gpus_per_node"] == 8
+    assert environment_facts(load_env("othercluster", clusters))["cost"]["gpus_per_node"] == 8
     target = target_for(load_env("othercluster", clusters))
     assert target.login_host() == "login.other.example.org"

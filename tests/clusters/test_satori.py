@@ -40,9 +40,10 @@ def test_satori_env_holds_the_cluster_facts() -> None:
         "node_life_years": 5,
         "utilisation": 0.9,
     }
-    from bench.analysis.cost import env_cost_config
+    from bench.records.place import environment_facts
 
-    assert env_cost_config("satori")["gpus_per_node"] == 4  # a 1-GPU job pays a quarter node
+    # frozen into run.json at collection: a 1-GPU job pays a quarter node
+    assert environment_facts(env)["cost"]["gpus_per_node"] == 4
 
 
 def test_both_slurm_envs_build_a_slurm_target() -> None:
