@@ -168,3 +168,35 @@ def find_runs(results: Path, envs: list[str] | None = None) -> list[RunData]:
         for run_dir in sorted(p for p in env_dir.iterdir() if p.is_dir() and not p.name.startswith(".")):
             runs.append(load_run(run_dir, env_dir.name))
     return runs
+
+
+LOG_GLOBS = ("job.log", "slurm-*.out")  # the job's stdout+stderr, as each target fetches it
+
+
+def workload_error(run_dir: Path) -> str | None:
+    """The workload's own error line from the job's log, for a failed run's one-line reason.
+
+    The workload prints `biggan: error: ...` for what it refuses; an uncaught exception
+    ends its traceback with `SomeError: ...`. Else the train log's last run_stop.
+    """
+    run_dir = Path(run_dir)
+    lines: list[str] = []
+    for pattern in LOG_GLOBS:
+        for path in sorted(run_dir.glob(pattern)):
+            try:
+                lines += path.read_text(errors="replace").splitlines()
+            except OSError:
+                continue
+    lines = [line.strip() for line in lines if line.strip()]
+    for line in reversed(lines):
+        if line.startswith(("biggan: error:", "bench record:")):
+            return line[:300]
+    for line in reversed(lines):
+        head = line.split(":", 1)[0]
+        if ":" in line and head.replace(".", "").isidentifier() and head.endswith(("Error", "Exception")):
+            return line[:300]
+    stops = read_train_log(run_dir / TRAIN_JSONL).of("run_stop")
+    if stops:
+        last = stops[-1]
+        return f"train.jsonl: run_stop {last.get('status')} at iteration {last.get('iteration')}"
+    return lines[-1][:300] if lines else None

@@ -14,7 +14,7 @@ from typing import TextIO
 from bench.errors import AtlasError
 from bench.record.provenance import git_info
 from bench.records.place import place_run
-from bench.records.read import load_run
+from bench.records.read import load_run, workload_error
 from bench.targets import JobSpec, RunStatus, Target
 from bench.targets.base import new_run_id
 
@@ -83,6 +83,18 @@ def wait(
         time.sleep(poll_s)
 
 
+def check_workload_input(experiment: str, overrides: tuple[str, ...]) -> None:
+    """Resolve the experiment and every --set with the workload's own config code, so bad
+    input is refused here, before anything is submitted or written."""
+    from workflows.biggan.config import resolve
+    from workflows.biggan.errors import WorkloadConfigError
+
+    try:
+        resolve(experiment, list(overrides))
+    except WorkloadConfigError as exc:
+        raise AtlasError(f"{exc} (nothing submitted; `python -m workflows.biggan --list-keys` lists the keys)") from exc
+
+
 def submit_runs(
     target: Target,
     experiment: str,
@@ -93,6 +105,7 @@ def submit_runs(
 ) -> list[RunStatus]:
     """Submit `runs` runs of `commit` and return at once; training goes on without us."""
     out = out or sys.stdout
+    check_workload_input(experiment, overrides)
     if not commit or len(commit) < 7:
         raise AtlasError(f"the commit to run must be a git sha, got {commit!r}")
     submitted = []
@@ -121,6 +134,7 @@ def run_and_collect(
     out = out or sys.stdout
     if runs < 1:
         raise AtlasError(f"--runs must be at least 1, got {runs}")
+    check_workload_input(experiment, overrides)
     commit = current_commit()
     collected: list[Path] = []
     failed: list[str] = []
@@ -128,9 +142,13 @@ def run_and_collect(
     def one_batch(n: int) -> None:
         ids = [st.run_id for st in submit_runs(target, experiment, commit, n, overrides, out)]
         for run_id, st in wait(target, ids, out, timeout_s=timeout_s).items():
+            path = collect_run(target, run_id, results, out)
+            collected.append(path)
             if st.state.value != "completed":
-                failed.append(f"{run_id}: {st.state.value} ({st.detail})")
-            collected.append(collect_run(target, run_id, results, out))
+                failed.append(f"{run_id}: {st.state.value} ({st.detail.splitlines()[0] if st.detail else ''})")
+                reason = workload_error(path)
+                if reason:
+                    failed.append(f"  the workload said: {reason}")
 
     if getattr(target, "runs_share_host", False):
         for _ in range(runs):

@@ -132,3 +132,54 @@ def test_cli_run_status_collect(
     assert f"already collected: {results / 'local' / run_id}" in capsys.readouterr().out
     assert main(["run", "--env", "local", "--experiment", "no-such", "--results", str(results)]) == 1
     assert "failed (failed, exit code 2)" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--experiment", "nosuch"], "nosuch"),
+        (["--experiment", "smoke", "--set", "train.batch_size=-1"], "train.batch_size"),
+        (["--experiment", "smoke", "--set", "train.no_such_key=1"], "no_such_key"),
+    ],
+)
+def test_bad_workload_input_is_refused_before_submitting(
+    args: list[str], needle: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from bench.cli import main
+
+    monkeypatch.setenv("ATLAS_RUNS_DIR", str(tmp_path / "runs"))
+    code = main(["run", "--env", "local", "--results", str(tmp_path / "results"), *args])
+    captured = capsys.readouterr()
+    assert code == 2 and captured.out == ""
+    [line] = captured.err.strip().splitlines()
+    assert line.startswith("bench run: error:") and needle in line and "nothing submitted" in line
+    assert not (tmp_path / "runs").exists() and not (tmp_path / "results").exists()
+    assert main(["run", "--env", "local", "--no-wait", *args]) == 2  # the push-to-deploy path too
+    assert not (tmp_path / "runs").exists()
+
+
+def test_a_failed_run_prints_the_workloads_error_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from bench.cli import main
+
+    monkeypatch.setenv("ATLAS_RUNS_DIR", str(tmp_path / "runs"))
+    missing = tmp_path / "no-such-images"
+    code = main(
+        [
+            "run",
+            "--env",
+            "local",
+            "--experiment",
+            "smoke",
+            "--results",
+            str(tmp_path / "results"),
+            "--set",
+            "data.source=imagefolder",
+            "--set",
+            f"data.path={missing}",
+        ]
+    )
+    out = capsys.readouterr().out
+    assert code == 1
+    assert f"the workload said: biggan: error: data.path '{missing}' is not a directory" in out, out
