@@ -20,6 +20,11 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "scripts" / "local-slurm.sh"
 SLURM_CONF = REPO / ".slurm" / "etc" / "slurm.conf"
+# The tests' own code and run folders on the shared local Slurm (clusters/local-slurm's
+# group_vars read ATLAS_SLURM_WORK): a user's `bench collect --env local-slurm` never
+# sees a test run, and the session removes them all at the end.
+TEST_WORK = REPO / ".slurm" / "test-work"
+RUNS = TEST_WORK / "runs"
 STANDIN = Path(__file__).with_name("standin_workload.py")
 
 
@@ -42,9 +47,31 @@ def local_slurm() -> Iterator[dict[str, str]]:
             if os.geteuid() != 0:
                 pytest.skip(f"cannot start the local Slurm without root: {up.stderr.strip()}")
             pytest.fail(f"scripts/local-slurm.sh up failed:\n{up.stderr}")
-    yield {"SLURM_CONF": str(SLURM_CONF)}
-    if not was_up:
-        _script("down", timeout=120)
+    previous = os.environ.get("ATLAS_SLURM_WORK")
+    os.environ["ATLAS_SLURM_WORK"] = str(TEST_WORK)
+    try:
+        yield {"SLURM_CONF": str(SLURM_CONF), "ATLAS_SLURM_WORK": str(TEST_WORK)}
+    finally:
+        _cancel_test_jobs()
+        shutil.rmtree(TEST_WORK, ignore_errors=True)
+        if previous is None:
+            os.environ.pop("ATLAS_SLURM_WORK", None)
+        else:
+            os.environ["ATLAS_SLURM_WORK"] = previous
+        if not was_up:
+            _script("down", timeout=120)
+
+
+def _cancel_test_jobs() -> None:
+    """scancel every job still queued or running from the tests' run folders."""
+    ids = [
+        line.split("\t", 1)[0]
+        for tsv in RUNS.glob("*/slurm-jobs.tsv")
+        for line in tsv.read_text().splitlines()
+        if line.split("\t", 1)[0].isdigit()
+    ]
+    if ids and shutil.which("scancel"):
+        subprocess.run(["scancel", *ids], env=slurm_env(), capture_output=True, timeout=60, check=False)
 
 
 def slurm_env() -> dict[str, str]:

@@ -23,10 +23,9 @@ from bench.targets import target_for
 from bench.targets.base import JobSpec, RunState, new_run_id
 from bench.targets.runner import collect_run
 from bench.targets.slurm import SlurmTarget, extravars_yaml
-from tests.ansible.local_slurm import REPO, head, local_slurm, slurm_env, standin_repo  # noqa: F401
+from tests.ansible.local_slurm import REPO, RUNS, head, local_slurm, slurm_env, standin_repo  # noqa: F401
 
 pytestmark = [pytest.mark.slurm]
-RUNS = REPO / ".slurm" / "work" / "runs"
 
 
 def make_target(tmp_path: Path, repo: Path, name: str = "local-slurm", **slurm: object) -> SlurmTarget:
@@ -111,6 +110,10 @@ def test_failed_run_is_reported_with_its_log_tail(local_slurm, standin_repo, tmp
     final = target.wait(job.run_id, timeout_s=120, poll_s=1)
     assert final.state is RunState.FAILED
     assert "exit code 3" in final.detail and "standin: failed at iteration 2" in final.detail
+    assert (RUNS / job.run_id).is_dir()  # the tests' own work folder, removed after the session
+    with pytest.MonkeyPatch.context() as mp:  # what a user's `bench collect --env local-slurm` lists
+        mp.delenv("ATLAS_SLURM_WORK")
+        assert job.run_id not in [r.run_id for r in make_target(tmp_path, standin_repo).list_runs()]
     dest = collect_run(target, job.run_id, tmp_path / "failed")
     assert json.loads((dest / "run.json").read_text())["scheduler"]["exit_code"] == 3
 

@@ -16,10 +16,9 @@ from bench.envs import load_env
 from bench.targets.base import JobSpec, RunState, new_run_id
 from bench.targets.runner import collect_run
 from bench.targets.slurm import SlurmTarget
-from tests.ansible.local_slurm import REPO, head, local_slurm, slurm_env  # noqa: F401
+from tests.ansible.local_slurm import REPO, RUNS, head, local_slurm, slurm_env  # noqa: F401
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
-RUNS = REPO / ".slurm" / "work" / "runs"
 
 
 def events(path: Path) -> list[dict]:
