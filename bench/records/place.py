@@ -23,8 +23,13 @@ from typing import Any
 from bench import __version__
 from bench.envs import Environment
 from bench.errors import AtlasError
-from bench.records.contract import RUN_JSON, SCHEMA_VERSION, TRAIN_JSONL, queue_wait_s, samples_files
+from bench.records.contract import RUN_JSON, SCHEMA_VERSION, queue_wait_s
+from bench.records.jobfiles import JobFileRefused, read_bytes, sweep
 from bench.records.schema import schema_problems
+
+# A fetch may return this key beside the scheduler's facts: what it refused to copy.
+SKIPPED = "skipped_files"
+RUN_JSON_MAX_BYTES = 16 << 20
 
 
 def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
@@ -51,6 +56,7 @@ class Placed:
     path: Path
     new: bool  # False: the run was already in the results tree and was left untouched
     problems: tuple[str, ...] = ()  # schema problems of the placed record (it is placed anyway)
+    skipped: tuple[str, ...] = ()  # the job's files not copied (links, devices, FIFOs, oversized), named
 
 
 def environment_facts(env: Environment, now: float | None = None) -> dict[str, Any]:
@@ -103,7 +109,9 @@ def place_run(results: Path, env: Environment, run_id: str, fetch: Callable[[Pat
     hidden folder beside the destination and returns the scheduler's facts. The record
     is then frozen (`freeze`), written, and the folder renamed into place: a reader sees
     the whole record or none, and nothing writes `run.json` after this. A run already
-    there is left untouched (`Placed.new` is False).
+    there is left untouched (`Placed.new` is False). The fetch names what it refused to
+    copy under `SKIPPED`; anything not a regular file that reached the folder anyway is
+    removed (`jobfiles.sweep`) and named too.
     """
     dest = Path(results) / env.name / run_id
     if (dest / RUN_JSON).is_file():
@@ -113,13 +121,14 @@ def place_run(results: Path, env: Environment, run_id: str, fetch: Callable[[Pat
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{run_id}.", dir=dest.parent))
     try:
-        facts = fetch(tmp) or {}
+        facts = dict(fetch(tmp) or {})
+        skipped = tuple(str(s) for s in facts.pop(SKIPPED, None) or ()) + tuple(sweep(tmp))
         path = tmp / RUN_JSON
         if not path.is_file():
             raise AtlasError(f"{env.name}: run {run_id} left no {RUN_JSON}: nothing to collect (see its job log)")
         try:
-            record = json.loads(path.read_text())
-        except (OSError, ValueError, UnicodeDecodeError) as exc:
+            record = json.loads(read_bytes(path, RUN_JSON_MAX_BYTES))
+        except (OSError, ValueError, UnicodeDecodeError, RecursionError, JobFileRefused) as exc:
             raise AtlasError(
                 f"{env.name}: run {run_id}'s {RUN_JSON} is unreadable ({exc}); it stays where it ran"
             ) from exc
@@ -142,11 +151,4 @@ def place_run(results: Path, env: Environment, run_id: str, fetch: Callable[[Pat
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    return Placed(dest, True, problems)
-
-
-def copy_files(src: Path, into: Path, extra_files: tuple[str, ...] = ()) -> None:
-    """Copy the record files of run dir `src` (run.json, train.jsonl, samples, extras)."""
-    for f in [*(Path(src) / n for n in (RUN_JSON, TRAIN_JSONL, *extra_files)), *samples_files(Path(src))]:
-        if f.is_file():
-            shutil.copy2(f, Path(into) / f.name)
+    return Placed(dest, True, problems, skipped)

@@ -24,7 +24,8 @@ from typing import Any, ClassVar
 from bench.envs import REPO_ROOT
 from bench.errors import AtlasError, ConfigError
 from bench.records.contract import EXIT_RUNNING, EXIT_WORDS, RUN_JSON
-from bench.records.place import copy_files
+from bench.records.jobfiles import copy_record, read_json, write_bytes
+from bench.records.place import SKIPPED
 from bench.targets import register
 from bench.targets.base import JobSpec, RunState, RunStatus, Target
 
@@ -234,8 +235,11 @@ class ContainerTarget(Target):
         if run_dir.exists():
             raise AtlasError(f"run {job.run_id} already exists in {run_dir}; pick a new run id")
         run_dir.mkdir(parents=True)
-        # The container's UID is not ours: group 0 (root's) or everyone must be able to write.
-        os.chmod(run_dir, 0o775 if os.geteuid() == 0 else 0o777)
+        # The container runs as an arbitrary UID with group 0, as on OpenShift. Group 0 is
+        # root's group under root podman and this user's own group under rootless podman
+        # (its user namespace maps the container's 0 to us): so the folder is ours, group
+        # writable (setgid keeps the group on new files), and closed to everyone else.
+        os.chmod(run_dir, 0o2770)
         inspect = json.loads(self._podman("image", "inspect", self.image).stdout)[0]
         digest = inspect.get("Digest") or f"sha256:{inspect.get('Id', '')}"
         labels = inspect.get("Labels") or {}
@@ -243,7 +247,8 @@ class ContainerTarget(Target):
         command = self.run_command(job, run_dir, digest, commit, str(labels.get("atlas.dirty", "")))
         submit_time = time.time()
         container_id = self._podman(*command).stdout.strip()
-        (run_dir / SUBMIT_JSON).write_text(
+        write_bytes(
+            run_dir / SUBMIT_JSON,
             json.dumps(
                 {
                     "run_id": job.run_id,
@@ -259,8 +264,8 @@ class ContainerTarget(Target):
                 },
                 indent=2,
             )
-            + "\n"
-        )
+            + "\n",
+        ).encode()
         detail = "container started"
         if job.commit and commit and not commit.startswith(job.commit) and not job.commit.startswith(commit):
             detail += f"; the image holds commit {commit[:12]}, not {job.commit[:12]}: rebuild it with `make image`"
@@ -274,9 +279,10 @@ class ContainerTarget(Target):
 
     def _submit_info(self, run_id: str) -> dict[str, Any]:
         try:
-            return json.loads((self.runs_dir / run_id / SUBMIT_JSON).read_text())
+            info = read_json(self.runs_dir / run_id / SUBMIT_JSON)
         except (OSError, ValueError):
             return {}
+        return info if isinstance(info, dict) else {}
 
     def status(self, run_id: str) -> RunStatus:
         run_dir = self.runs_dir / run_id
@@ -312,7 +318,7 @@ class ContainerTarget(Target):
             )
         # The container is gone (removed after collect, or by hand): the record decides.
         try:
-            record = json.loads((run_dir / RUN_JSON).read_text())
+            record = read_json(run_dir / RUN_JSON)
         except (OSError, ValueError):
             return RunStatus(
                 run_id,
@@ -321,7 +327,7 @@ class ContainerTarget(Target):
                 job_id,
                 commit,
             )
-        exit_info = record.get("exit") or {}
+        exit_info = record.get("exit") if isinstance(record, dict) and isinstance(record.get("exit"), dict) else {}
         if exit_info.get("status") == EXIT_RUNNING:
             return RunStatus(run_id, RunState.FAILED, "the container is gone but run.json says running", job_id, commit)
         if cancelled:
@@ -344,12 +350,22 @@ class ContainerTarget(Target):
         return [r for r in runs if not commit or (r.commit or "").startswith(commit)]
 
     def fetch(self, run_id: str, into: Path) -> dict[str, Any]:
-        """Copy the record and the container's log, return podman's times, remove the container."""
+        """Copy the record and the container's log, return podman's times, remove the container.
+
+        The container could write its run folder, so nothing of ours is written there:
+        podman's log goes straight into `into` (our fresh folder), and the record files
+        are copied without following links (`jobfiles.copy_record`).
+        """
         self.require_finished(self.status(run_id))
         src = self.runs_dir / run_id
         state = self._inspect(run_id)
+        skipped = copy_record(src, into)
+        if not (Path(into) / RUN_JSON).is_file():
+            name = self.container_name(run_id)
+            raise AtlasError(f"run {run_id} left no {RUN_JSON} in {src}; see `podman logs {name}`")
         if state is not None:
-            with (src / JOB_LOG).open("wb") as log:  # the job's stdout and stderr, interleaved
+            fd = os.open(Path(into) / JOB_LOG, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+            with os.fdopen(fd, "wb") as log:  # the job's stdout and stderr, interleaved
                 subprocess.run(
                     [self.podman, "logs", self.container_name(run_id)],
                     stdout=log,
@@ -357,19 +373,16 @@ class ContainerTarget(Target):
                     timeout=120,
                     check=False,
                 )
-        if not (src / RUN_JSON).is_file():
-            raise AtlasError(f"run {run_id} left no {RUN_JSON} in {src}; see {src / JOB_LOG}")
         info = self._submit_info(run_id)
         sched: dict[str, Any] = {
             "kind": "container",
             "job_id": (info.get("container") or "")[:12] or None,
             "submit_time": info.get("submit_time"),
+            SKIPPED: skipped,
         }
         if state is not None:
             sched["start_time"] = podman_time(state.get("State", {}).get("StartedAt"))
             sched["end_time"] = podman_time(state.get("State", {}).get("FinishedAt"))
-        copy_files(src, into, extra_files=(JOB_LOG,))
-        if state is not None:
             self._podman("rm", "--force", self.container_name(run_id), check=False)
         return sched
 
@@ -378,6 +391,6 @@ class ContainerTarget(Target):
         run_dir = self.runs_dir / run_id
         if not run_dir.is_dir():
             raise AtlasError(f"no run {run_id!r} in environment {self.env.name}")
-        (run_dir / CANCELLED).write_text(f"{time.time()}\n")
+        write_bytes(run_dir / CANCELLED, f"{time.time()}\n".encode())
         if self._inspect(run_id) is not None:
             self._podman("stop", "--time", "120", self.container_name(run_id), check=False, timeout=180)

@@ -19,6 +19,7 @@ from typing import Any
 import yaml
 
 from bench.errors import AtlasError
+from bench.records.jobfiles import tar_members
 from bench.targets.kube_status import COMPONENT, LABEL_RUN
 
 
@@ -126,7 +127,8 @@ class RecordCopier:
                     code = 1
         return digest, bytes(err), code
 
-    def _copy_out(self, pod: str, run_id: str, dest: Path) -> None:
+    def _copy_out(self, pod: str, run_id: str, dest: Path) -> list[str]:
+        """Unpack the run's tar into `dest`: its regular files only (jobfiles.tar_members); returns what was skipped."""
         from kubernetes.stream import stream
 
         command = ["sh", "-c", self.TAR_SCRIPT, "collect", self.env.settings["results_mount"], run_id]
@@ -162,11 +164,12 @@ class RecordCopier:
                     f"(sha256 {digest.hexdigest()[:12]} != {expected[:12] or 'none'}); collect again"
                 )
             out = Path(tmp) / "out"
-            with tarfile.open(tar_path) as tar:
-                names = tar.getnames()
-                if not names or any(n != run_id and not n.startswith(run_id + "/") for n in names):
-                    raise AtlasError(f"{self.env.name}: unexpected paths in the record tar of {run_id}")
-                tar.extractall(out, filter="data")
+            try:
+                with tarfile.open(tar_path) as tar:
+                    members, skipped = tar_members(tar, run_id)
+                    tar.extractall(out, members=members, filter="data")
+            except (tarfile.TarError, ValueError) as exc:
+                raise AtlasError(f"{self.env.name}: the record tar of {run_id} is refused: {exc}") from None
             if not (out / run_id / "run.json").is_file():
                 raise AtlasError(
                     f"{self.env.name}: run {run_id} has no run.json on the results volume "
@@ -175,3 +178,4 @@ class RecordCopier:
             dest.mkdir(parents=True, exist_ok=True)
             for f in (out / run_id).iterdir():
                 os.replace(f, dest / f.name)
+        return skipped

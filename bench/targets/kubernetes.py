@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from bench.errors import AtlasError, ConfigError
+from bench.records.place import SKIPPED
 from bench.targets import register
 from bench.targets.base import JobSpec, RunState, RunStatus, Target
 from bench.targets.kube_copy import RecordCopier
@@ -333,7 +334,7 @@ class KubernetesTarget(JobStatusReader, RecordCopier, Target):
         )
         try:
             self._wait_running(pod_name)
-            self._copy_out(pod_name, run_id, dest)
+            skipped = self._copy_out(pod_name, run_id, dest)
         finally:
             from kubernetes.client.exceptions import ApiException
 
@@ -341,4 +342,5 @@ class KubernetesTarget(JobStatusReader, RecordCopier, Target):
                 core.delete_namespaced_pod(pod_name, self.namespace, grace_period_seconds=0)
             except (ApiException, OSError):
                 pass  # it deletes itself at activeDeadlineSeconds
-        return self.scheduler_times(job, pods) if job is not None else {}
+        facts = self.scheduler_times(job, pods) if job is not None else {}
+        return {**facts, SKIPPED: skipped}

@@ -24,7 +24,8 @@ from typing import Any, ClassVar
 from bench.envs import REPO_ROOT
 from bench.errors import AtlasError, ConfigError
 from bench.records.contract import EXIT_RUNNING, FINISHED_OK, RUN_JSON, STATUS_PREEMPTED, TRAIN_JSONL
-from bench.records.place import copy_files
+from bench.records.jobfiles import copy_record, read_json, write_bytes
+from bench.records.place import SKIPPED
 from bench.targets import register
 from bench.targets.base import JobSpec, RunState, RunStatus, Target, recorded_command
 
@@ -32,6 +33,14 @@ SUBMIT_JSON = "submit.json"  # written by submit(): pid, times, commit, command
 CANCELLED = "cancelled"  # marker file written by cancel()
 JOB_LOG = "job.log"  # the job's stdout + stderr
 LOCAL_KEYS = {"kind", "description", "local", "hardware", "cost", "runs_dir", "interval_s"}
+
+
+def valid_pid(value: Any) -> int | None:
+    """`value` as a process id we may signal, or None: never 0, 1 or negative (os.kill(-1)
+    signals every process of the user; 0 our own group; 1 is init), never a bool or a text."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 < value < 2**22:
+        return None
+    return value
 
 
 @register("local")
@@ -95,7 +104,8 @@ class LocalTarget(Target):
                 start_new_session=True,
             )
         self._children[proc.pid] = proc
-        (run_dir / SUBMIT_JSON).write_text(
+        write_bytes(
+            run_dir / SUBMIT_JSON,
             json.dumps(
                 {
                     "run_id": job.run_id,
@@ -108,18 +118,24 @@ class LocalTarget(Target):
                 },
                 indent=2,
             )
-            + "\n"
-        )
+            + "\n",
+        ).encode()
         return RunStatus(job.run_id, RunState.PENDING, "started", str(proc.pid), job.commit)
 
     def _submit_info(self, run_dir: Path) -> dict[str, Any]:
         try:
-            return json.loads((run_dir / SUBMIT_JSON).read_text())
+            info = read_json(run_dir / SUBMIT_JSON)
         except (OSError, ValueError):
             return {}
+        if not isinstance(info, dict):
+            return {}
+        if "pid" in info and valid_pid(info["pid"]) is None:
+            info["problem"] = f"{SUBMIT_JSON} pid {str(info['pid'])[:40]!r} is not a process id (an integer > 1)"
+            info["pid"] = None
+        return info
 
     def _alive(self, pid: int | None) -> bool:
-        if not pid:
+        if valid_pid(pid) is None:
             return False
         child = self._children.get(pid)
         if child is not None:
@@ -168,21 +184,24 @@ class LocalTarget(Target):
         commit = info.get("commit")
         job_id = str(pid) if pid else None
         try:
-            record = json.loads((run_dir / RUN_JSON).read_text())
+            record = read_json(run_dir / RUN_JSON)
         except (OSError, ValueError):
+            record = None
+        if not isinstance(record, dict):
             record = None
         cancelled = (run_dir / CANCELLED).exists()
         if record is None:
             if alive:
                 return RunStatus(run_id, RunState.PENDING, "starting", job_id, commit)
+            why = f"{info['problem']}; " if info.get("problem") else ""
             return RunStatus(
                 run_id,
                 RunState.CANCELLED if cancelled else RunState.FAILED,
-                f"the job ended without writing {RUN_JSON}; see {run_dir / JOB_LOG}",
+                f"{why}the job ended without writing {RUN_JSON}; see {run_dir / JOB_LOG}",
                 job_id,
                 commit,
             )
-        exit_info = record.get("exit") or {}
+        exit_info = record.get("exit") if isinstance(record.get("exit"), dict) else {}
         state = exit_info.get("status")
         if state == EXIT_RUNNING:
             if alive:
@@ -222,18 +241,23 @@ class LocalTarget(Target):
         """Copy the record (run.json, samples, train.jsonl, job.log); the submit time is ours."""
         self.require_finished(self.status(run_id))
         run_dir = self.runs_dir / run_id
-        copy_files(run_dir, into, extra_files=(JOB_LOG,))
+        skipped = copy_record(run_dir, into, extra_files=(JOB_LOG,))
         info = self._submit_info(run_dir)
         pid = info.get("pid")
-        return {"kind": "local", "job_id": str(pid) if pid else None, "submit_time": info.get("submit_time")}
+        return {
+            "kind": "local",
+            "job_id": str(pid) if pid else None,
+            "submit_time": info.get("submit_time"),
+            SKIPPED: skipped,
+        }
 
     def cancel(self, run_id: str) -> None:
         """SIGTERM to the recorder, which forwards it: the workload checkpoints and exits 75."""
         run_dir = self.runs_dir / run_id
         info = self._submit_info(run_dir)
-        pid = info.get("pid")
-        (run_dir / CANCELLED).write_text(f"{time.time()}\n")
-        if pid and self._alive(pid):
+        pid = valid_pid(info.get("pid"))
+        write_bytes(run_dir / CANCELLED, f"{time.time()}\n".encode())
+        if pid is not None and self._alive(pid):
             try:
                 os.kill(pid, signal.SIGTERM)
             except ProcessLookupError:

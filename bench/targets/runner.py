@@ -38,6 +38,8 @@ def collect_run(target: Target, run_id: str, results: Path, out: TextIO | None =
         print(f"already collected: {placed.path} (left as it is: collected records never change)", file=out)
         return placed.path
     print(f"collected: {placed.path}", file=out)
+    for skipped in placed.skipped:
+        print(f"  warning: {run_id}: {skipped}", file=out)
     for problem in load_run(placed.path, target.env.name).problems:
         print(f"  warning: {run_id}: {problem}", file=out)
     return placed.path
