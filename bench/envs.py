@@ -13,6 +13,7 @@ from typing import Any
 import yaml
 
 from bench.errors import ConfigError
+from bench.names import check_name
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CLUSTERS_DIR = REPO_ROOT / "clusters"
@@ -37,6 +38,7 @@ def known_envs(clusters_dir: Path = CLUSTERS_DIR) -> list[str]:
 
 def load_env(name: str, clusters_dir: Path = CLUSTERS_DIR) -> Environment:
     """Read and minimally check one env; kind-specific checks belong to its target."""
+    check_name(name, "environment")  # before any path is made of it: `../clusters/local` never resolves
     folder = clusters_dir / name
     path = folder / "env.yaml"
     if not path.is_file():

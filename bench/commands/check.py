@@ -11,6 +11,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from bench.names import arg_type
+
 HELP = "validate a results tree (schema, sample times, config hash, files, units)"
 
 
@@ -18,7 +20,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "results", type=Path, nargs="?", default=Path("results"), help="results tree (default results/)"
     )
-    parser.add_argument("--env", dest="envs", action="append", default=[], help="only this environment (repeatable)")
+    parser.add_argument(
+        "--env",
+        type=arg_type("environment"),
+        dest="envs",
+        action="append",
+        default=[],
+        help="only this environment (repeatable)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:

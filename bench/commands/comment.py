@@ -16,6 +16,7 @@ import os
 from pathlib import Path
 
 from bench.errors import AtlasError, ConfigError
+from bench.names import arg_type
 
 HELP = "create or update the pull request's benchmark comment (GITHUB_TOKEN)"
 
@@ -46,6 +47,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--base", metavar="SHA", help="the merge-base commit (with --results)")
     p.add_argument(
         "--env",
+        type=arg_type("environment"),
         dest="envs",
         action="append",
         default=[],

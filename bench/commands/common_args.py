@@ -8,6 +8,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from bench.names import arg_type
+
 
 def add_results(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--results", type=Path, default=Path("results"), help="results tree (default results/)")
@@ -18,13 +20,16 @@ def add_reports(parser: argparse.ArgumentParser, dest: str = "reports", flag: st
 
 
 def add_envs(parser: argparse.ArgumentParser, help: str = "only this environment (repeatable; default: all)") -> None:
-    parser.add_argument("--env", dest="envs", action="append", default=[], metavar="ENV", help=help)
+    parser.add_argument(
+        "--env", type=arg_type("environment"), dest="envs", action="append", default=[], metavar="ENV", help=help
+    )
 
 
 def add_experiment(parser: argparse.ArgumentParser, default: str | None = "smoke") -> None:
     required = default is None
     parser.add_argument(
         "--experiment",
+        type=arg_type("experiment"),
         required=required,
         default=default,
         help="workload preset (workflows/biggan/experiments/NAME.yaml)" + ("" if required else f"; default {default}"),
@@ -62,7 +67,10 @@ def add_selection(parser: argparse.ArgumentParser) -> None:
     add_envs(parser, "only this environment (repeatable; default: all in the results)")
     parser.add_argument("--commit", default=None, help="only runs of this commit (default: the newest run's)")
     parser.add_argument(
-        "--baseline", default=None, help="environment the others are compared with (default: first by name)"
+        "--baseline",
+        type=arg_type("environment"),
+        default=None,
+        help="environment the others are compared with (default: first by name)",
     )
     parser.add_argument(
         "--allow-different",
@@ -78,8 +86,14 @@ def add_selection(parser: argparse.ArgumentParser) -> None:
 
 def add_run_selection(parser: argparse.ArgumentParser) -> None:
     """The runs one environment knows of; `bench status` and `bench collect` take the same."""
-    parser.add_argument("--env", required=True, help="environment (clusters/<env>/)")
+    parser.add_argument("--env", type=arg_type("environment"), required=True, help="environment (clusters/<env>/)")
     parser.add_argument(
-        "--run", dest="run_ids", action="append", default=[], metavar="RUN_ID", help="only this run (repeatable)"
+        "--run",
+        type=arg_type("run id"),
+        dest="run_ids",
+        action="append",
+        default=[],
+        metavar="RUN_ID",
+        help="only this run (repeatable)",
     )
     parser.add_argument("--commit", default=None, help="only runs of this commit (prefix)")

@@ -7,16 +7,24 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from bench.names import arg_type
+
 HELP = "everything below, on the local environments"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--experiment", default="smoke", help="workload preset (default smoke: seconds on 2 cores)")
+    parser.add_argument(
+        "--experiment",
+        type=arg_type("experiment"),
+        default="smoke",
+        help="workload preset (default smoke: seconds on 2 cores)",
+    )
     parser.add_argument("--runs", type=int, default=3, help="runs per environment (default 3: enough for the tests)")
     parser.add_argument("--results", type=Path, default=Path("results"), help="results tree (default results/)")
     parser.add_argument("--out", type=Path, default=Path("reports"), help="reports folder (default reports/)")
     parser.add_argument(
         "--env",
+        type=arg_type("environment"),
         dest="envs",
         action="append",
         default=[],

@@ -17,13 +17,19 @@ import time
 from pathlib import Path
 
 from bench.commands.common_args import add_experiment, add_overrides
+from bench.names import arg_type
 
 HELP = "install the git hook: `git push` to a bare repo runs, reports and publishes"
 
 
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument(
-        "--env", dest="envs", action="append", metavar="NAME", help="environment to run, repeatable (default: local)"
+        "--env",
+        type=arg_type("environment"),
+        dest="envs",
+        action="append",
+        metavar="NAME",
+        help="environment to run, repeatable (default: local)",
     )
     add_experiment(p)
     p.add_argument("--branch", default="main", help="branch whose pushes run (default: main)")

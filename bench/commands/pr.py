@@ -9,6 +9,7 @@ import argparse
 from pathlib import Path
 
 from bench.commands.common_args import add_experiment, add_overrides, add_report_url, add_results, add_thresholds
+from bench.names import arg_type
 
 HELP = "run a PR's head and merge-base here and write its comment (CI)"
 
@@ -26,6 +27,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--env",
+        type=arg_type("environment"),
         dest="envs",
         action="append",
         metavar="NAME",

@@ -10,16 +10,25 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from bench.names import arg_type
+
 HELP = "wrap a command and write its run record (runs inside the job)"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--run-dir", required=True, type=Path, help="the run's directory (created if missing)")
-    parser.add_argument("--env", required=True, help="environment name written into run.json")
+    parser.add_argument(
+        "--env", type=arg_type("environment"), required=True, help="environment name written into run.json"
+    )
     parser.add_argument(
         "--interval", type=float, default=1.0, metavar="SECONDS", help="sampling interval (default 1 s)"
     )
-    parser.add_argument("--run-id", default=None, help="run id (default: $ATLAS_RUN_ID, else the run directory's name)")
+    parser.add_argument(
+        "--run-id",
+        type=arg_type("run id"),
+        default=None,
+        help="run id (default: $ATLAS_RUN_ID, else the run directory's name)",
+    )
     parser.add_argument(
         "cmd", nargs=argparse.REMAINDER, metavar="-- COMMAND ...", help="the command to run, after `--`"
     )

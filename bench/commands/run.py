@@ -10,12 +10,21 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from bench.names import arg_type
+
 HELP = "submit to an environment, wait, collect"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--env", required=True, help="environment: a folder clusters/<env>/ with env.yaml")
-    parser.add_argument("--experiment", required=True, help="workload preset (workflows/biggan/experiments/NAME.yaml)")
+    parser.add_argument(
+        "--env", type=arg_type("environment"), required=True, help="environment: a folder clusters/<env>/ with env.yaml"
+    )
+    parser.add_argument(
+        "--experiment",
+        type=arg_type("experiment"),
+        required=True,
+        help="workload preset (workflows/biggan/experiments/NAME.yaml)",
+    )
     parser.add_argument("--runs", type=int, default=1, help="how many runs (default 1)")
     parser.add_argument("--results", type=Path, default=Path("results"), help="results tree (default results/)")
     parser.add_argument(

@@ -6,6 +6,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from bench.names import arg_type
+
 HELP = "check env folders and experiment files"
 
 
@@ -16,6 +18,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--clusters", type=Path, default=None, help="clusters folder (default: the repository's)")
     parser.add_argument(
         "--experiment",
+        type=arg_type("experiment"),
         dest="experiments",
         action="append",
         default=[],

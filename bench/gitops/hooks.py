@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -43,6 +44,15 @@ class HookSettings:
     foreground: bool = False
     overrides: tuple[str, ...] = ()
 
+    def __post_init__(self) -> None:
+        from bench.names import check_name
+
+        for env in self.envs:
+            check_name(env, "environment")
+        check_name(self.experiment, "experiment")
+        if not re.fullmatch(r"[A-Za-z0-9._/-]{1,200}", self.branch) or ".." in self.branch:
+            raise ConfigError(f"branch {self.branch[:80]!r} is not a plain branch name")
+
 
 def _is_bare(repo: Path) -> bool:
     proc = subprocess.run(["git", "rev-parse", "--is-bare-repository"], cwd=repo, capture_output=True, text=True)
@@ -69,6 +79,7 @@ def hook_script(bare: Path, settings: HookSettings, python: str = sys.executable
         args += ["--set", item]
     cmd = " ".join(shlex.quote(a) for a in [python, *args])
     log_dir = shlex.quote(str(bare / LOG_DIR))
+    what = shlex.quote(f"atlas: running {settings.experiment} on {', '.join(settings.envs)} for")
     if settings.foreground:
         run = f'{cmd} --old "$old" --new "$new" --ref "$ref" --pushed-at "$pushed_at"'
     else:
@@ -76,8 +87,8 @@ def hook_script(bare: Path, settings: HookSettings, python: str = sys.executable
             f'mkdir -p {log_dir}; log={log_dir}/"$new".log\n'
             f'    nohup {cmd} --old "$old" --new "$new" --ref "$ref" --pushed-at "$pushed_at" '
             f'>"$log" 2>&1 </dev/null &\n'
-            f'    echo "atlas: running {settings.experiment} on {", ".join(settings.envs)} for $new '
-            f'in the background; log: $log"'
+            f"    echo {what} "
+            f'"$new in the background; log: $log"'
         )
     return f"""#!/bin/sh
 {HOOK_MARKER} (written by `bench hooks install`; edit with that command, not by hand)

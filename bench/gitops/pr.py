@@ -15,6 +15,7 @@ from typing import TextIO
 
 from bench.errors import AtlasError, ConfigError
 from bench.gitops.checkout import DEFAULT_ENVS, checkout_at, git, run_envs
+from bench.names import check_name
 
 LABEL_PREFIX = "bench:"
 PR_JSON = "pr.json"
@@ -30,6 +31,8 @@ def envs_from_labels(labels_json: str, default: tuple[str, ...] = DEFAULT_ENVS) 
     if not isinstance(labels, list):
         raise ConfigError("--labels-json: expected a JSON list of label names")
     envs = [str(x)[len(LABEL_PREFIX) :].strip() for x in labels if str(x).startswith(LABEL_PREFIX)]
+    for env in envs:
+        check_name(env, f"label {LABEL_PREFIX}{env[:60]}: environment")
     return tuple(dict.fromkeys(e for e in envs if e)) or default
 
 

@@ -40,6 +40,12 @@ class JobSpec:
     commit: str
     overrides: tuple[str, ...] = ()  # KEY=VALUE, passed to the workload's --set
 
+    def __post_init__(self) -> None:
+        from bench.names import check_name
+
+        check_name(self.run_id, "run id")  # a folder, a label and a container name on every target
+        check_name(self.experiment, "experiment")
+
 
 @dataclass
 class RunStatus:

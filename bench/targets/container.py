@@ -249,23 +249,25 @@ class ContainerTarget(Target):
         container_id = self._podman(*command).stdout.strip()
         write_bytes(
             run_dir / SUBMIT_JSON,
-            json.dumps(
-                {
-                    "run_id": job.run_id,
-                    "container": container_id,
-                    "name": self.container_name(job.run_id),
-                    "submit_time": submit_time,
-                    "commit": job.commit,
-                    "experiment": job.experiment,
-                    "overrides": list(job.overrides),
-                    "image": self.image,
-                    "digest": digest,
-                    "command": [self.podman, *command],
-                },
-                indent=2,
-            )
-            + "\n",
-        ).encode()
+            (
+                json.dumps(
+                    {
+                        "run_id": job.run_id,
+                        "container": container_id,
+                        "name": self.container_name(job.run_id),
+                        "submit_time": submit_time,
+                        "commit": job.commit,
+                        "experiment": job.experiment,
+                        "overrides": list(job.overrides),
+                        "image": self.image,
+                        "digest": digest,
+                        "command": [self.podman, *command],
+                    },
+                    indent=2,
+                )
+                + "\n"
+            ).encode(),
+        )
         detail = "container started"
         if job.commit and commit and not commit.startswith(job.commit) and not job.commit.startswith(commit):
             detail += f"; the image holds commit {commit[:12]}, not {job.commit[:12]}: rebuild it with `make image`"

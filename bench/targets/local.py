@@ -106,20 +106,22 @@ class LocalTarget(Target):
         self._children[proc.pid] = proc
         write_bytes(
             run_dir / SUBMIT_JSON,
-            json.dumps(
-                {
-                    "run_id": job.run_id,
-                    "pid": proc.pid,
-                    "submit_time": submit_time,
-                    "commit": job.commit,
-                    "experiment": job.experiment,
-                    "overrides": list(job.overrides),
-                    "command": command,
-                },
-                indent=2,
-            )
-            + "\n",
-        ).encode()
+            (
+                json.dumps(
+                    {
+                        "run_id": job.run_id,
+                        "pid": proc.pid,
+                        "submit_time": submit_time,
+                        "commit": job.commit,
+                        "experiment": job.experiment,
+                        "overrides": list(job.overrides),
+                        "command": command,
+                    },
+                    indent=2,
+                )
+                + "\n"
+            ).encode(),
+        )
         return RunStatus(job.run_id, RunState.PENDING, "started", str(proc.pid), job.commit)
 
     def _submit_info(self, run_dir: Path) -> dict[str, Any]:
