@@ -1,8 +1,9 @@
 """`bench validate`'s checks: every env folder and every experiment file.
 
 Each problem is one line naming the file, the key and the fix, so a CI log says exactly
-what is wrong. Keys shared by all kinds are checked here; kind-specific keys by the
-target's own `check_settings()`.
+what is wrong. First each kind's schema (bench.envschema: an allow-list of keys, no
+`ansible_*` key anywhere), then the values of keys shared by all kinds, then the
+target's own `check_settings()`. `bench run` runs the same checks before it submits.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import Any
 
 from bench.analysis.cost import check_cost
 from bench.envs import CLUSTERS_DIR, load_env
+from bench.envschema import settings_problems
 from bench.errors import AtlasError
 
 COMMON_KEYS = ("kind", "description", "local", "hardware", "cost", "ci")
@@ -72,11 +74,14 @@ def check_env(name: str, clusters_dir: Path = CLUSTERS_DIR) -> list[str]:
         env = load_env(name, clusters_dir)
     except AtlasError as exc:
         return [str(exc)]
-    errors = check_common(env.settings, where)
     try:
         cls = target_class(env.kind)
     except AtlasError as exc:
-        return errors + [f"{where}: kind: {exc}"]
+        return check_common(env.settings, where) + [f"{where}: kind: {exc}"]
+    errors = [f"{where}: {p}" for p in settings_problems(env.settings, env.kind)]
+    if errors:  # unknown or dangerous keys: the target never sees these settings
+        return errors
+    errors = check_common(env.settings, where)
     try:
         cls(env).check_files()  # the constructor runs check_settings()
     except AtlasError as exc:

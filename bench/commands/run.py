@@ -53,11 +53,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def check_before_running(env: str, experiment: str) -> None:
+    """`bench validate ENV --experiment NAME`'s checks: nothing is submitted on a bad folder or preset."""
+    from bench.envcheck import check_env, check_experiments
+    from bench.errors import ConfigError
+
+    problems = check_env(env)
+    if not problems:
+        problems = check_experiments([experiment])[1]
+    if problems:
+        raise ConfigError("; ".join(problems) + f" (fix it, then check with `bench validate {env}`)")
+
+
 def run(args: argparse.Namespace) -> int:
     from bench.errors import AtlasError
     from bench.targets import target_for
     from bench.targets.runner import run_and_collect
 
+    check_before_running(args.env, args.experiment)
     target = target_for(args.env)
     reason = target.available()
     if reason:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from bench.envs import Environment
-from bench.errors import AtlasError
+from bench.errors import AtlasError, ConfigError
 
 
 class RunState(str, enum.Enum):
@@ -71,6 +71,11 @@ class Target(ABC):
     ci_setup: ClassVar[str] = ""
 
     def __init__(self, env: Environment) -> None:
+        from bench.envschema import settings_problems
+
+        problems = settings_problems(env.settings, env.kind)  # the kind's allow-list, no ansible_* key
+        if problems:
+            raise ConfigError(f"{env.folder / 'env.yaml'}: " + "; ".join(problems))
         self.env = env
         self.check_settings()
 

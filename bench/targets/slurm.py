@@ -185,12 +185,25 @@ class SlurmTarget(Target):
         return None
 
     # -- Ansible -------------------------------------------------------------------
+    def ansible_variables(self) -> dict[str, Any]:
+        """The env.yaml settings the playbooks read, each under an `atlas_` name.
+
+        Only these reach Ansible (as extra vars, the highest precedence): a key of env.yaml
+        can never set one of Ansible's own variables (`ansible_ssh_common_args`, ...).
+        """
+        return {
+            "atlas_env_name": self.env.name,
+            "atlas_env_slurm": dict(self.env.get("slurm") or {}),
+            "atlas_env_runtime": dict(self.env.get("runtime") or {}),
+            "atlas_data_path": str(self.env.get("data_path") or ""),
+        }
+
     def _run(self, playbook: str, extravars: dict[str, Any], timeout_s: int = 600) -> dict[str, Any]:
         """Run one playbook; return its set_stats data, or raise AtlasError naming the failed task."""
         import ansible_runner
 
-        variables = {k: v for k, v in self.env.settings.items() if k not in ("local",)}
-        variables.update(atlas_env_name=self.env.name, **extravars)
+        variables = self.ansible_variables()
+        variables.update(extravars)
         bin_dir = str(Path(sys.executable).parent)
         envvars = {
             **user_env(),
