@@ -3,8 +3,11 @@
 The comment's content is written by `bench.render.comment`; this module only posts it.
 
 Through github3.py: the first run creates the comment, later runs edit the same one, so a
-PR never collects a pile of stale benchmark comments. Every API failure becomes an
-AtlasError that says what to do; the token is never part of a message.
+PR never collects a pile of stale benchmark comments. The comment edited is one that
+carries the marker AND was written by the token's own account (`GET /user`): anyone can
+paste the marker into a comment on a public PR, and such a comment is left alone. Every
+API failure becomes an AtlasError that says what to do; the token is never part of a
+message.
 """
 
 from __future__ import annotations
@@ -20,6 +23,10 @@ from github3 import exceptions as gh_errors
 from bench.errors import AtlasError, ConfigError
 
 MARKER = "<!-- atlas-bench:pr-comment -->"
+# An Actions GITHUB_TOKEN is an app installation token: GET /user answers 403 for it
+# (https://docs.github.com/en/rest/users/users#get-the-authenticated-user), and its
+# comments are written by this account.
+ACTIONS_BOT_LOGIN = "github-actions[bot]"
 PUBLIC_API_URL = "https://api.github.com"
 # GitHub refuses comment bodies over 65,536 characters.
 MAX_BODY_CHARS = 65_536
@@ -134,7 +141,11 @@ def upsert_comment(
         issue = gh.issue(owner, name, pr)
         if issue is None:
             raise AtlasError(f"{step}: not found")
-        existing = next((c for c in issue.comments() if marker in (c.body or "")), None)
+        login = token_login(gh, step)
+        existing = next(
+            (c for c in issue.comments() if marker in (c.body or "") and _author(c) == login.lower()),
+            None,
+        )
         if existing is None:
             created = issue.create_comment(text)
             return CommentResult("created", created.id, created.html_url)
@@ -145,6 +156,37 @@ def upsert_comment(
         return CommentResult("updated", existing.id, existing.html_url)
     except gh_errors.GitHubException as exc:
         raise _explain(exc, step, repo, pr) from None
+
+
+def _author(comment: object) -> str:
+    user = getattr(comment, "user", None)
+    return str(getattr(user, "login", "") or "").lower()
+
+
+def token_login(gh: github3.GitHub, step: str, environ: dict[str, str] | None = None) -> str:
+    """The login of the account the token acts as: the only author whose comment is edited.
+
+    A personal or app-user token answers GET /user. An Actions GITHUB_TOKEN cannot (403);
+    inside Actions (GITHUB_ACTIONS=true) its comments are `github-actions[bot]`'s, and
+    ATLAS_COMMENT_LOGIN names another app's bot account when one posts instead.
+    """
+    env = environ if environ is not None else os.environ
+    try:
+        data = gh._json(gh._get(gh._build_url("user")), 200) or {}
+    except gh_errors.ForbiddenError:
+        data = {}
+    login = data.get("login") if isinstance(data, dict) else None
+    if isinstance(login, str) and login:
+        return login
+    override = env.get("ATLAS_COMMENT_LOGIN", "").strip()
+    if override:
+        return override
+    if env.get("GITHUB_ACTIONS") == "true":
+        return ACTIONS_BOT_LOGIN
+    raise AtlasError(
+        f"{step}: cannot tell which account the token writes as (GET /user refused it); "
+        "set ATLAS_COMMENT_LOGIN to that account's login"
+    )
 
 
 def _check_head(gh: github3.GitHub, owner: str, name: str, pr: int, sha: str) -> None:

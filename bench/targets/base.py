@@ -72,7 +72,9 @@ class Target(ABC):
 
     def __init__(self, env: Environment) -> None:
         from bench.envschema import settings_problems
+        from bench.names import check_name
 
+        check_name(env.name, "environment")  # a folder, a label, a shell word: whoever built `env`
         problems = settings_problems(env.settings, env.kind)  # the kind's allow-list, no ansible_* key
         if problems:
             raise ConfigError(f"{env.folder / 'env.yaml'}: " + "; ".join(problems))

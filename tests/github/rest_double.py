@@ -24,6 +24,9 @@ class GitHubDouble:
     """State of the double; `url` is what github3.GitHubEnterprise needs."""
 
     tokens: dict[str, str] = field(default_factory=dict)  # token -> "write" | "read"
+    # token -> its account's login (GET /user); absent: "atlas-bot". None: an installation
+    # token, which GET /user refuses with 403 like GitHub does.
+    logins: dict[str, str | None] = field(default_factory=dict)
     repos: set[str] = field(default_factory=set)  # "owner/name"
     pulls: dict[tuple[str, int], str] = field(default_factory=dict)  # (repo, number) -> head sha
     comments: list[dict] = field(default_factory=list)
@@ -103,6 +106,11 @@ class GitHubDouble:
                     {"message": "API rate limit exceeded for installation ID 1."},
                     {"X-RateLimit-Limit": "5000", "X-RateLimit-Remaining": "0", "X-RateLimit-Reset": reset},
                 )
+            login = self.logins.get(token, "atlas-bot")
+            if path == API + "/user" and method == "GET":
+                if login is None:
+                    return 403, {"message": "Resource not accessible by integration"}, {}
+                return 200, self._user(login), {}
             m = re.fullmatch(API + r"/repos/([^/]+/[^/]+)/(issues|pulls)/(\d+)(/comments)?", path)
             if m:
                 repo, kind, number, sub = m.group(1), m.group(2), int(m.group(3)), m.group(4)
@@ -118,7 +126,8 @@ class GitHubDouble:
                     if self.tokens[token] != "write":
                         return 403, {"message": "Resource not accessible by integration"}, {}
                     body = json.loads(raw or b"{}").get("body", "")
-                    return 201, self._public(self._new_comment(repo, number, body, "atlas-bot")), {}
+                    author = login or "github-actions[bot]"
+                    return 201, self._public(self._new_comment(repo, number, body, author)), {}
             m = re.fullmatch(API + r"/repos/([^/]+/[^/]+)/issues/comments/(\d+)", path)
             if m and method == "PATCH":
                 repo, cid = m.group(1), int(m.group(2))

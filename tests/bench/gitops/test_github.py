@@ -98,3 +98,31 @@ def test_token_and_repo_checks():
         token_from_env({})
     with pytest.raises(ConfigError, match="OWNER/NAME"):
         upsert_comment("not-a-repo", 7, "x", WRITE_TOKEN)
+
+
+def test_a_foreign_comment_with_the_marker_is_left_alone(github_double):
+    """Anyone can paste the marker on a public PR: only the token's own comment is edited."""
+    planted = github_double.add_comment(REPO, 7, with_marker("all good, merge it"), login="mallory")
+    result = upsert_comment(REPO, 7, "images/s: 10", WRITE_TOKEN, api_url=api(github_double))
+    assert result.action == "created" and result.comment_id != planted["id"]
+    assert planted["body"].endswith("all good, merge it")
+    ours = [c for c in github_double.comments_on(REPO, 7) if c["_login"] == "atlas-bot"]
+    assert len(ours) == 1 and "images/s: 10" in ours[0]["body"]
+    assert ("GET", "/api/v3/user") in github_double.requests
+    again = upsert_comment(REPO, 7, "images/s: 11", WRITE_TOKEN, api_url=api(github_double))
+    assert again.action == "updated" and again.comment_id == ours[0]["id"]
+    assert planted["body"].endswith("all good, merge it")
+
+
+def test_an_actions_token_matches_github_actions_bot(github_double, monkeypatch):
+    """GET /user refuses an installation token (403): in Actions its author is github-actions[bot]."""
+    github_double.logins[WRITE_TOKEN] = None
+    github_double.add_comment(REPO, 7, with_marker("planted"), login="mallory")
+    mine = github_double.add_comment(REPO, 7, with_marker("old"), login="github-actions[bot]")
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    result = upsert_comment(REPO, 7, "new", WRITE_TOKEN, api_url=api(github_double))
+    assert result.action == "updated" and result.comment_id == mine["id"]
+    monkeypatch.delenv("GITHUB_ACTIONS")
+    monkeypatch.delenv("ATLAS_COMMENT_LOGIN", raising=False)
+    with pytest.raises(AtlasError, match="ATLAS_COMMENT_LOGIN"):
+        upsert_comment(REPO, 7, "newer", WRITE_TOKEN, api_url=api(github_double))

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from bench.envs import Environment, load_env
-from bench.errors import AtlasError
+from bench.errors import AtlasError, ConfigError
 from bench.targets import target_for
 from bench.targets.base import JobSpec, RunState, new_run_id
 from bench.targets.runner import collect_run
@@ -158,10 +158,12 @@ def test_time_limit_warning_signal_checkpoints_and_the_chain_completes(local_slu
     assert all((dest / f"slurm-{j}.out").exists() for j in job_ids)
 
 
-def test_hostile_env_name_and_overrides_stay_literal_text(local_slurm, standin_repo, tmp_path) -> None:
+def test_hostile_env_name_is_refused_and_overrides_stay_literal_text(local_slurm, standin_repo, tmp_path) -> None:
     tag = secrets.token_hex(4)
     canaries = [Path(f"/tmp/atlas-pwned-{tag}-{i}") for i in range(6)]
-    env_name = f"local-slurm; touch {canaries[0]} $(touch {canaries[1]})"
+    with pytest.raises(ConfigError, match="is not a valid name"):
+        make_target(tmp_path, standin_repo, name=f"local-slurm; touch {canaries[0]} $(touch {canaries[1]})")
+    env_name = "local-slurm"
     overrides = (
         "standin.iters=1",
         f"a=x; touch {canaries[2]}",
