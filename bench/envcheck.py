@@ -78,10 +78,10 @@ def check_env(name: str, clusters_dir: Path = CLUSTERS_DIR) -> list[str]:
         cls = target_class(env.kind)
     except AtlasError as exc:
         return check_common(env.settings, where) + [f"{where}: kind: {exc}"]
-    errors = [f"{where}: {p}" for p in settings_problems(env.settings, env.kind)]
-    if errors:  # unknown or dangerous keys: the target never sees these settings
-        return errors
+    schema = [f"{where}: {p}" for p in settings_problems(env.settings, env.kind)]
     errors = check_common(env.settings, where)
+    if schema:  # unknown or dangerous keys, wrong types: the target never sees these settings
+        return schema + [e for e in errors if e not in schema]
     try:
         cls(env).check_files()  # the constructor runs check_settings()
     except AtlasError as exc:

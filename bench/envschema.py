@@ -27,6 +27,11 @@ COMMON: dict[str, Any] = {
     "local": {"type": "boolean"},
     "hardware": {"type": "object"},  # informational; bench.envcheck.check_common checks its values
     "cost": {"type": ["object", "null"]},  # bench.analysis.cost.check_cost checks it
+    "ci": {  # how CI reaches the environment (bench envs --json)
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {"runs_on": {"type": ["string", "array"], "items": _STR}},
+    },
 }
 
 _SLURM_SECTION = {
@@ -60,6 +65,18 @@ _RUNTIME_SECTION = {
     },
 }
 
+_KUBE = {
+    "namespace": _STR,
+    "context": _OPT_STR,
+    "kubeconfig": _OPT_STR,
+    "job_template": _STR,
+    "job_prefix": _STR,
+    "results_pvc": _STR,
+    "results_mount": _STR,
+    "poll_interval_s": _POS,
+    "collect_timeout_s": _POS,
+}
+
 KIND_PROPERTIES: dict[str, dict[str, Any]] = {
     "local": {"runs_dir": _STR, "interval_s": _POS},
     "container": {
@@ -83,19 +100,8 @@ KIND_PROPERTIES: dict[str, dict[str, Any]] = {
         "slurm": _SLURM_SECTION,
         "runtime": _RUNTIME_SECTION,
     },
-    "openshift": {
-        "namespace": _STR,
-        "context": _OPT_STR,
-        "kubeconfig": _OPT_STR,
-        "buildconfig": _STR,
-        "imagestream": _OPT_STR,
-        "job_template": _STR,
-        "results_pvc": _STR,
-        "results_mount": _STR,
-        "build_timeout_s": _POS,
-        "poll_interval_s": _POS,
-        "collect_timeout_s": _POS,
-    },
+    "kubernetes": {**_KUBE, "image": _STR},
+    "openshift": {**_KUBE, "buildconfig": _STR, "imagestream": _OPT_STR, "build_timeout_s": _POS},
 }
 
 

@@ -196,6 +196,7 @@ class SlurmTarget(Target):
             "atlas_env_slurm": dict(self.env.get("slurm") or {}),
             "atlas_env_runtime": dict(self.env.get("runtime") or {}),
             "atlas_data_path": str(self.env.get("data_path") or ""),
+            "atlas_env_hardware": dict(self.env.get("hardware") or {}),
         }
 
     def _run(self, playbook: str, extravars: dict[str, Any], timeout_s: int = 600) -> dict[str, Any]:

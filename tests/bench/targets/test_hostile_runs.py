@@ -164,12 +164,13 @@ openshift = pytest.importorskip("kubernetes")
 
 
 def test_openshift_collect_does_not_follow_links_to_another_run(tmp_path: Path, capsys) -> None:
+    from bench.targets.manifests import SCHEMA_FILE
     from tests.bench.targets.openshift_api_double import OpenShiftApiDouble
-    from tests.bench.targets.test_openshift import MOC, job_spec, make_target
+    from tests.bench.targets.test_openshift import job_spec, make_target
 
     volume = tmp_path / "pvc"
     volume.mkdir()
-    double = OpenShiftApiDouble("atlas-biggan", volume, MOC / "schemas" / "openshift-openapi-subset.json").start()
+    double = OpenShiftApiDouble("atlas-biggan", volume, SCHEMA_FILE).start()
     try:
         double.add_buildconfig("atlas-biggan")
         target = make_target(tmp_path, double)
