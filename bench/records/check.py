@@ -68,14 +68,14 @@ def meta_problems(meta: dict[str, Any], run_dir: Path, collected: bool) -> list[
     return out
 
 
-def _out_of_range(values: np.ndarray, low: float | None, high: float | None) -> int:
+def _out_of_range(values: np.ndarray, low: float | None, high: float | None) -> np.ndarray:
     ok = np.isfinite(values)
     bad = np.zeros(values.shape, dtype=bool)
     if low is not None:
         bad |= ok & (values < low)
     if high is not None:
         bad |= ok & (values > high)
-    return int(bad.sum())
+    return bad
 
 
 def _col(df: pd.DataFrame, name: str) -> np.ndarray | None:
@@ -83,7 +83,10 @@ def _col(df: pd.DataFrame, name: str) -> np.ndarray | None:
 
 
 def samples_problems(name: str, df: pd.DataFrame, meta: dict[str, Any]) -> list[str]:
-    """Problems of one samples table: time order and span, values out of their units' range."""
+    """Problems of one samples table: time order and span, values out of their units' range.
+
+    A value out of its unit's range is set to NaN in `df` (in place): named here, never shown.
+    """
     out: list[str] = []
     t = df["time"].to_numpy(dtype=float)
     backwards = int((np.diff(t) < 0).sum())
@@ -109,10 +112,12 @@ def samples_problems(name: str, df: pd.DataFrame, meta: dict[str, Any]) -> list[
         values = _col(df, column)
         if values is None:
             continue
-        bad = _out_of_range(values, low, high)
-        if bad:
+        mask = _out_of_range(values, low, high)
+        bad = int(mask.sum())
+        if bad:  # named, and excluded: a report never shows an impossible value
+            df.loc[mask, column] = np.nan
             span = f"{low:g}..{high:g}" if high is not None else f">= {low:g}"
-            out.append(f"{name}: {bad} value(s) of {column} outside {span} ({what}): wrong units?")
+            out.append(f"{name}: {bad} value(s) of {column} outside {span} ({what}): wrong units?; excluded")
     for g in gpus:
         used, total = _col(df, f"{g}_DCGM_FI_DEV_FB_USED"), _col(df, f"{g}_DCGM_FI_DEV_FB_TOTAL")
         if used is not None and total is not None:

@@ -7,7 +7,7 @@ a list of problems, each naming the file and what is missing, for the report to 
 
 from __future__ import annotations
 
-import json
+import io
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -15,9 +15,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from bench.records import numbers
 from bench.records.check import meta_problems, samples_problems
 from bench.records.contract import EXIT_RUNNING, RUN_JSON, SCHEMA_VERSION, TRAIN_JSONL, samples_files
-from bench.records.schema import schema_problems
+from bench.records.jobfiles import read_bytes
+from bench.records.schema import refused_paths, schema_problems
 from bench.records.trainlog import TrainLog, read_train_log, time_to_train
 
 
@@ -57,33 +59,47 @@ class RunData:
 
 
 def read_samples(path: Path) -> tuple[pd.DataFrame | None, list[str]]:
-    """One samples CSV as numbers; a cut-off last row is dropped and named."""
+    """One samples CSV as numbers. Named and dropped: a cut-off last row, rows with the wrong
+    number of cells (they would shift every column), cells that are not finite numbers."""
     problems: list[str] = []
     name = path.name
     try:
-        size = path.stat().st_size
-        if size == 0:
-            return None, [f"{name} is empty (no samples)"]
-        with path.open("rb") as fh:
-            fh.seek(-1, 2)
-            truncated = fh.read(1) != b"\n"
-        df = pd.read_csv(path, engine="c", on_bad_lines="skip", low_memory=False)
-    except (OSError, ValueError, pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+        raw = read_bytes(path)
+    except OSError as exc:
         return None, [f"{name} unreadable ({type(exc).__name__}: {str(exc)[:120]})"]
+    if not raw:
+        return None, [f"{name} is empty (no samples)"]
+    lines = raw.split(b"\n")
+    header, body = lines[0], lines[1:]
+    if raw.endswith(b"\n"):
+        body = body[:-1]
+    elif body:
+        body = body[:-1]
+        problems.append(f"{name}: last row is incomplete (job killed while writing?); dropped")
+    cells = header.count(b",")
+    good = [line for line in body if line.count(b",") == cells and line.strip()]
+    wrong = sum(1 for line in body if line.strip()) - len(good)
+    if wrong:
+        problems.append(f"{name}: {wrong} row(s) with the wrong number of cells (not {cells + 1}); dropped")
+    try:
+        df = pd.read_csv(io.BytesIO(b"\n".join([header, *good]) + b"\n"), index_col=False, low_memory=False)
+    except (ValueError, pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+        return None, [*problems, f"{name} unreadable ({type(exc).__name__}: {str(exc)[:120]})"]
     if "time" not in df.columns:
         return None, [f"{name} has no 'time' column (header damaged?)"]
-    if truncated and len(df):
-        df = df.iloc[:-1]
-        problems.append(f"{name}: last row is incomplete (job killed while writing?); dropped")
     bad_cells = 0
     for col in df.columns:
-        if not pd.api.types.is_numeric_dtype(df[col]):
-            raw = df[col]
-            df[col] = pd.to_numeric(raw, errors="coerce")
-            bad_cells += int((df[col].isna() & raw.notna()).sum())
+        raw_col = df[col]
+        values = pd.to_numeric(raw_col, errors="coerce").astype(float)
+        values[~np.isfinite(values.to_numpy())] = np.nan
+        bad_cells += int((values.isna() & raw_col.notna()).sum())
+        df[col] = values
     if bad_cells:
-        problems.append(f"{name}: {bad_cells} value(s) are not numbers (damaged rows?); treated as missing")
+        problems.append(f"{name}: {bad_cells} value(s) are not finite numbers (damaged rows?); treated as missing")
     good_time = np.isfinite(df["time"].to_numpy(dtype=float, na_value=np.nan))
+    good_time &= (df["time"].to_numpy(dtype=float, na_value=np.nan) >= 0) & (
+        df["time"].to_numpy(dtype=float, na_value=np.nan) <= numbers.LATEST_TIME
+    )
     if not good_time.all():
         problems.append(f"{name}: {int((~good_time).sum())} row(s) without a readable time; dropped")
     df = df[good_time]
@@ -107,7 +123,7 @@ def load_run(run_dir: Path, env: str | None = None, collected: bool = True) -> R
         return data
     parsed = False
     try:
-        meta = json.loads(meta_path.read_text())
+        meta = numbers.loads(read_bytes(meta_path, numbers.MAX_JSON_BYTES))
         if not isinstance(meta, dict):
             raise ValueError(f"top level is {type(meta).__name__}, not an object")
         parsed = True
@@ -122,6 +138,10 @@ def load_run(run_dir: Path, env: str | None = None, collected: bool = True) -> R
     if parsed:
         data.schema_problems = schema_problems(meta)
         data.problems.extend(data.schema_problems)
+        refused = refused_paths(meta)
+        if refused:  # a value the schema refuses is never shown: the report says unknown
+            numbers.excluded(meta, refused)
+            data.problems.append(f"{RUN_JSON}: {len(refused)} value(s) refused above are excluded (shown as unknown)")
         if meta.get("schema_version") != SCHEMA_VERSION:
             meta = {}  # another version's keys may mean other things: read none of them
     data.meta = meta
@@ -134,6 +154,9 @@ def load_run(run_dir: Path, env: str | None = None, collected: bool = True) -> R
         if isinstance(meta.get("run_id"), str) and meta["run_id"] and meta["run_id"] != data.run_id:
             data.problems.append(f"{RUN_JSON} names run_id {meta['run_id']!r} but its folder is {data.run_id!r}")
         data.problems.extend(meta_problems(meta, run_dir, collected))
+        start, end = numbers.finite(meta.get("start_time")), numbers.finite(meta.get("end_time"))
+        if start is not None and end is not None and end < start:
+            del meta["end_time"]  # times out of order: the duration (and its cost) is unknown, not negative
     files = samples_files(run_dir)
     if not files:
         data.problems.append("no samples-<host>.csv (no CPU, memory or GPU figures)")

@@ -56,3 +56,19 @@ def schema_problems(record: Any) -> list[str]:
         message = err.message if len(err.message) <= 160 else err.message[:157] + "..."
         out.append(f"{RUN_JSON}: {_where(err.absolute_path)}: {message}")
     return out
+
+
+def refused_paths(record: Any) -> list[tuple[Any, ...]]:
+    """The path of every value the schema refuses (wrong type, out of range, not finite).
+
+    `load_run` removes these values (`bench.records.numbers.excluded`), so a report says
+    "unknown" instead of showing them. A missing or an extra key is a problem of the
+    object, not of a value: nothing is removed for it.
+    """
+    if not isinstance(record, dict) or record.get("schema_version") != SCHEMA_VERSION:
+        return []
+    return [
+        tuple(err.absolute_path)
+        for err in _validator().iter_errors(record)
+        if err.validator not in ("required", "additionalProperties", "dependentRequired") and err.absolute_path
+    ]

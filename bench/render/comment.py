@@ -35,7 +35,9 @@ def render_pr_body(
     runs = find_runs(results, envs or None)
     if not runs:
         raise AtlasError(f"no runs under {results}: run `bench run` at the PR head and at the merge-base first")
-    lines = [f"## Benchmark: `{head[:12]}` vs merge-base `{base[:12]}`", ""]
+    from bench.render.escape import code, md
+
+    lines = [f"## Benchmark: `{code(head[:12])}` vs merge-base `{code(base[:12])}`", ""]
     judged = [m for m in HEADLINE if m in HIGHER_IS_BETTER]
     regressions: list[str] = []
     for env in sorted({r.env for r in runs}):
@@ -47,7 +49,7 @@ def render_pr_body(
             if side:
                 rows[side].append(run_metrics(r).as_dict())
         lines += [
-            f"### {env}",
+            f"### {md(env)}",
             "",
             f"{len(rows['head'])} run(s) of the PR, {len(rows['base'])} of the merge-base.",
             "",
@@ -69,9 +71,9 @@ def render_pr_body(
                 f"| {change} | {verdict} |"
             )
             if v.status == REGRESSION:
-                regressions.append(v.describe())
+                regressions.append(md(v.describe(), 600))
             if v.note and v.status != REGRESSION:
-                notes.append(v.note)
+                notes.append(md(v.note, 600))
         lines.append("")
         lines += [f"- {n}" for n in dict.fromkeys(notes)]
         if notes:

@@ -13,6 +13,7 @@ from pathlib import Path
 import jinja2
 
 from bench.analysis.metrics import fmt
+from bench.render.escape import code, md
 
 SUMMARY_JSON = "summary.json"
 
@@ -31,11 +32,14 @@ def write_index(out: Path) -> Path:
         entries.append(
             {
                 "folder": folder.name,
-                "commit": (s.get("commit") or "unknown")[:12],
-                "envs": s.get("envs") or [],
-                "runs": s.get("runs", 0),
-                "problems": s.get("problems", 0),
-                "images_per_s": [(e, fmt(v)) for e, v in sorted((s.get("images_per_s") or {}).items())],
+                "commit": code(str(s.get("commit") or "unknown")[:12]),
+                "envs": [md(e) for e in s.get("envs") or []],
+                "runs": md(s.get("runs", 0)),
+                "problems": md(s.get("problems", 0)),
+                "images_per_s": [
+                    (md(e), fmt(v) if isinstance(v, (int, float)) else "—")
+                    for e, v in sorted((s.get("images_per_s") or {}).items())
+                ],
                 "has_history": (folder / "history.png").is_file(),
             }
         )

@@ -25,6 +25,7 @@ from bench.errors import AtlasError
 from bench.records.read import RunData, find_runs
 from bench.records.select import commit_runs
 from bench.render import charts
+from bench.render.escape import code, md
 from bench.render.index import SUMMARY_JSON, write_index
 from bench.render.tables import excluded_table, pairs_table, runs_table, summary_table, verdicts
 
@@ -71,7 +72,7 @@ def _provenance(runs: list[RunData], envs: list[str]) -> list[tuple[str, list[st
                 v = get(r.meta)
             except (KeyError, TypeError, AttributeError, IndexError):
                 v = None
-            text = "—" if v in (None, "", []) else str(v)
+            text = "—" if v in (None, "", []) else md(v)
             if text not in values:
                 values.append(text)
         return ", ".join(values) if values else "—"
@@ -180,7 +181,7 @@ def write_report(
         if charts.timeseries_chart(lines, key, folder / file):
             note = (
                 "One line per environment: its run with the median images/s ("
-                + ", ".join(f"{e}: `{r.run_id}`" for e, r in sorted(reps.items()))
+                + ", ".join(f"{md(e)}: `{code(r.run_id)}`" for e, r in sorted(reps.items()))
                 + ")."
                 if not chart_list
                 else ""
@@ -210,40 +211,42 @@ def write_report(
         chart_list.append({"title": "History of images/s across commits", "file": "history.png", "note": ""})
 
     problems = [
-        (f"{r.env}/{r.run_id}", r.problems) for r in sorted(runs, key=lambda r: (r.env, r.run_id)) if r.problems
+        (code(f"{r.env}/{r.run_id}"), [md(p, 400) for p in r.problems])
+        for r in sorted(runs, key=lambda r: (r.env, r.run_id))
+        if r.problems
     ]
     if sha is None:
         problems.insert(0, ("all runs", ["no git sha recorded: runs of every commit are mixed in this report"]))
     cost_notes = []
     for env in result.envs:
         notes = sorted({m.cost_note for m in result.runs if m.env == env})
-        cost_notes.append((env, "; ".join(notes)))
+        cost_notes.append((md(env), md("; ".join(notes), 600)))
     experiments = [result.experiment] if result.experiment else []
     others = [e for e in result.envs if e != result.baseline]
     env_tpl = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False)
     text = env_tpl.from_string(_template()).render(
         title=name,
-        commit=sha[:12] if sha else "unknown",
+        commit=code(sha[:12]) if sha else "unknown",
         dirty=any((r.meta.get("git") or {}).get("dirty") for r in chosen if isinstance(r.meta.get("git"), dict)),
-        experiment=result.experiment or "unknown",
+        experiment=code(result.experiment or "unknown"),
         n_compared=len(result.runs),
         excluded_table=excluded_table(result.excluded),
         n_runs=len(runs),
-        envs=result.envs,
+        envs=[md(e) for e in result.envs],
         first_start=_utc(min(starts)) if starts else "unknown",
         last_start=_utc(max(starts)) if starts else "unknown",
-        results=results.name,
+        results=code(results.name),
         summary=verdicts(result) or _single_env_summary(result),
         pairs_table=pairs_table(result),
-        pairs_env=", ".join(others),
-        baseline=result.baseline,
+        pairs_env=code(", ".join(others)),
+        baseline=code(result.baseline),
         resamples=BOOTSTRAP_RESAMPLES,
         summary_table=summary_table(result),
         cost_notes=cost_notes,
         runs_table=runs_table(result),
         charts=chart_list,
         missing_charts=missing,
-        advice=sorted(advise(result).items()),
+        advice=[(md(env), [md(n, 600) for n in notes]) for env, notes in sorted(advise(result).items())],
         provenance=_provenance(runs, result.envs),
         problems=problems,
     )
@@ -280,7 +283,7 @@ def _single_env_summary(result: CompareResult) -> list[str]:
     for env in result.envs:
         s = result.summaries[env]
         lines.append(
-            f"{env}: {s.runs} run(s), median {fmt(s.median['images_per_s'])} images/s, "
+            f"{md(env)}: {s.runs} run(s), median {fmt(s.median['images_per_s'])} images/s, "
             f"time to train {fmt(s.median['time_to_train_s'])} s (only one environment: nothing to compare against)."
         )
     return lines if len(result.envs) == 1 else []

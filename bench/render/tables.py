@@ -11,6 +11,7 @@ import math
 from bench.analysis.comparable import Excluded
 from bench.analysis.compare import CompareResult, is_clear
 from bench.analysis.metrics import METRIC_BY_KEY, METRICS, Metric, fmt
+from bench.render.escape import md
 
 
 def _ratio_words(metric: Metric, ratio: float) -> tuple[str, float]:
@@ -37,12 +38,12 @@ def verdicts(result: CompareResult) -> list[str]:
             continue
         if st.ratio is None or st.ratio <= 0 or not math.isfinite(st.ratio):
             out.append(
-                f"{metric.label}: {p.env_a} {fmt(va, metric.digits)} {metric.unit} vs "
-                f"{p.env_b} {fmt(vb, metric.digits)} {metric.unit} (median; no ratio with a zero)."
+                f"{metric.label}: {md(p.env_a)} {fmt(va, metric.digits)} {metric.unit} vs "
+                f"{md(p.env_b)} {fmt(vb, metric.digits)} {metric.unit} (median; no ratio with a zero)."
             )
             continue
         if abs(st.ratio - 1) < 1e-9:
-            out.append(f"{metric.label}: {p.env_a} and {p.env_b} are the same (median).")
+            out.append(f"{metric.label}: {md(p.env_a)} and {md(p.env_b)} are the same (median).")
             continue
         word, factor = _ratio_words(metric, st.ratio)
         better = None
@@ -57,17 +58,19 @@ def verdicts(result: CompareResult) -> list[str]:
             sure.append(f"too few runs for a test ({st.n_a} vs {st.n_b}; need 3 each)")
         significant = is_clear(st)
         verdict = (
-            f" — {better} wins"
+            f" — {md(better)} wins"
             if better and significant
             else (" — not a clear difference" if st.p_value is not None else "")
         )
-        out.append(f"{metric.label}: {p.env_a} is {fmt(factor)}× {word} than {p.env_b} ({'; '.join(sure)}){verdict}.")
+        out.append(
+            f"{metric.label}: {md(p.env_a)} is {fmt(factor)}× {word} than {md(p.env_b)} ({'; '.join(sure)}){verdict}."
+        )
     return out
 
 
 def summary_table(result: CompareResult) -> str:
     """Markdown: one row per metric, per environment median and olympic mean."""
-    head = "| metric | unit | " + " | ".join(f"{e} median | {e} olympic" for e in result.envs) + " |"
+    head = "| metric | unit | " + " | ".join(f"{md(e)} median | {md(e)} olympic" for e in result.envs) + " |"
     sep = "|---|---|" + "---:|---:|" * len(result.envs)
     rows = [head, sep, "| runs |  | " + " | ".join(f"{result.summaries[e].runs} | " for e in result.envs) + "|"]
     for m in METRICS:
@@ -87,7 +90,7 @@ def runs_table(result: CompareResult) -> str:
     rows = [head, "|---|---|---|" + "---:|" * len(cols)]
     for r in result.runs:
         vals = " | ".join(fmt(getattr(r, c), METRIC_BY_KEY[c].digits) for c in cols)
-        rows.append(f"| {r.env} | {r.run_id} | {r.status or '—'} | {vals} |")
+        rows.append(f"| {md(r.env)} | {md(r.run_id)} | {md(r.status or '—')} | {vals} |")
     return "\n".join(rows)
 
 
@@ -102,7 +105,7 @@ def pairs_table(result: CompareResult) -> str:
         st = p.stats
         ci = f"{fmt(st.ci_low)}–{fmt(st.ci_high)}" if st.ci_low is not None else "—"
         rows.append(
-            f"| {METRIC_BY_KEY[p.metric].label} | {p.env_a} | {p.env_b} | {fmt(st.ratio)} | {ci} | "
+            f"| {METRIC_BY_KEY[p.metric].label} | {md(p.env_a)} | {md(p.env_b)} | {fmt(st.ratio)} | {ci} | "
             f"{fmt(st.p_value, 2)} | {st.n_a} vs {st.n_b} |"
         )
     return "\n".join(rows)
@@ -113,5 +116,5 @@ def excluded_table(excluded: list[Excluded]) -> str:
     if not excluded:
         return ""
     rows = ["| env | run | why it is not compared |", "|---|---|---|"]
-    rows += [f"| {e.env} | {e.run_id} | {e.reason.replace('|', '/')} |" for e in excluded]
+    rows += [f"| {md(e.env)} | {md(e.run_id)} | {md(e.reason, 400)} |" for e in excluded]
     return "\n".join(rows)

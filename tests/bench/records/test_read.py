@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from bench.records.read import load_run
 from bench.records.synthetic import RunSpec, write_run
+from bench.render.escape import md
 from bench.render.report import write_report
 
 RUNS = [("envA", "a0"), ("envA", "a1"), ("envB", "b0"), ("envB", "b1")]
@@ -111,7 +112,7 @@ def test_report_survives_damage(pristine: Path, tmp_path_factory: pytest.TempPat
         if needle is None:
             continue
         assert label in lines, f"{label} not named in Data problems:\n{problems}"
-        assert needle in lines[label], f"{needle!r} not named for {label}: {lines[label]}"
+        assert md(needle) in lines[label], f"{needle!r} not named for {label}: {lines[label]}"
     assert (out / "README.md").is_file()
 
 
