@@ -16,6 +16,7 @@ to train: set-up is paid for too.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,6 +42,10 @@ class Cost:
     note: str  # how it was computed, or why it could not be
 
 
+# No price, PUE or node count is this large: a bigger number is a typo or an overflow (1e308).
+MAX_RATE = 1e9
+
+
 def _num(
     cfg: dict[str, Any],
     key: str,
@@ -56,6 +61,8 @@ def _num(
     value = cfg[key]
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ConfigError(f"{where}: cost.{key} must be a number, got {value!r}")
+    if not math.isfinite(value) or abs(value) > MAX_RATE:
+        raise ConfigError(f"{where}: cost.{key} must be a finite number below {MAX_RATE:g}, got {value!r}")
     if value < 0 or (positive and value == 0):
         raise ConfigError(f"{where}: cost.{key} must be {'> 0' if positive else '>= 0'}, got {value!r}")
     return float(value)

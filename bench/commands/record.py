@@ -15,13 +15,27 @@ from bench.names import arg_type
 HELP = "wrap a command and write its run record (runs inside the job)"
 
 
+def positive_seconds(text: str) -> float:
+    """A sampling interval: a finite number of seconds > 0 (0 would sample in a busy loop)."""
+    import argparse
+    import math
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not math.isfinite(value) or value <= 0 or value > 3600:
+        raise argparse.ArgumentTypeError(f"must be > 0 and at most 3600 seconds, got {text!r}")
+    return value
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--run-dir", required=True, type=Path, help="the run's directory (created if missing)")
     parser.add_argument(
         "--env", type=arg_type("environment"), required=True, help="environment name written into run.json"
     )
     parser.add_argument(
-        "--interval", type=float, default=1.0, metavar="SECONDS", help="sampling interval (default 1 s)"
+        "--interval", type=positive_seconds, default=1.0, metavar="SECONDS", help="sampling interval (default 1 s)"
     )
     parser.add_argument(
         "--run-id",

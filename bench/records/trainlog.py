@@ -13,6 +13,10 @@ from typing import Any
 
 import numpy as np
 
+from bench.records import numbers
+from bench.records.jobfiles import read_bytes
+from bench.records.numbers import LATEST_TIME, finite
+
 
 @dataclass
 class TrainLog:
@@ -35,7 +39,7 @@ def read_train_log(path: Path) -> TrainLog:
     """Parse complete lines; name every line that is cut off or not JSON."""
     log = TrainLog()
     try:
-        data = Path(path).read_bytes()
+        data = read_bytes(Path(path))
     except FileNotFoundError:
         log.problems.append(f"{Path(path).name} is missing (no training log: images/s and time to train unknown)")
         return log
@@ -58,34 +62,61 @@ def read_train_log(path: Path) -> TrainLog:
     # lines); any bad line sends us to the line-by-line path, which names it.
     parsed: list[Any] | None = None
     try:
-        parsed = json.loads(b"[" + b",".join(lines) + b"]") if lines else []
+        parsed = _loads(b"[" + b",".join(lines) + b"]") if lines else []
         if len(parsed) != len(lines):
             parsed = None
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):
         parsed = None
-    bad = 0
+    bad = refused = 0
     first_bad = None
     for number, raw in enumerate(lines, 1):
         if parsed is not None:
             event = parsed[number - 1]
         else:
             try:
-                event = json.loads(raw)
-            except (ValueError, UnicodeDecodeError):
+                event = _loads(raw)
+            except (ValueError, UnicodeDecodeError, RecursionError):
                 event = None
         if (
             not isinstance(event, dict)
             or not isinstance(event.get("event"), str)
-            or not isinstance(event.get("time"), (int, float))
-            or isinstance(event.get("time"), bool)
+            or finite(event.get("time"), 0.0, LATEST_TIME) is None
         ):
             bad += 1
             first_bad = first_bad or number
             continue
+        refused += _exclude_impossible(event)
         log.events.append(event)
     if bad:
         log.problems.append(f"{Path(path).name}: {bad} line(s) are not valid events (first: line {first_bad}); ignored")
+    if refused:
+        log.problems.append(
+            f"{Path(path).name}: {refused} value(s) not finite, negative or too large (images/s, images seen, ...); "
+            "excluded"
+        )
     return log
+
+
+# Event keys that are counts, rates or durations: never negative, never beyond this.
+NON_NEGATIVE = ("images_per_s", "images_seen", "iteration", "epoch", "step_time_s", "data_time_s", "seconds")
+MAX_VALUE = 1e15
+
+
+def _loads(data: bytes) -> Any:
+    return json.loads(data, parse_float=numbers._float, parse_int=numbers._int, parse_constant=numbers._constant)
+
+
+def _exclude_impossible(event: dict[str, Any]) -> int:
+    """Remove (in place) every value that cannot be a measurement; return how many."""
+    removed = 0
+    for key in list(event):
+        value = event[key]
+        if isinstance(value, numbers.NotANumber) or (
+            key in NON_NEGATIVE and value is not None and finite(value, 0.0, MAX_VALUE) is None
+        ):
+            del event[key]
+            removed += 1
+    return removed
 
 
 def segments(log: TrainLog) -> list[tuple[dict[str, Any], dict[str, Any] | None, list[dict[str, Any]]]]:
@@ -117,7 +148,11 @@ def time_to_train(log: TrainLog) -> tuple[float | None, list[str]]:
                 f"segment {number} has run_start but no run_stop (job killed?); not counted in time to train"
             )
             continue
-        total += float(stop["time"]) - float(start["time"])
+        span = float(stop["time"]) - float(start["time"])
+        if span < 0:
+            problems.append(f"segment {number} stops before it starts (times out of order); not counted")
+            continue
+        total += span
         any_done = True
     return (total if any_done else None), problems
 
