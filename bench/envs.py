@@ -17,6 +17,7 @@ from bench.names import check_name
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CLUSTERS_DIR = REPO_ROOT / "clusters"
+MAX_ENV_BYTES = 256 * 1024  # an env.yaml is a page of settings; more is not one
 
 
 @dataclass(frozen=True)
@@ -44,10 +45,15 @@ def load_env(name: str, clusters_dir: Path = CLUSTERS_DIR) -> Environment:
     if not path.is_file():
         known = ", ".join(known_envs(clusters_dir)) or "none"
         raise ConfigError(f"unknown environment {name!r}: {path} does not exist (known: {known})")
+    raw = path.read_bytes()
+    if len(raw) > MAX_ENV_BYTES:
+        raise ConfigError(f"{path}: {len(raw)} bytes, over the limit of {MAX_ENV_BYTES} for an env.yaml")
     try:
-        data = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML: {exc}") from exc
+        data = yaml.safe_load(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except (yaml.YAMLError, RecursionError) as exc:
+        raise ConfigError(f"{path}: not valid YAML: {str(exc)[:300]}") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: expected a mapping at the top level, got {type(data).__name__}")
     kind = data.get("kind")

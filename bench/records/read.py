@@ -58,6 +58,14 @@ class RunData:
         return h if isinstance(h, str) and h else None
 
 
+def _cell_number(value: object) -> float:
+    try:
+        number = float(value)  # type: ignore[arg-type]
+    except (OverflowError, ValueError, TypeError):
+        return float("nan")
+    return number if np.isfinite(number) else float("nan")
+
+
 def read_samples(path: Path) -> tuple[pd.DataFrame | None, list[str]]:
     """One samples CSV as numbers. Named and dropped: a cut-off last row, rows with the wrong
     number of cells (they would shift every column), cells that are not finite numbers."""
@@ -90,7 +98,10 @@ def read_samples(path: Path) -> tuple[pd.DataFrame | None, list[str]]:
     bad_cells = 0
     for col in df.columns:
         raw_col = df[col]
-        values = pd.to_numeric(raw_col, errors="coerce").astype(float)
+        try:
+            values = pd.to_numeric(raw_col, errors="coerce").astype(float)
+        except (OverflowError, ValueError, TypeError):  # digits beyond any float: one cell at a time
+            values = raw_col.map(_cell_number).astype(float)
         values[~np.isfinite(values.to_numpy())] = np.nan
         bad_cells += int((values.isna() & raw_col.notna()).sum())
         df[col] = values
