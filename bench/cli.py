@@ -11,7 +11,7 @@ import importlib
 import sys
 from types import ModuleType
 
-from bench.errors import AtlasError
+from bench.errors import AtlasError, DiskFullError
 
 # The user's workflow, in order: this is also the order `bench --help` lists them.
 COMMAND_ORDER = [
@@ -61,11 +61,22 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    from bench.atomic import disk_full_error, is_disk_full
+    from bench.records.contract import EXIT_DISK_FULL, EXIT_USER_ERROR
+
     try:
         return int(args._run(args) or 0)
+    except DiskFullError as exc:
+        print(f"bench {args.command}: error: {exc}", file=sys.stderr)
+        return EXIT_DISK_FULL
     except AtlasError as exc:
         print(f"bench {args.command}: error: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_USER_ERROR
+    except OSError as exc:  # ENOSPC/EDQUOT anywhere: named, never a traceback
+        if not is_disk_full(exc):
+            raise
+        print(f"bench {args.command}: error: {disk_full_error(exc)}", file=sys.stderr)
+        return EXIT_DISK_FULL
     except KeyboardInterrupt:
         return 130
 

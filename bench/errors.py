@@ -7,3 +7,8 @@ class AtlasError(Exception):
 
 class ConfigError(AtlasError):
     """A malformed or unknown environment, experiment or setting."""
+
+
+class DiskFullError(AtlasError):
+    """ENOSPC/EDQUOT: the message names the path and the space needed; the CLI exits
+    with `bench.records.contract.EXIT_DISK_FULL`."""

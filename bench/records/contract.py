@@ -21,12 +21,16 @@ SAMPLES_SUFFIX = ".csv"
 # the workload imports nothing from bench), passed through by `bench record`.
 EXIT_OK, EXIT_FAILED, EXIT_CONFIG, EXIT_PREEMPTED = 0, 1, 2, 75  # 75: checkpointed on a signal; rerun resumes
 EXIT_CANNOT_START = 127  # `bench record` could not start the command
+# Exit codes of `bench` commands (bench/cli.py; bench/README.md lists them).
+EXIT_USER_ERROR = 2  # a problem the user can fix (AtlasError): one line naming it and the fix
+EXIT_DISK_FULL = 74  # ENOSPC/EDQUOT: one line naming the path and the space needed (sysexits EX_IOERR)
 # Values of run.json exit.status. "running" is written at start; a record still saying
 # "running" after its job ended means the recorder itself was killed. The others are the
 # last run_stop status of train.jsonl, else derived from the exit code (`exit_status`).
 EXIT_RUNNING = "running"
 STATUS_SUCCESS, STATUS_MAX_SECONDS, STATUS_PREEMPTED = "success", "max_seconds", "preempted"
 STATUS_FAILED, STATUS_KILLED = "failed", "killed"
+STATUS_CANCELLED = "cancelled"  # `bench cancel` or a plain scancel: never resubmitted
 FINISHED_OK = (STATUS_SUCCESS, STATUS_MAX_SECONDS)  # the run did what it was asked
 # What a failed exit code means, for status lines.
 EXIT_WORDS = {
