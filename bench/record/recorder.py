@@ -3,8 +3,10 @@
 The recorder is what every target finally executes around the workload. It forwards
 SIGTERM/SIGINT/SIGUSR1 to the job (so a scheduler's preemption notice reaches the
 training loop, which checkpoints and exits 75), passes the job's exit code through,
-and writes `run.json` twice: at start (exit.status "running") and at the end, both
-atomically, so even a recorder killed with SIGKILL leaves a readable record.
+and writes `run.json` atomically: at start (exit.status "running"), again as soon as the
+workload's run_start names the config and its hash, and at the end. A recorder killed
+with SIGKILL, or whose final write meets a full disk, leaves a readable record that
+says what was trained; a failed final write is one line naming what it lost.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import __version__
+from bench.atomic import DISK_FULL_ERRNOS
 from bench.errors import AtlasError
 from bench.record.cgroups import CgroupReader
 from bench.record.gpus import GpuProbe
@@ -26,6 +29,9 @@ from bench.record.provenance import git_info, hardware, hostname, image_info, sc
 from bench.record.sampler import Sampler
 from bench.records.contract import (
     EXIT_CANNOT_START,
+    EXIT_DISK_FULL,
+    EXIT_FAILED,
+    EXIT_OK,
     EXIT_RUNNING,
     RUN_JSON,
     SCHEMA_VERSION,
@@ -97,6 +103,8 @@ class Recorder:
         self.record: dict[str, Any] = {}
         self.child: subprocess.Popen[bytes] | None = None
         self.received: list[int] = []
+        self._run_start_seen = False  # this attempt's run_start read from train.jsonl
+        self._final_write_errno: int | None = None
         # Multi-node jobs run one recorder per node into one shared run dir: every node
         # writes its own samples-<host>.csv, only the first node writes run.json.
         self.primary = os.environ.get("SLURM_NODEID", "0") == "0"
@@ -114,12 +122,14 @@ class Recorder:
 
     def _initial_record(self, gpu: GpuProbe, start: float) -> dict[str, Any]:
         previous: list[dict[str, Any]] = []
+        known: dict[str, Any] = {}  # the config a previous attempt recorded: known from the start
         old_path = self.run_dir / RUN_JSON
         if old_path.exists():  # a resumed run in the same directory: keep its history
             try:
                 old = json.loads(old_path.read_text())
                 previous = list(old.get("previous_attempts") or [])
                 previous.append({k: old.get(k) for k in ("start_time", "end_time", "exit", "hosts", "scheduler")})
+                known = {k: old.get(k) for k in ("config", "config_sha256") if old.get(k) is not None}
             except (OSError, ValueError, AttributeError):
                 previous = [{"note": "previous run.json was unreadable"}]
         sched = scheduler_info(_env_kind(self.env))
@@ -132,8 +142,8 @@ class Recorder:
             "run_id": self.run_id,
             "env": self.env,
             "experiment": _experiment_from_command(self.command),
-            "config": None,
-            "config_sha256": None,
+            "config": known.get("config"),
+            "config_sha256": known.get("config_sha256"),
             "git": git_info(),
             "image": image_info(),
             "hosts": [self.host],
@@ -193,12 +203,7 @@ class Recorder:
         sampler.start()
         self.record["samples_file"] = sampler.csv_path.name
         self._write_run_json()
-        while True:
-            try:
-                code = self.child.wait()
-                break
-            except KeyboardInterrupt:  # only if SIGINT arrived before our handler
-                continue
+        code = self._wait_for_job()
         end = time.time()
         sampler.stop()
         gpu.stop()
@@ -210,23 +215,61 @@ class Recorder:
             self.record["software"] = software()
         except Exception as exc:
             gpu.fault("software", exc)
-        self._finish(code, end, sampler)
+        lost = self._finish(code, end, sampler)
         for s, h in old_handlers.items():
             signal.signal(s, h)
-        return code if code >= 0 else 128 - code
+        exit_code = code if code >= 0 else 128 - code
+        if lost is not None:
+            print(f"bench record: error: {lost}", file=sys.stderr)
+            if exit_code == EXIT_OK:  # the job did its work; the record could not say so
+                return EXIT_DISK_FULL if self._final_write_errno in DISK_FULL_ERRNOS else EXIT_FAILED
+        return exit_code
 
-    def _finish(self, code: int, end: float, sampler: Sampler) -> None:
+    def _wait_for_job(self) -> int:
+        """Wait for the job; until its config is known, look for the workload's run_start
+        each interval and write run.json again as soon as it is there, so a record whose
+        final write fails still says what was trained."""
+        assert self.child is not None
+        while True:
+            try:
+                return self.child.wait(timeout=None if self._config_known() else self.interval_s)
+            except subprocess.TimeoutExpired:
+                if self._take_config(read_train_log(self.run_dir / TRAIN_JSONL)):
+                    try:
+                        self._write_run_json()
+                    except OSError as exc:  # the end write tries again; the job goes on
+                        self.record.setdefault("sampler_errors", []).append(
+                            {"source": "run.json", "message": f"start write failed: {exc}"}
+                        )
+            except KeyboardInterrupt:  # only if SIGINT arrived before our handler
+                continue
+
+    def _config_known(self) -> bool:
+        return self._run_start_seen
+
+    def _take_config(self, log: Any) -> bool:
+        """Config, hash and experiment from this attempt's run_start; True when newly found."""
+        if self._run_start_seen:
+            return False
+        starts = log.of("run_start")
+        if not starts:
+            return False
+        first = starts[0]
+        self.record["config"] = first.get("config")
+        self.record["config_sha256"] = first.get("config_sha256")
+        self.record["experiment"] = first.get("experiment") or self.record["experiment"]
+        mine = [e for e in starts if e["time"] >= self.record["start_time"]]
+        if not mine:
+            return False
+        self.record["resumed_from"] = mine[0].get("resumed_from")
+        self._run_start_seen = True
+        return True
+
+    def _finish(self, code: int, end: float, sampler: Sampler) -> str | None:
+        """Write the end facts; None, or one line saying what a failed final write lost."""
         rec = self.record
         log = read_train_log(self.run_dir / TRAIN_JSONL)  # read once, complete lines only
-        starts = log.of("run_start")
-        if starts:
-            first = starts[0]
-            rec["config"] = first.get("config")
-            rec["config_sha256"] = first.get("config_sha256")
-            rec["experiment"] = first.get("experiment") or rec["experiment"]
-        mine = [e for e in starts if e["time"] >= rec["start_time"]]
-        if mine:
-            rec["resumed_from"] = mine[0].get("resumed_from")
+        self._take_config(log)
         my_stops = [e for e in log.of("run_stop") if e["time"] >= rec["start_time"]]
         last_stop = my_stops[-1] if my_stops else None
         sig = -code if code < 0 else None
@@ -243,4 +286,14 @@ class Recorder:
         rec["sampler_errors"] = list(sampler.faults)
         rec["samples_file"] = sampler.csv_path.name
         rec["samples_rows"] = sampler.rows
-        self._write_run_json()
+        try:
+            self._write_run_json()
+        except OSError as exc:
+            self._final_write_errno = exc.errno
+            return (
+                f"the final {RUN_JSON} could not be written ({exc.strerror or exc}: {self.run_dir / RUN_JSON}); "
+                f"it keeps the start facts (config, command, exit.status {EXIT_RUNNING!r}); lost: exit status "
+                f"{status!r} (code {rec['exit']['code']}), end time and samples count; the job's train.jsonl "
+                "and samples are intact"
+            )
+        return None

@@ -292,3 +292,49 @@ def test_a_signal_after_the_job_ended_does_not_cost_the_record(tmp_path: Path) -
     meta = json.loads((run_dir / "run.json").read_text())
     assert meta["exit"]["status"] == "success" and meta["end_time"] is not None
     assert meta["exit"]["signals_forwarded"] == ["SIGUSR1"], "the signal must have reached a live recorder"
+
+
+def test_config_is_in_run_json_while_the_job_runs(tmp_path: Path) -> None:
+    """A recorder killed hard (or a final write that fails) still leaves what was trained:
+    the config and its hash are written as soon as the workload's run_start appears."""
+    run_dir = tmp_path / "early"
+    ready = tmp_path / "ready"
+    proc = subprocess.Popen(
+        record_cmd(run_dir, "--iters", "2000", "--sleep", "0.05", "--ready", str(ready), interval=0.05), cwd=REPO
+    )
+    try:
+        wait_for(ready.exists)
+        wait_for(lambda: json.loads((run_dir / "run.json").read_text()).get("config_sha256") is not None, timeout=10)
+        proc.kill()
+        proc.wait(timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    meta = json.loads((run_dir / "run.json").read_text())
+    assert meta["exit"]["status"] == "running"
+    assert meta["config"] == {"experiment": "contract", "iters": 2000} and len(meta["config_sha256"]) == 64
+    assert meta["command"][-1] == str(ready)
+
+
+def test_a_final_write_into_a_full_disk_is_one_line_and_keeps_the_start_facts(small_tmpfs: Path) -> None:
+    """Real ENOSPC: the job fills the tmpfs after training; the recorder cannot write the
+    final run.json, says so in one line (exit 74: disk full), and the record on disk is
+    the start record, with config, hash and command, never half a file."""
+    from bench.records.contract import EXIT_DISK_FULL
+
+    run_dir = small_tmpfs / "run"
+    job = (
+        f"{sys.executable} {WORKLOAD} {run_dir} --iters 3 --sleep 0.3 && "
+        f"(dd if=/dev/zero of={small_tmpfs}/ballast bs=65536 2>/dev/null; true)"
+    )
+    cmd = [sys.executable, "-m", "bench", "record", "--run-dir", str(run_dir), "--env", "test-env"]
+    proc = subprocess.run(
+        [*cmd, "--interval", "0.1", "--", "sh", "-c", job], cwd=REPO, capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == EXIT_DISK_FULL, proc.stderr
+    assert "Traceback" not in proc.stderr
+    lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("bench record: error:")]
+    assert len(lines) == 1 and "final run.json could not be written" in lines[0] and "success" in lines[0]
+    meta = json.loads((run_dir / "run.json").read_text())
+    assert meta["exit"]["status"] == "running" and meta["config_sha256"] and meta["config"]["iters"] == 3
+    assert not [p for p in run_dir.iterdir() if p.name.startswith(".run.json")]  # no temporary left
