@@ -8,14 +8,18 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from pathlib import Path
 
 import jinja2
 
 from bench.analysis.metrics import fmt
+from bench.atomic import write_text_atomic
 from bench.render.escape import code, md
 
 SUMMARY_JSON = "summary.json"
+REPORT_FILES = ("README.md", SUMMARY_JSON, "runs.csv")
+REPORT_NAME = re.compile(r"^(\d{4}-\d{2}-\d{2}|undated)-[A-Za-z0-9]+$")  # <date>-<short sha> (render/report.py)
 
 
 def write_index(out: Path) -> Path:
@@ -24,10 +28,24 @@ def write_index(out: Path) -> Path:
 
     out = Path(out)
     entries = []
-    for folder in sorted((p for p in out.iterdir() if (p / SUMMARY_JSON).is_file()), reverse=True):
+    for folder in sorted(report_folders(out), reverse=True):
         try:
             s = json.loads((folder / SUMMARY_JSON).read_text())
-        except (OSError, ValueError):
+            if not isinstance(s, dict):
+                raise ValueError("not an object")
+        except (OSError, ValueError) as exc:  # listed, never dropped silently
+            reason = "missing" if isinstance(exc, FileNotFoundError) else "unreadable"
+            entries.append(
+                {
+                    "folder": folder.name,
+                    "commit": code("unknown"),
+                    "envs": [],
+                    "runs": "?",
+                    "problems": md(f"{SUMMARY_JSON} {reason}: run bench report for this commit again"),
+                    "images_per_s": [],
+                    "has_history": False,
+                }
+            )
             continue
         entries.append(
             {
@@ -50,8 +68,23 @@ def write_index(out: Path) -> Path:
     while "\n\n\n" in text:
         text = text.replace("\n\n\n", "\n\n")
     path = out / "README.md"
-    path.write_text(text.rstrip() + "\n")
+    write_text_atomic(path, text.rstrip() + "\n")
     return path
+
+
+def report_folders(out: Path) -> list[Path]:
+    """Every report folder: one with a summary.json, or named like a report and holding
+    any of a report's files (a hidden one is a report still being written, or left by a
+    killed one, and is not a report)."""
+
+    def looks_like_report(p: Path) -> bool:
+        return bool(REPORT_NAME.match(p.name)) and any((p / f).exists() for f in REPORT_FILES)
+
+    return [
+        p
+        for p in Path(out).iterdir()
+        if p.is_dir() and not p.name.startswith(".") and ((p / SUMMARY_JSON).is_file() or looks_like_report(p))
+    ]
 
 
 def reported_runs(reports: Path) -> set[tuple[str, str]]:

@@ -8,6 +8,8 @@ all numbers go through `metrics.fmt`, so the same results give the same bytes.
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -21,6 +23,7 @@ from bench.analysis.advisor import advise
 from bench.analysis.compare import CompareResult, compare_runs
 from bench.analysis.metrics import HEADLINE, METRIC_BY_KEY, RunMetrics, fmt, run_metrics
 from bench.analysis.stats import BOOTSTRAP_RESAMPLES, median
+from bench.atomic import disk_full_error, is_disk_full, locked, replace_dir, temp_dir
 from bench.errors import AtlasError
 from bench.records.read import RunData, find_runs
 from bench.records.select import commit_runs
@@ -167,10 +170,33 @@ def write_report(
     starts = [r.start_time for r in runs if r.start_time is not None]
     date = _utc(max(starts), "%Y-%m-%d") if starts else "undated"
     name = f"{date}-{sha[:7] if sha else 'nogit'}"
-    folder = out / name
-    folder.mkdir(parents=True, exist_ok=True)
-    for old in folder.glob("*.png"):
-        old.unlink()
+    final = out / name
+    folder = temp_dir(final)  # built aside, renamed into place whole (never a 0-byte README.md)
+    try:
+        readme, index = _write_folder(folder, final, name, sha, runs, all_runs, chosen, result, results, starts)
+    except BaseException as exc:
+        shutil.rmtree(folder, ignore_errors=True)
+        if is_disk_full(exc):
+            raise disk_full_error(exc, final) from None  # type: ignore[arg-type]
+        raise
+    return ReportResult(final, readme, index, result)
+
+
+def _write_folder(
+    folder: Path,
+    final: Path,
+    name: str,
+    sha: str | None,
+    runs: list[RunData],
+    all_runs: list[RunData],
+    chosen: list[RunData],
+    result: Any,
+    results: Path,
+    starts: list[float],
+) -> tuple[Path, Path]:
+    """Fill the hidden `folder`, then (under the reports lock) put it in place of `final`
+    and regenerate the index; returns the final README.md and the index."""
+    experiments = [result.experiment] if result.experiment else []
 
     reps = _representative(chosen, result)
     chart_list, missing = [], []
@@ -221,7 +247,6 @@ def write_report(
     for env in result.envs:
         notes = sorted({m.cost_note for m in result.runs if m.env == env})
         cost_notes.append((md(env), md("; ".join(notes), 600)))
-    experiments = [result.experiment] if result.experiment else []
     others = [e for e in result.envs if e != result.baseline]
     env_tpl = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False)
     text = env_tpl.from_string(_template()).render(
@@ -253,8 +278,7 @@ def write_report(
     text = "\n".join(line.rstrip() for line in text.splitlines()).rstrip() + "\n"
     while "\n\n\n" in text:
         text = text.replace("\n\n\n", "\n\n")
-    readme = folder / "README.md"
-    readme.write_text(text)
+    (folder / "README.md").write_text(text)
     result.frame().to_csv(folder / "runs.csv", index=False, float_format="%.6g")
     summary = {
         "folder": name,
@@ -268,8 +292,11 @@ def write_report(
         "first_start": min(starts) if starts else None,
     }
     (folder / SUMMARY_JSON).write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
-    index = write_index(out)
-    return ReportResult(folder, readme, index, result)
+    os.chmod(folder, 0o755)  # mkdtemp makes 0700; a report folder is for everyone to read
+    with locked(final.parent):
+        replace_dir(folder, final)
+        index = write_index(final.parent)
+    return final / "README.md", index
 
 
 def _template() -> str:

@@ -138,3 +138,63 @@ def test_cli_report_and_compare(tmp_path: Path, capsys) -> None:
     assert "report: " in capsys.readouterr().out
     assert main(["report", "--results", str(tmp_path / "empty"), "--out", str(tmp_path / "rep")]) == 2
     assert "no runs under" in capsys.readouterr().err
+
+
+def test_a_damaged_report_folder_stays_in_the_index(tmp_path: Path) -> None:
+    """A folder whose summary.json is 0 bytes (a report killed by a full disk before this
+    fix) is listed with the problem, never dropped silently."""
+    results = make_results(tmp_path / "results", sha="a" * 40, start=1.79e9)
+    make_results(results, sha="b" * 40, start=1.79e9 + 86400 * 3)
+    out = tmp_path / "out"
+    old = write_report(results, out, commit="aaaa")
+    (old.folder / "summary.json").write_bytes(b"")
+    write_report(results, out)
+    index = (out / "README.md").read_text()
+    line = next(ln for ln in index.splitlines() if old.folder.name in ln)
+    assert "summary.json unreadable" in line
+
+
+def test_a_full_disk_during_a_report_is_one_error_and_keeps_the_previous_report(small_tmpfs: Path) -> None:
+    """Real ENOSPC on a small tmpfs: the report is built in a hidden folder, so the one
+    already there stays whole (no 0-byte README.md, runs.csv or summary.json), the error
+    names the path, and the exit code is EXIT_DISK_FULL."""
+    import subprocess
+    import sys
+
+    from bench.records.contract import EXIT_DISK_FULL
+    from tests.fullfs import fill
+
+    results = make_results(small_tmpfs / "results")
+    out = small_tmpfs / "out"
+    first = write_report(results, out)
+    before = digest(first.folder)
+    index_before = (out / "README.md").read_bytes()
+    fill(small_tmpfs, leave=8192)
+    cmd = [sys.executable, "-m", "bench", "report", "--results", str(results), "--out", str(out)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=Path(__file__).resolve().parents[3], timeout=120)
+    assert proc.returncode == EXIT_DISK_FULL, proc.stderr
+    assert "Traceback" not in proc.stderr and proc.stderr.count("\n") == 1, proc.stderr
+    assert "No space left on device" in proc.stderr and str(out) in proc.stderr
+    assert digest(first.folder) == before and (out / "README.md").read_bytes() == index_before
+    assert not [p for p in out.iterdir() if p.name.startswith(".") and p.is_dir()]  # the temporary is gone
+    assert all(p.stat().st_size > 0 for p in first.folder.iterdir())
+
+
+def test_two_reports_at_once_both_succeed_and_leave_one_whole_folder(tmp_path: Path) -> None:
+    """`bench report` twice at once, real processes: both exit 0, the folder and the index
+    are whole (same bytes as a report written alone)."""
+    import subprocess
+    import sys
+
+    results = make_results(tmp_path / "results")
+    alone = write_report(results, tmp_path / "alone")
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-m", "bench", "report", "--results", str(results), "--out", str(out)]
+    repo = Path(__file__).resolve().parents[3]
+    procs = [
+        subprocess.Popen(cmd, cwd=repo, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(3)
+    ]
+    outs = [p.communicate(timeout=300) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0, 0], [o[1] for o in outs]
+    assert digest(out / alone.folder.name) == digest(alone.folder)
+    assert sorted(p.name for p in out.iterdir()) == sorted([alone.folder.name, "README.md", ".atlas.lock"])
