@@ -23,7 +23,7 @@ from bench.analysis.advisor import advise
 from bench.analysis.compare import CompareResult, compare_runs
 from bench.analysis.metrics import HEADLINE, METRIC_BY_KEY, RunMetrics, fmt, run_metrics
 from bench.analysis.stats import BOOTSTRAP_RESAMPLES, median
-from bench.atomic import disk_full_error, is_disk_full, locked, replace_dir, temp_dir
+from bench.atomic import disk_full_error, is_disk_full, locked, replace_dir, sweep_temp_dirs, temp_dir
 from bench.errors import AtlasError
 from bench.records.read import RunData, find_runs
 from bench.records.select import commit_runs
@@ -171,13 +171,17 @@ def write_report(
     date = _utc(max(starts), "%Y-%m-%d") if starts else "undated"
     name = f"{date}-{sha[:7] if sha else 'nogit'}"
     final = out / name
-    folder = temp_dir(final)  # built aside, renamed into place whole (never a 0-byte README.md)
     try:
-        readme, index = _write_folder(folder, final, name, sha, runs, all_runs, chosen, result, results, starts)
-    except BaseException as exc:
-        shutil.rmtree(folder, ignore_errors=True)
+        with locked(out):  # one report at a time per folder: a second one waits, then rewrites it
+            sweep_temp_dirs(out)  # left by a report killed half-way
+            folder = temp_dir(final)  # built aside, renamed into place whole (never a 0-byte README.md)
+            try:
+                readme, index = _write_folder(folder, final, name, sha, runs, all_runs, chosen, result, results, starts)
+            finally:
+                shutil.rmtree(folder, ignore_errors=True)
+    except OSError as exc:
         if is_disk_full(exc):
-            raise disk_full_error(exc, final) from None  # type: ignore[arg-type]
+            raise disk_full_error(exc, final) from None
         raise
     return ReportResult(final, readme, index, result)
 
@@ -194,8 +198,8 @@ def _write_folder(
     results: Path,
     starts: list[float],
 ) -> tuple[Path, Path]:
-    """Fill the hidden `folder`, then (under the reports lock) put it in place of `final`
-    and regenerate the index; returns the final README.md and the index."""
+    """Fill the hidden `folder`, put it in place of `final` and regenerate the index
+    (the caller holds the reports lock); returns the final README.md and the index."""
     experiments = [result.experiment] if result.experiment else []
 
     reps = _representative(chosen, result)
@@ -293,10 +297,8 @@ def _write_folder(
     }
     (folder / SUMMARY_JSON).write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
     os.chmod(folder, 0o755)  # mkdtemp makes 0700; a report folder is for everyone to read
-    with locked(final.parent):
-        replace_dir(folder, final)
-        index = write_index(final.parent)
-    return final / "README.md", index
+    replace_dir(folder, final)
+    return final / "README.md", write_index(final.parent)
 
 
 def _template() -> str:

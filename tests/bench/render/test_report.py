@@ -198,3 +198,14 @@ def test_two_reports_at_once_both_succeed_and_leave_one_whole_folder(tmp_path: P
     assert [p.returncode for p in procs] == [0, 0, 0], [o[1] for o in outs]
     assert digest(out / alone.folder.name) == digest(alone.folder)
     assert sorted(p.name for p in out.iterdir()) == sorted([alone.folder.name, "README.md", ".atlas.lock"])
+
+
+def test_a_report_killed_half_way_leaves_nothing_the_next_one_keeps(tmp_path: Path) -> None:
+    results = make_results(tmp_path / "results")
+    out = tmp_path / "out"
+    first = write_report(results, out)
+    stale = out / f".{first.folder.name}.tmp-abcd1234"  # what a SIGKILLed report leaves
+    stale.mkdir()
+    (stale / "README.md").write_text("half")
+    write_report(results, out)
+    assert not stale.exists()
