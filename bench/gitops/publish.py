@@ -16,9 +16,11 @@ import re
 import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
+from bench.atomic import LOCK_NAME, locked
 from bench.errors import AtlasError, ConfigError
 
 BOT_NAME = "atlas-bench[bot]"
@@ -111,7 +113,24 @@ def publish(
     if not present:
         raise ConfigError(f"nothing to publish: none of {', '.join(paths)} exists in {repo} (run `bench report` first)")
 
-    _git(repo, "add", "--all", "--", *present)
+    with ExitStack() as held:  # `bench report` swaps folders under this lock: never stage half a swap
+        for folder in present:
+            if (repo / folder).is_dir():
+                held.enter_context(locked(repo / folder))
+        return _commit_and_push(repo, present, message, remote, branch, attempts, regenerate, pause_s)
+
+
+def _commit_and_push(
+    repo: Path,
+    present: list[str],
+    message: str,
+    remote: str,
+    branch: str,
+    attempts: int,
+    regenerate: Mapping[str, Callable[[Path], None]] | None,
+    pause_s: float,
+) -> PublishResult:
+    _git(repo, "add", "--all", "--", *present, f":(exclude,glob)**/{LOCK_NAME}")  # our lock file is never data
     staged = _git(repo, "diff", "--cached", "--quiet", "--", *present, check=False).returncode != 0
     if staged:
         _git(repo, "commit", "--quiet", "--no-verify", "-m", commit_message(message), "--", *present, env=bot_env())

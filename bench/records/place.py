@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import __version__
+from bench.atomic import disk_full_error, is_disk_full, locked, sweep_temp_dirs
 from bench.envs import Environment
 from bench.errors import AtlasError
 from bench.records.contract import RUN_JSON, SCHEMA_VERSION, queue_wait_s
@@ -116,9 +117,22 @@ def place_run(results: Path, env: Environment, run_id: str, fetch: Callable[[Pat
     dest = Path(results) / env.name / run_id
     if (dest / RUN_JSON).is_file():
         return Placed(dest, False)
+    try:
+        with locked(Path(results)):  # one collect at a time: a second waits, then finds the run placed
+            return _place_locked(dest, env, run_id, fetch)
+    except OSError as exc:
+        if is_disk_full(exc):
+            raise disk_full_error(exc, dest) from None
+        raise
+
+
+def _place_locked(dest: Path, env: Environment, run_id: str, fetch: Callable[[Path], dict[str, Any] | None]) -> Placed:
+    if (dest / RUN_JSON).is_file():
+        return Placed(dest, False)
     if dest.exists() and any(dest.iterdir()):
         raise AtlasError(f"{dest} exists but holds no {RUN_JSON} (a copy by hand?); move it away and collect again")
     dest.parent.mkdir(parents=True, exist_ok=True)
+    sweep_temp_dirs(dest.parent)  # hidden folders of a collect killed half-way (we hold the lock)
     tmp = Path(tempfile.mkdtemp(prefix=f".{run_id}.", dir=dest.parent))
     try:
         facts = dict(fetch(tmp) or {})
@@ -141,13 +155,7 @@ def place_run(results: Path, env: Environment, run_id: str, fetch: Callable[[Pat
             problems = tuple(schema_problems(record))  # placed as it came: its reader says why
         if dest.exists():
             dest.rmdir()
-        try:
-            os.rename(tmp, dest)
-        except OSError:
-            if (dest / RUN_JSON).is_file():  # another collect placed it first: theirs stands
-                shutil.rmtree(tmp, ignore_errors=True)
-                return Placed(dest, False)
-            raise
+        os.rename(tmp, dest)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
