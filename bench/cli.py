@@ -21,6 +21,7 @@ COMMAND_ORDER = [
     "record",  # wrap a command and write its run record (runs inside the job)
     "run",  # submit to an environment (wait and collect, or --no-wait)
     "status",  # how are the runs of an environment doing
+    "cancel",  # stop runs for good (marked: never resubmitted)
     "collect",  # copy finished run records into the results tree
     "check",  # validate a results tree (schema and plausibility of every record)
     "compare",  # tables across environments

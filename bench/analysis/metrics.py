@@ -162,6 +162,14 @@ def _f(value: Any) -> float | None:
 # -- derived figures ---------------------------------------------------------------------
 
 
+def _queue_wait(ctx: Any) -> float | None:
+    """Sum of every attempt's real wait (resubmissions and requeues) where the target
+    records it, else the first submit -> start."""
+    sched = ctx.section("scheduler")
+    total = _f(sched.get("queue_wait_total_s"))
+    return total if total is not None else _f(sched.get("queue_wait_s"))
+
+
 def _wall(ctx: RunContext) -> float | None:
     start, end = _f(ctx.meta.get("start_time")), _f(ctx.meta.get("end_time"))
     if start is not None and end is not None:
@@ -305,7 +313,7 @@ METRICS: tuple[Metric, ...] = (
     ),
     Metric(
         "queue_wait_s", "queue wait", "s", LOWER,
-        _derived(lambda ctx: _f(ctx.section("scheduler").get("queue_wait_s")), "run.json scheduler.queue_wait_s"),
+        _derived(_queue_wait, "run.json scheduler.queue_wait_total_s (every attempt), else queue_wait_s"),
         headline=True, in_runs_table=True,
     ),
     Metric("wall_s", "job wall time", "s", LOWER, _derived(_wall, "run.json start_time -> end_time")),

@@ -28,13 +28,16 @@ from bench.record.gpus import GpuProbe
 from bench.record.provenance import git_info, hardware, hostname, image_info, scheduler_info, software
 from bench.record.sampler import Sampler
 from bench.records.contract import (
+    CANCEL_MARK,
     EXIT_CANNOT_START,
     EXIT_DISK_FULL,
     EXIT_FAILED,
     EXIT_OK,
     EXIT_RUNNING,
+    FINISHED_OK,
     RUN_JSON,
     SCHEMA_VERSION,
+    STATUS_CANCELLED,
     STATUS_FAILED,
     TRAIN_JSONL,
     exit_status,
@@ -275,6 +278,8 @@ class Recorder:
         sig = -code if code < 0 else None
         stop = str(last_stop["status"]) if last_stop is not None and last_stop.get("status") else None
         status = exit_status(code if code >= 0 else None, signal.Signals(sig).name if sig else None, stop)
+        if status not in FINISHED_OK and (self.run_dir / CANCEL_MARK).exists():
+            status = STATUS_CANCELLED  # `bench cancel` or a plain scancel: not a preemption to resume
         rec["exit"] = {
             "status": status,
             "code": code if code >= 0 else None,

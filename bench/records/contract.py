@@ -31,6 +31,9 @@ EXIT_RUNNING = "running"
 STATUS_SUCCESS, STATUS_MAX_SECONDS, STATUS_PREEMPTED = "success", "max_seconds", "preempted"
 STATUS_FAILED, STATUS_KILLED = "failed", "killed"
 STATUS_CANCELLED = "cancelled"  # `bench cancel` or a plain scancel: never resubmitted
+# Marker file in a run folder: the run was cancelled (`bench cancel` on any target, or a
+# plain scancel seen by the Slurm batch script); nothing resubmits it, its record says cancelled.
+CANCEL_MARK = "CANCELLED"
 FINISHED_OK = (STATUS_SUCCESS, STATUS_MAX_SECONDS)  # the run did what it was asked
 # What a failed exit code means, for status lines.
 EXIT_WORDS = {

@@ -23,14 +23,13 @@ from typing import Any, ClassVar
 
 from bench.envs import REPO_ROOT
 from bench.errors import AtlasError, ConfigError
-from bench.records.contract import EXIT_RUNNING, EXIT_WORDS, RUN_JSON
+from bench.records.contract import CANCEL_MARK, EXIT_RUNNING, EXIT_WORDS, RUN_JSON
 from bench.records.jobfiles import copy_record, read_json, write_bytes
 from bench.records.place import SKIPPED
 from bench.targets import register
 from bench.targets.base import JobSpec, RunState, RunStatus, Target
 
 SUBMIT_JSON = "submit.json"
-CANCELLED = "cancelled"
 JOB_LOG = "job.log"
 CONTAINER_KEYS = {
     "kind",
@@ -292,7 +291,7 @@ class ContainerTarget(Target):
             raise AtlasError(f"no run {run_id!r} in environment {self.env.name} (looked in {run_dir})")
         info = self._submit_info(run_id)
         commit, job_id = info.get("commit"), (info.get("container") or "")[:12] or None
-        cancelled = (run_dir / CANCELLED).exists()
+        cancelled = (run_dir / CANCEL_MARK).exists()
         state = self._inspect(run_id)
         if state is not None:
             st = state.get("State", {})
@@ -393,6 +392,6 @@ class ContainerTarget(Target):
         run_dir = self.runs_dir / run_id
         if not run_dir.is_dir():
             raise AtlasError(f"no run {run_id!r} in environment {self.env.name}")
-        write_bytes(run_dir / CANCELLED, f"{time.time()}\n".encode())
+        write_bytes(run_dir / CANCEL_MARK, f"{time.time()}\n".encode())
         if self._inspect(run_id) is not None:
             self._podman("stop", "--time", "120", self.container_name(run_id), check=False, timeout=180)

@@ -23,14 +23,13 @@ from typing import Any, ClassVar
 
 from bench.envs import REPO_ROOT
 from bench.errors import AtlasError, ConfigError
-from bench.records.contract import EXIT_RUNNING, FINISHED_OK, RUN_JSON, STATUS_PREEMPTED, TRAIN_JSONL
+from bench.records.contract import CANCEL_MARK, EXIT_RUNNING, FINISHED_OK, RUN_JSON, STATUS_PREEMPTED, TRAIN_JSONL
 from bench.records.jobfiles import copy_record, read_json, write_bytes
 from bench.records.place import SKIPPED
 from bench.targets import register
 from bench.targets.base import JobSpec, RunState, RunStatus, Target, recorded_command
 
 SUBMIT_JSON = "submit.json"  # written by submit(): pid, times, commit, command
-CANCELLED = "cancelled"  # marker file written by cancel()
 JOB_LOG = "job.log"  # the job's stdout + stderr
 LOCAL_KEYS = {"kind", "description", "local", "hardware", "cost", "runs_dir", "interval_s"}
 
@@ -191,7 +190,7 @@ class LocalTarget(Target):
             record = None
         if not isinstance(record, dict):
             record = None
-        cancelled = (run_dir / CANCELLED).exists()
+        cancelled = (run_dir / CANCEL_MARK).exists()
         if record is None:
             if alive:
                 return RunStatus(run_id, RunState.PENDING, "starting", job_id, commit)
@@ -258,7 +257,7 @@ class LocalTarget(Target):
         run_dir = self.runs_dir / run_id
         info = self._submit_info(run_dir)
         pid = valid_pid(info.get("pid"))
-        write_bytes(run_dir / CANCELLED, f"{time.time()}\n".encode())
+        write_bytes(run_dir / CANCEL_MARK, f"{time.time()}\n".encode())
         if pid is not None and self._alive(pid):
             try:
                 os.kill(pid, signal.SIGTERM)

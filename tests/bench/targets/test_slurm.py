@@ -12,6 +12,7 @@ import json
 import re
 import secrets
 import shutil
+import subprocess
 import time
 from pathlib import Path
 
@@ -248,3 +249,68 @@ def test_ansible_gets_a_user_name_when_user_is_unset(monkeypatch):
     assert env["USER"] and env["USER"] == env["LOGNAME"]
     monkeypatch.setenv("USER", "alice")
     assert user_env() == {"USER": "alice", "LOGNAME": "alice"}
+
+
+def _scontrol(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["scontrol", *args], env=slurm_env(), capture_output=True, text=True, timeout=30)
+
+
+def test_a_plain_scancel_is_a_cancel_never_a_resubmission(local_slurm, standin_repo, tmp_path) -> None:
+    """scancel without the time-limit warning: the batch script marks the run cancelled,
+    submits nothing, and the record says cancelled (it said preempted, and resubmitted)."""
+    target = make_target(tmp_path, standin_repo)
+    job = submit(target, standin_repo, "standin.iters=3000")
+    run_dir = RUNS / job.run_id
+    wait_for(lambda: any(e["event"] == "run_start" for e in train_events(run_dir)), 90, "the job to start")
+    job_id = target.status(job.run_id).scheduler_job_id
+    subprocess.run(["scancel", job_id], env=slurm_env(), check=True, timeout=30)
+    final = target.wait(job.run_id, timeout_s=90, poll_s=1)
+    time.sleep(3)  # a resubmission, if any, would be listed by now
+    final = target.status(job.run_id)
+    log = (run_dir / f"slurm-{job_id}.out").read_text()
+    assert final.state is RunState.CANCELLED, final.detail + log
+    assert final.extra["job_ids"] == job_id, log  # no second job
+    assert "scancel" in (run_dir / "CANCELLED").read_text() and "not resubmitting" in log
+    dest = collect_run(target, job.run_id, tmp_path / "results")
+    assert json.loads((dest / "run.json").read_text())["exit"]["status"] == "cancelled"
+
+
+def test_a_slurm_requeue_resumes_the_same_job_with_both_logs_and_real_waits(
+    local_slurm, standin_repo, tmp_path
+) -> None:
+    """`scontrol requeue`: the same job runs again and resumes from its checkpoint; no second
+    submission, the first attempt's log kept (append mode, one header per attempt), and the
+    queue wait is the sum of both attempts' real waits (submit or requeue -> start).
+    The test releases Slurm's requeue hold (BeginTime +2 min) with `scontrol update`."""
+    target = make_target(tmp_path, standin_repo)
+    job = submit(target, standin_repo, "standin.iters=120")
+    run_dir = RUNS / job.run_id
+    wait_for(lambda: any(e["event"] == "run_start" for e in train_events(run_dir)), 90, "training to start")
+    time.sleep(2)
+    job_id = target.status(job.run_id).scheduler_job_id
+    assert _scontrol("requeue", job_id).returncode == 0
+    wait_for(lambda: len([e for e in train_events(run_dir) if e["event"] == "run_stop"]) >= 1, 60, "the checkpoint")
+
+    def pending() -> bool:
+        cmd = ["squeue", "-h", "-j", job_id, "-o", "%T"]
+        state = subprocess.run(cmd, env=slurm_env(), capture_output=True, text=True, timeout=30)
+        return state.stdout.strip() == "PENDING"
+
+    wait_for(pending, 60, "the requeued job to be pending")
+    assert _scontrol("update", f"JobId={job_id}", "StartTime=now").returncode == 0
+    final = target.wait(job.run_id, timeout_s=180, poll_s=1)
+    log = (run_dir / f"slurm-{job_id}.out").read_text()
+    assert final.state is RunState.COMPLETED, final.detail + log
+    assert final.extra["job_ids"] == job_id, log  # Slurm's requeue only: no second submission
+    assert f"job {job_id} attempt 0 " in log and f"job {job_id} attempt 1 " in log and "requeued by Slurm" in log
+    assert not (run_dir / "CANCELLED").exists()
+    stops = [e for e in train_events(run_dir) if e["event"] == "run_stop"]
+    assert [s["status"] for s in stops] == ["preempted", "success"] and stops[-1]["iteration"] == 120
+    dest = collect_run(target, job.run_id, tmp_path / "results")
+    record = json.loads((dest / "run.json").read_text())
+    sched = record["scheduler"]
+    assert sched["attempts"] == 2 and sched["requeues"] == 1 and sched["queue_wait_resolution_s"] == 1.0
+    rows = [ln.split("\t") for ln in (dest / "slurm-attempts.tsv").read_text().splitlines()]
+    waits = [max(0.0, float(r[3]) - float(r[2])) for r in rows]
+    assert sched["queue_wait_total_s"] == round(sum(waits), 3) and sched["queue_wait_total_s"] < 60
+    assert len(record["previous_attempts"]) == 1 and record["exit"]["status"] == "success"

@@ -29,6 +29,8 @@ import re
 from ansible.module_utils.basic import AnsibleModule
 
 JOBS_FILE = "slurm-jobs.tsv"
+ATTEMPTS_FILE = "slurm-attempts.tsv"  # the batch script: job id, restart count, submit, start
+QUEUE_WAIT_RESOLUTION_S = 1.0  # Slurm's SubmitTime and `date +%s` are whole seconds
 CANCEL_MARK = "CANCELLED"
 JOB_ID = re.compile(r"^[0-9]+$")
 FINISHED = (
@@ -62,6 +64,21 @@ def read_jobs(run_dir):
                 if parts and JOB_ID.match(parts[0]):
                     jobs[parts[0]] = _num(parts[1]) if len(parts) > 1 else None
     return sorted(jobs.items(), key=lambda kv: int(kv[0]))
+
+
+def read_attempts(run_dir):
+    """[(job_id, restart, submit_time, start_time)]: one per start of a job, a Slurm requeue
+    of the same job included (its submit time is the requeue's)."""
+    attempts = []
+    try:
+        with open(os.path.join(run_dir, ATTEMPTS_FILE)) as fh:
+            for line in fh:
+                parts = line.rstrip("\n").split("\t")
+                if len(parts) == 4 and JOB_ID.match(parts[0]) and parts[1].isdigit():
+                    attempts.append((parts[0], int(parts[1]), _num(parts[2]), _num(parts[3])))
+    except OSError:
+        pass
+    return attempts
 
 
 def read_source(run_dir):
@@ -151,18 +168,27 @@ def query(module, run_dir, env, log_lines):
     if os.path.exists(log):
         with open(log, "rb") as fh:
             result["log_tail"] = b"".join(fh.readlines()[-log_lines:]).decode("utf-8", "replace")
-    result["scheduler"] = scheduler_section(result["jobs"])
+    result["scheduler"] = scheduler_section(result["jobs"], read_attempts(run_dir))
     return result
 
 
-def scheduler_section(jobs):
-    """The run record's `scheduler` section: first submit to last end, summed queue waits."""
+def scheduler_section(jobs, attempts=()):
+    """The run record's `scheduler` section: first submit to last end, summed queue waits.
+
+    With the batch script's attempts ledger, the total queue wait is the sum of each
+    attempt's real wait (its submit, or requeue, to its start); without it, each job's
+    eligible (or submit) time to its start."""
     first, last = jobs[0], jobs[-1]
     waits = []
-    for j in jobs:
-        ready = j.get("eligible_time") or j.get("submit_time")
-        if ready is not None and j.get("start_time") is not None:
-            waits.append(max(0.0, j["start_time"] - ready))
+    if attempts:
+        for _job, _restart, submit, start in attempts:
+            if submit is not None and start is not None:
+                waits.append(max(0.0, start - submit))
+    else:
+        for j in jobs:
+            ready = j.get("eligible_time") or j.get("submit_time")
+            if ready is not None and j.get("start_time") is not None:
+                waits.append(max(0.0, j["start_time"] - ready))
     section = {
         "kind": "slurm",
         "job_id": first["job_id"],
@@ -173,8 +199,11 @@ def scheduler_section(jobs):
         "state": last["state"],
         "exit_code": last["exit_code"],
         "segments": len(jobs),
+        "attempts": len(attempts) or len(jobs),
+        "requeues": sum(1 for a in attempts if a[1] > 0),
         "queue_wait_s": None,
         "queue_wait_total_s": None,
+        "queue_wait_resolution_s": QUEUE_WAIT_RESOLUTION_S,
     }
     if first["submit_time"] is not None and first["start_time"] is not None:
         section["queue_wait_s"] = round(max(0.0, first["start_time"] - first["submit_time"]), 3)
