@@ -18,10 +18,18 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from bench.analysis.attempts import attempt_spans, per_attempt, wall_over_attempts
 from bench.analysis.cost import Cost, run_cost
 from bench.records import contract as c
 from bench.records.read import RunData
-from bench.records.trainlog import images_seen, images_series, outcome, steady_images_per_s, time_to_train
+from bench.records.trainlog import (
+    images_seen,
+    images_series,
+    lost_iterations,
+    outcome,
+    steady_images_per_s,
+    time_to_train,
+)
 
 HIGHER, LOWER = "higher", "lower"  # Metric.direction; "" = neither (a fact, not a score)
 
@@ -171,9 +179,10 @@ def _queue_wait(ctx: Any) -> float | None:
 
 
 def _wall(ctx: RunContext) -> float | None:
-    start, end = _f(ctx.meta.get("start_time")), _f(ctx.meta.get("end_time"))
-    if start is not None and end is not None:
-        return end - start
+    """Every attempt's wall time, summed (bench.analysis.attempts)."""
+    total = wall_over_attempts(attempt_spans(ctx.meta, ctx.run.samples))
+    if total is not None:
+        return total
     spans = [float(df["time"].iloc[-1] - df["time"].iloc[0]) for df in ctx.run.samples.values() if len(df) > 1]
     return max(spans) if spans else None
 
@@ -226,8 +235,12 @@ def _gpu_energy_wh(df: pd.DataFrame, gpu: str) -> float | None:
 
 
 def _energy_wh(ctx: RunContext) -> float | None:
+    spans = attempt_spans(ctx.meta, ctx.run.samples)
     energy = [
-        e for df in ctx.run.samples.values() for g in c.gpu_ids(df.columns) if (e := _gpu_energy_wh(df, g)) is not None
+        e
+        for df in ctx.run.samples.values()
+        for g in c.gpu_ids(df.columns)
+        if (e := per_attempt(df, spans, lambda part, g=g: _gpu_energy_wh(part, g))) is not None
     ]
     return float(sum(energy)) if energy else None
 
@@ -316,7 +329,11 @@ METRICS: tuple[Metric, ...] = (
         _derived(_queue_wait, "run.json scheduler.queue_wait_total_s (every attempt), else queue_wait_s"),
         headline=True, in_runs_table=True,
     ),
-    Metric("wall_s", "job wall time", "s", LOWER, _derived(_wall, "run.json start_time -> end_time")),
+    Metric("wall_s", "job wall time", "s", LOWER, _derived(_wall, "every attempt's start_time -> end_time")),
+    Metric("attempts", "attempts", "jobs", "", _derived(lambda ctx: float(len(attempt_spans(ctx.meta, ctx.run.samples)))
+           or None, "run.json previous_attempts + this one"), in_runs_table=True, digits=2),
+    Metric("lost_iters", "lost work", "iterations", LOWER, _derived(lambda ctx: float(lost_iterations(ctx.run.train)),
+           "train.jsonl: iterations trained again after a resume"), in_runs_table=True),
     # facts the advisor and cost read; in runs.csv, not in the summary table
     Metric("images_seen", "images seen", "images", "", _derived(lambda ctx: images_seen(ctx.run.train), "train.jsonl"),
            in_summary=False),

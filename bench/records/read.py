@@ -114,6 +114,14 @@ def read_samples(path: Path) -> tuple[pd.DataFrame | None, list[str]]:
     if not good_time.all():
         problems.append(f"{name}: {int((~good_time).sum())} row(s) without a readable time; dropped")
     df = df[good_time]
+    times = df["time"].to_numpy(dtype=float)
+    if times.size > 1:  # the clock went backwards: those rows' times cannot be trusted
+        backwards = times < np.maximum.accumulate(np.concatenate(([-np.inf], times[:-1])))
+        if backwards.any():
+            problems.append(
+                f"{name}: {int(backwards.sum())} row(s) earlier than a row before them (clock went backwards); dropped"
+            )
+            df = df[~backwards]
     if df.empty:
         problems.append(f"{name} has no complete sample rows")
         return None, problems

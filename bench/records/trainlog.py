@@ -67,8 +67,9 @@ def read_train_log(path: Path) -> TrainLog:
             parsed = None
     except (ValueError, UnicodeDecodeError, RecursionError):
         parsed = None
-    bad = refused = 0
-    first_bad = None
+    bad = refused = backwards = 0
+    first_bad = first_back = None
+    latest = float("-inf")
     for number, raw in enumerate(lines, 1):
         if parsed is not None:
             event = parsed[number - 1]
@@ -86,9 +87,19 @@ def read_train_log(path: Path) -> TrainLog:
             first_bad = first_bad or number
             continue
         refused += _exclude_impossible(event)
+        if event["time"] < latest:  # the clock went backwards: this time cannot be trusted
+            backwards += 1
+            first_back = first_back or number
+            continue
+        latest = event["time"]
         log.events.append(event)
     if bad:
         log.problems.append(f"{Path(path).name}: {bad} line(s) are not valid events (first: line {first_bad}); ignored")
+    if backwards:
+        log.problems.append(
+            f"{Path(path).name}: {backwards} event(s) earlier than a line before them (clock went backwards; "
+            f"first: line {first_back}); excluded"
+        )
     if refused:
         log.problems.append(
             f"{Path(path).name}: {refused} value(s) not finite, negative or too large (images/s, images seen, ...); "
@@ -139,15 +150,17 @@ def segments(log: TrainLog) -> list[tuple[dict[str, Any], dict[str, Any] | None,
 
 
 def time_to_train(log: TrainLog) -> tuple[float | None, list[str]]:
-    """Sum of run_stop - run_start over segments (MLPerf); unfinished segments named."""
+    """Sum of run_stop - run_start over segments (MLPerf). A killed segment (no run_stop)
+    counts up to its last train line: that time was spent, even if the work is redone."""
     problems: list[str] = []
     total, any_done = 0.0, False
-    for number, (start, stop, _) in enumerate(segments(log), 1):
+    for number, (start, stop, trains) in enumerate(segments(log), 1):
         if stop is None:
-            problems.append(
-                f"segment {number} has run_start but no run_stop (job killed?); not counted in time to train"
-            )
-            continue
+            if not trains:
+                problems.append(f"segment {number} has run_start but no run_stop and no train line; not counted")
+                continue
+            problems.append(f"segment {number} has no run_stop (job killed?); counted up to its last train line")
+            stop = trains[-1]
         span = float(stop["time"]) - float(start["time"])
         if span < 0:
             problems.append(f"segment {number} stops before it starts (times out of order); not counted")
@@ -198,3 +211,17 @@ def images_series(log: TrainLog, t0: float | None) -> tuple[np.ndarray, np.ndarr
             xs.append(float(t["time"]) - base)
             ys.append(float(r))
     return np.asarray(xs), np.asarray(ys)
+
+
+def lost_iterations(log: TrainLog) -> int:
+    """Iterations trained and then trained again: in each segment, those past the
+    checkpoint the next segment resumed from (work a kill or preemption threw away)."""
+    segs = segments(log)
+    lost = 0
+    for (_, stop, trains), (next_start, _, _) in zip(segs, segs[1:]):
+        reached = [e.get("iteration") for e in ([*trains, stop] if stop else trains)]
+        reached = [r for r in reached if isinstance(r, (int, float)) and not isinstance(r, bool)]
+        resumed = next_start.get("iteration")
+        if reached and isinstance(resumed, (int, float)) and not isinstance(resumed, bool):
+            lost += max(0, int(max(reached)) - int(resumed))
+    return lost

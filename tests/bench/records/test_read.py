@@ -129,3 +129,18 @@ def test_each_kind_of_damage_is_named(tmp_path: Path) -> None:
     assert "no run_stop" in text
     assert "samples-node1.csv: last row is incomplete" in text
     assert len(run.samples["node1"]) == 20  # 21 rows written, the cut one dropped
+
+
+def test_samples_whose_clock_went_backwards_are_dropped_and_named(tmp_path: Path) -> None:
+    write_run(tmp_path, RunSpec("e", "r", duration_s=20))
+    csv = tmp_path / "e" / "r" / "samples-node1.csv"
+    lines = csv.read_text().splitlines()
+    header, rows = lines[0], lines[1:]
+    cells = rows[5].split(",")
+    cells[0] = str(float(cells[0]) - 3600)  # one row an hour in the past
+    rows[5] = ",".join(cells)
+    csv.write_text("\n".join([header, *rows]) + "\n")
+    run = load_run(tmp_path / "e" / "r")
+    assert any("samples-node1.csv: 1 row(s) earlier than a row before them" in p for p in run.problems)
+    assert len(run.samples["node1"]) == len(rows) - 1
+    assert run.samples["node1"]["time"].is_monotonic_increasing

@@ -7,7 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from bench.records.trainlog import images_seen, outcome, read_train_log, steady_images_per_s, time_to_train
+from bench.records.trainlog import (
+    images_seen,
+    lost_iterations,
+    outcome,
+    read_train_log,
+    steady_images_per_s,
+    time_to_train,
+)
 
 
 def write(path: Path, events: list[dict], tail: str = "") -> Path:
@@ -42,7 +49,7 @@ def test_cut_off_line_and_missing_stop_are_named(tmp_path: Path) -> None:
     log = read_train_log(write(tmp_path / "t.jsonl", seg(0, [5, 5], stop=False), tail='{"event": "tra'))
     assert any("last line (4) is incomplete" in p for p in log.problems)
     total, problems = time_to_train(log)
-    assert total is None and "no run_stop" in problems[0]
+    assert total == 2.0 and "no run_stop" in problems[0] and "counted up to its last train line" in problems[0]
 
 
 def test_missing_empty_and_garbage(tmp_path: Path) -> None:
@@ -53,3 +60,31 @@ def test_missing_empty_and_garbage(tmp_path: Path) -> None:
     log = read_train_log(tmp_path / "g.jsonl")
     assert "2 line(s) are not valid events (first: line 4)" in log.problems[0]
     assert len(log.events) == 3
+
+
+def test_a_killed_segment_counts_up_to_its_last_line_and_its_redone_work_is_lost(tmp_path: Path) -> None:
+    """Killed at iteration 3 (no run_stop), resumed from iteration 1: the 3 s spent in the
+    killed segment count in time to train, and iterations 2..3 were trained twice."""
+    killed = seg(100, [1, 2, 3], stop=False)
+    resumed = seg(200, [4, 5])
+    resumed[0]["iteration"] = 1
+    for e in resumed[1:]:
+        if "iteration" in e:
+            e["iteration"] += 1
+    log = read_train_log(write(tmp_path / "t.jsonl", killed + resumed))
+    total, problems = time_to_train(log)
+    assert total == pytest.approx(3.0 + 2.5)
+    assert lost_iterations(log) == 2
+
+
+def test_time_going_backwards_is_a_named_problem_and_those_events_are_excluded(tmp_path: Path) -> None:
+    events = seg(10000, [1, 2, 3])
+    events.insert(2, {"event": "train", "time": 10000 - 3600, "iteration": 9, "images_per_s": 5.0})
+    events[-1]["time"] = 10.0  # a run_stop an hour before its run_start: time to train would be negative
+    log = read_train_log(write(tmp_path / "t.jsonl", events))
+    assert any(
+        "2 event(s) earlier than a line before them (clock went backwards; first: line 3)" in p for p in log.problems
+    )
+    total, _ = time_to_train(log)
+    assert total is None or total >= 0
+    assert 5.0 not in list(steady_images_per_s(log))
