@@ -133,6 +133,104 @@ def _history(
     return [(env, order[sha], sha[:7], float(median(v) or 0.0)) for (env, sha), v in by_key.items()]
 
 
+def _select(all_runs: list[RunData], commit: str | None, only: set[Path] | None, results: Path):
+    """(sha, runs): one commit's runs, or exactly the run folders in `only`."""
+    if only is None:
+        return commit_runs(all_runs, commit)
+    wanted = {Path(p).resolve() for p in only}
+    runs = [r for r in all_runs if r.path.resolve() in wanted]
+    if not runs:
+        raise AtlasError(f"none of the {len(wanted)} requested run folder(s) is under {results}")
+    shas = Counter(r.git_sha for r in runs if r.git_sha)
+    return (sorted(shas.items(), key=lambda kv: (-kv[1], kv[0]))[0][0] if shas else None), runs
+
+
+def _draw_charts(
+    folder: Path, runs: list[RunData], all_runs: list[RunData], result: CompareResult
+) -> tuple[list[dict[str, str]], list[str]]:
+    """Every chart of the catalogue that has data, the summary bars and the history: (drawn, missing)."""
+    for old in folder.glob("*.png"):
+        old.unlink()
+    reps = _representative(runs, result)
+    chart_list, missing = [], []
+    for key, metric in charts.SERIES.items():
+        title = metric.timeseries.title
+        if not charts.timeseries_chart(
+            {env: charts.series(run, key) for env, run in reps.items()}, key, folder / f"{key}.png"
+        ):
+            missing.append(title)
+            continue
+        note = (
+            "One line per environment: its run with the median images/s ("
+            + ", ".join(f"{e}: `{r.run_id}`" for e, r in sorted(reps.items()))
+            + ")."
+        )
+        chart_list.append({"title": title, "file": f"{key}.png", "note": "" if chart_list else note})
+    bars = {
+        k: {env: [v for m in result.runs if m.env == env and (v := getattr(m, k)) is not None] for env in result.envs}
+        for k in HEADLINE
+    }
+    labels = {k: f"{METRIC_BY_KEY[k].label} ({METRIC_BY_KEY[k].unit})" for k in HEADLINE}
+    if charts.summary_bars(bars, labels, folder / "summary.png"):
+        chart_list.append(
+            {
+                "title": "Summary: median per environment, whiskers min–max",
+                "file": "summary.png",
+                "note": "Median per environment; whiskers span the fastest to the slowest run.",
+            }
+        )
+    known = {(m.env, m.run_id): m for m in result.runs}
+    if charts.history_chart(_history(all_runs, result.envs, known), folder / "history.png"):
+        chart_list.append({"title": "History of images/s across commits", "file": "history.png", "note": ""})
+    return chart_list, missing
+
+
+def _problems(runs: list[RunData], sha: str | None) -> list[tuple[str, list[str]]]:
+    problems = [
+        (f"{r.env}/{r.run_id}", r.problems) for r in sorted(runs, key=lambda r: (r.env, r.run_id)) if r.problems
+    ]
+    if sha is None:
+        problems.insert(0, ("all runs", ["no git sha recorded: runs of every commit are mixed in this report"]))
+    return problems
+
+
+def _readme(name: str, sha: str | None, runs: list[RunData], result: CompareResult, results: Path, **parts: Any) -> str:
+    """The report's Markdown (templates.REPORT), blank-line runs squeezed."""
+    starts = [r.start_time for r in runs if r.start_time is not None]
+    cost_notes = [(env, "; ".join(sorted({m.cost_note for m in result.runs if m.env == env}))) for env in result.envs]
+    env_tpl = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False)
+    text = env_tpl.from_string(_template()).render(
+        title=name,
+        commit=sha[:12] if sha else "unknown",
+        dirty=any((r.meta.get("git") or {}).get("dirty") for r in runs if isinstance(r.meta.get("git"), dict)),
+        experiment=", ".join(_experiments(runs)) or "unknown",
+        n_runs=len(runs),
+        envs=result.envs,
+        first_start=_utc(min(starts)) if starts else "unknown",
+        last_start=_utc(max(starts)) if starts else "unknown",
+        results=results.name,
+        summary=verdicts(result) or _single_env_summary(result),
+        pairs_table=pairs_table(result),
+        pairs_env=", ".join(e for e in result.envs if e != result.baseline),
+        baseline=result.baseline,
+        resamples=BOOTSTRAP_RESAMPLES,
+        summary_table=summary_table(result),
+        cost_notes=cost_notes,
+        runs_table=runs_table(result),
+        advice=sorted(advise(result).items()),
+        provenance=_provenance(runs, result.envs),
+        **parts,
+    )
+    text = "\n".join(line.rstrip() for line in text.splitlines()).rstrip() + "\n"
+    while "\n\n\n" in text:
+        text = text.replace("\n\n\n", "\n\n")
+    return text
+
+
+def _experiments(runs: list[RunData]) -> list[str]:
+    return sorted({str(r.meta.get("experiment")) for r in runs if r.meta.get("experiment")})
+
+
 def write_report(
     results: Path,
     out: Path,
@@ -152,118 +250,32 @@ def write_report(
             f"no runs under {results} (expected {results}/<env>/<run_id>/run.json); "
             "run `bench run` or `bench collect` first"
         )
-    if only is not None:
-        wanted = {Path(p).resolve() for p in only}
-        runs = [r for r in all_runs if r.path.resolve() in wanted]
-        if not runs:
-            raise AtlasError(f"none of the {len(wanted)} requested run folder(s) is under {results}")
-        shas = Counter(r.git_sha for r in runs if r.git_sha)
-        sha = sorted(shas.items(), key=lambda kv: (-kv[1], kv[0]))[0][0] if shas else None
-    else:
-        sha, runs = commit_runs(all_runs, commit)
+    sha, runs = _select(all_runs, commit, only, results)
     result = compare_runs(runs, allow_different=allow_different, baseline=baseline, cost_for=cost_for)
     starts = [r.start_time for r in runs if r.start_time is not None]
-    date = _utc(max(starts), "%Y-%m-%d") if starts else "undated"
-    name = f"{date}-{sha[:7] if sha else 'nogit'}"
+    name = f"{_utc(max(starts), '%Y-%m-%d') if starts else 'undated'}-{sha[:7] if sha else 'nogit'}"
     folder = out / name
     folder.mkdir(parents=True, exist_ok=True)
-    for old in folder.glob("*.png"):
-        old.unlink()
-
-    reps = _representative(runs, result)
-    chart_list, missing = [], []
-    for key, metric in charts.SERIES.items():
-        title = metric.timeseries.title
-        lines = {env: charts.series(run, key) for env, run in reps.items()}
-        file = f"{key}.png"
-        if charts.timeseries_chart(lines, key, folder / file):
-            note = (
-                "One line per environment: its run with the median images/s ("
-                + ", ".join(f"{e}: `{r.run_id}`" for e, r in sorted(reps.items()))
-                + ")."
-                if not chart_list
-                else ""
-            )
-            chart_list.append({"title": title, "file": file, "note": note})
-        else:
-            missing.append(title)
-    bars = {
-        k: {
-            env: [getattr(m, k) for m in result.runs if m.env == env and getattr(m, k) is not None]
-            for env in result.envs
-        }
-        for k in HEADLINE
-    }
-    if charts.summary_bars(
-        bars, {k: f"{METRIC_BY_KEY[k].label} ({METRIC_BY_KEY[k].unit})" for k in HEADLINE}, folder / "summary.png"
-    ):
-        chart_list.append(
-            {
-                "title": "Summary: median per environment, whiskers min–max",
-                "file": "summary.png",
-                "note": "Median per environment; whiskers span the fastest to the slowest run.",
-            }
-        )
-    known = {(m.env, m.run_id): m for m in result.runs}
-    if charts.history_chart(_history(all_runs, result.envs, known), folder / "history.png"):
-        chart_list.append({"title": "History of images/s across commits", "file": "history.png", "note": ""})
-
-    problems = [
-        (f"{r.env}/{r.run_id}", r.problems) for r in sorted(runs, key=lambda r: (r.env, r.run_id)) if r.problems
-    ]
-    if sha is None:
-        problems.insert(0, ("all runs", ["no git sha recorded: runs of every commit are mixed in this report"]))
-    cost_notes = []
-    for env in result.envs:
-        notes = sorted({m.cost_note for m in result.runs if m.env == env})
-        cost_notes.append((env, "; ".join(notes)))
-    experiments = sorted({str(r.meta.get("experiment")) for r in runs if r.meta.get("experiment")})
-    others = [e for e in result.envs if e != result.baseline]
-    env_tpl = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False)
-    text = env_tpl.from_string(_template()).render(
-        title=name,
-        commit=sha[:12] if sha else "unknown",
-        dirty=any((r.meta.get("git") or {}).get("dirty") for r in runs if isinstance(r.meta.get("git"), dict)),
-        experiment=", ".join(experiments) or "unknown",
-        n_runs=len(runs),
-        envs=result.envs,
-        first_start=_utc(min(starts)) if starts else "unknown",
-        last_start=_utc(max(starts)) if starts else "unknown",
-        results=results.name,
-        summary=verdicts(result) or _single_env_summary(result),
-        pairs_table=pairs_table(result),
-        pairs_env=", ".join(others),
-        baseline=result.baseline,
-        resamples=BOOTSTRAP_RESAMPLES,
-        summary_table=summary_table(result),
-        cost_notes=cost_notes,
-        runs_table=runs_table(result),
-        charts=chart_list,
-        missing_charts=missing,
-        advice=sorted(advise(result).items()),
-        provenance=_provenance(runs, result.envs),
-        problems=problems,
-    )
-    text = "\n".join(line.rstrip() for line in text.splitlines()).rstrip() + "\n"
-    while "\n\n\n" in text:
-        text = text.replace("\n\n\n", "\n\n")
+    chart_list, missing = _draw_charts(folder, runs, all_runs, result)
+    problems = _problems(runs, sha)
     readme = folder / "README.md"
-    readme.write_text(text)
+    readme.write_text(
+        _readme(name, sha, runs, result, results, charts=chart_list, missing_charts=missing, problems=problems)
+    )
     result.frame().to_csv(folder / "runs.csv", index=False, float_format="%.6g")
     summary = {
         "folder": name,
         "commit": sha,
         "envs": result.envs,
         "runs": len(runs),
-        "experiment": experiments,
+        "experiment": _experiments(runs),
         "problems": sum(len(p) for _, p in problems),
         "images_per_s": {e: result.summaries[e].median["images_per_s"] for e in result.envs},
         "time_to_train_s": {e: result.summaries[e].median["time_to_train_s"] for e in result.envs},
         "first_start": min(starts) if starts else None,
     }
     (folder / SUMMARY_JSON).write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
-    index = write_index(out)
-    return ReportResult(folder, readme, index, result)
+    return ReportResult(folder, readme, write_index(out), result)
 
 
 def _template() -> str:
