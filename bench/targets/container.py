@@ -19,18 +19,15 @@ import subprocess
 import time
 from datetime import datetime
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
-from bench.envs import REPO_ROOT
 from bench.errors import AtlasError, ConfigError
 from bench.records.contract import EXIT_RUNNING, EXIT_WORDS, RUN_JSON
 from bench.records.place import copy_record, update_run_json
 from bench.targets import register
-from bench.targets.base import JobSpec, RunState, RunStatus, Target
+from bench.targets.base import JobSpec, RunState, RunStatus
+from bench.targets.folder import JOB_LOG, SUBMIT_JSON, FolderTarget
 
-SUBMIT_JSON = "submit.json"
-CANCELLED = "cancelled"
-JOB_LOG = "job.log"
 CONTAINER_KEYS = {
     "kind",
     "description",
@@ -91,11 +88,10 @@ def podman_time(value: str | None) -> float | None:
 
 
 @register("container")
-class ContainerTarget(Target):
+class ContainerTarget(FolderTarget):
     """One container environment: an image, a UID, limits (clusters/<env>/env.yaml)."""
 
     # Containers on this machine compete for its cores: run them one after another.
-    runs_share_host: ClassVar[bool] = True
 
     def check_settings(self) -> None:
         s, where = self.env.settings, self.env.folder / "env.yaml"
@@ -137,12 +133,6 @@ class ContainerTarget(Target):
     @property
     def image(self) -> str:
         return str(self.env.settings["image"])
-
-    @property
-    def runs_dir(self) -> Path:
-        configured = self.env.get("runs_dir")
-        base = Path(configured) if configured else REPO_ROOT / ".atlas" / "runs"
-        return (base if base.is_absolute() else REPO_ROOT / base) / self.env.name
 
     def container_name(self, run_id: str) -> str:
         return f"atlas-{self.env.name}-{run_id}"
@@ -272,19 +262,13 @@ class ContainerTarget(Target):
             return None
         return json.loads(proc.stdout)[0]
 
-    def _submit_info(self, run_id: str) -> dict[str, Any]:
-        try:
-            return json.loads((self.runs_dir / run_id / SUBMIT_JSON).read_text())
-        except (OSError, ValueError):
-            return {}
-
     def status(self, run_id: str) -> RunStatus:
         run_dir = self.runs_dir / run_id
         if not run_dir.is_dir():
             raise AtlasError(f"no run {run_id!r} in environment {self.env.name} (looked in {run_dir})")
-        info = self._submit_info(run_id)
+        info = self.submit_info(run_id)
         commit, job_id = info.get("commit"), (info.get("container") or "")[:12] or None
-        cancelled = (run_dir / CANCELLED).exists()
+        cancelled = self.was_cancelled(run_id)
         state = self._inspect(run_id)
         if state is not None:
             st = state.get("State", {})
@@ -335,20 +319,8 @@ class ContainerTarget(Target):
             commit,
         )
 
-    def list_runs(self, commit: str | None = None) -> list[RunStatus]:
-        if not self.runs_dir.is_dir():
-            return []
-        runs = [
-            self.status(p.name) for p in sorted(self.runs_dir.iterdir()) if p.is_dir() and not p.name.startswith(".")
-        ]
-        return [r for r in runs if not commit or (r.commit or "").startswith(commit)]
-
-    def collect(self, run_id: str, dest: Path) -> Path:
-        """Copy the record once (immutable after), add podman's times, remove the container."""
-        dest = Path(dest)
-        if (dest / RUN_JSON).is_file():
-            return dest
-        self.require_finished(self.status(run_id))
+    def copy_run(self, run_id: str, dest: Path) -> Path:
+        """The record, with podman's log and times added; then the container is removed."""
         src = self.runs_dir / run_id
         state = self._inspect(run_id)
         if state is not None:
@@ -362,7 +334,7 @@ class ContainerTarget(Target):
                 )
         if not (src / RUN_JSON).is_file():
             raise AtlasError(f"run {run_id} left no {RUN_JSON} in {src}; see {src / JOB_LOG}")
-        info = self._submit_info(run_id)
+        info = self.submit_info(run_id)
         sched: dict[str, Any] = {
             "kind": "container",
             "job_id": (info.get("container") or "")[:12] or None,
@@ -383,9 +355,6 @@ class ContainerTarget(Target):
 
     def cancel(self, run_id: str) -> None:
         """SIGTERM (podman stop): the recorder forwards it, the workload checkpoints, exits 75."""
-        run_dir = self.runs_dir / run_id
-        if not run_dir.is_dir():
-            raise AtlasError(f"no run {run_id!r} in environment {self.env.name}")
-        (run_dir / CANCELLED).write_text(f"{time.time()}\n")
+        self.mark_cancelled(run_id)
         if self._inspect(run_id) is not None:
             self._podman("stop", "--time", "120", self.container_name(run_id), check=False, timeout=180)

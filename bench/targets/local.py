@@ -18,25 +18,23 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from bench.envs import REPO_ROOT
 from bench.errors import AtlasError, ConfigError
 from bench.records.contract import EXIT_RUNNING, FINISHED_OK, RUN_JSON, STATUS_PREEMPTED, TRAIN_JSONL
 from bench.records.place import copy_record
 from bench.targets import register
-from bench.targets.base import JobSpec, RunState, RunStatus, Target, recorded_command
+from bench.targets.base import JobSpec, RunState, RunStatus, recorded_command
+from bench.targets.folder import JOB_LOG, SUBMIT_JSON, FolderTarget
 
-SUBMIT_JSON = "submit.json"  # written by submit(): pid, times, commit, command
-CANCELLED = "cancelled"  # marker file written by cancel()
-JOB_LOG = "job.log"  # the job's stdout + stderr
 LOCAL_KEYS = {"kind", "description", "local", "hardware", "cost", "runs_dir", "interval_s"}
 
 
 @register("local")
-class LocalTarget(Target):
+class LocalTarget(FolderTarget):
     # Runs on this machine compete for its cores: run them one after another.
-    runs_share_host: ClassVar[bool] = True
+    runs_dir_variable: ClassVar[str | None] = "ATLAS_RUNS_DIR"
     _children: ClassVar[dict[int, subprocess.Popen[bytes]]] = {}
 
     def check_settings(self) -> None:
@@ -53,14 +51,6 @@ class LocalTarget(Target):
         interval = self.env.get("interval_s", 1.0)
         if isinstance(interval, bool) or not isinstance(interval, (int, float)) or interval <= 0:
             raise ConfigError(f"{where}: interval_s must be a number of seconds > 0, got {interval!r}")
-
-    @property
-    def runs_dir(self) -> Path:
-        configured = os.environ.get("ATLAS_RUNS_DIR") or self.env.get("runs_dir")
-        base = Path(configured) if configured else REPO_ROOT / ".atlas" / "runs"
-        if not base.is_absolute():
-            base = REPO_ROOT / base
-        return base / self.env.name
 
     def available(self) -> str | None:
         if importlib.util.find_spec("torch") is None:
@@ -108,12 +98,6 @@ class LocalTarget(Target):
         )
         return RunStatus(job.run_id, RunState.PENDING, "started", str(proc.pid), job.commit)
 
-    def _submit_info(self, run_dir: Path) -> dict[str, Any]:
-        try:
-            return json.loads((run_dir / SUBMIT_JSON).read_text())
-        except (OSError, ValueError):
-            return {}
-
     def _alive(self, pid: int | None) -> bool:
         if not pid:
             return False
@@ -158,7 +142,7 @@ class LocalTarget(Target):
         run_dir = self.runs_dir / run_id
         if not run_dir.is_dir():
             raise AtlasError(f"no run {run_id!r} in environment {self.env.name} (looked in {run_dir})")
-        info = self._submit_info(run_dir)
+        info = self.submit_info(run_id)
         pid = info.get("pid")
         alive = self._alive(pid)
         commit = info.get("commit")
@@ -167,7 +151,7 @@ class LocalTarget(Target):
             record = json.loads((run_dir / RUN_JSON).read_text())
         except (OSError, ValueError):
             record = None
-        cancelled = (run_dir / CANCELLED).exists()
+        cancelled = self.was_cancelled(run_id)
         if record is None:
             if alive:
                 return RunStatus(run_id, RunState.PENDING, "starting", job_id, commit)
@@ -203,42 +187,14 @@ class LocalTarget(Target):
             detail += f" (a checkpoint was saved: run the same command again in {run_dir} to resume)"
         return RunStatus(run_id, RunState.FAILED, detail, job_id, commit)
 
-    def list_runs(self, commit: str | None = None) -> list[RunStatus]:
-        if not self.runs_dir.is_dir():
-            return []
-        out = []
-        for run_dir in sorted(p for p in self.runs_dir.iterdir() if p.is_dir() and not p.name.startswith(".")):
-            st = self.status(run_dir.name)
-            if commit and not (st.commit or "").startswith(commit):
-                continue
-            out.append(st)
-        return out
-
-    def collect(self, run_id: str, dest: Path) -> Path:
-        """Copy the record (run.json, samples, train.jsonl, job.log) into `dest`, once.
-
-        An existing `dest` is left untouched (collected records are immutable), so
-        collecting twice changes nothing. The copy is made beside `dest` and renamed
-        into place, so an interrupted collect leaves no half record.
-        """
-        dest = Path(dest)
-        if (dest / RUN_JSON).is_file():
-            return dest
-        self.require_finished(self.status(run_id))
-        if dest.exists() and any(dest.iterdir()):
-            raise AtlasError(
-                f"{dest} exists but holds no run.json (an earlier copy by hand?); move it away and collect again"
-            )
-        if dest.exists():
-            dest.rmdir()
+    def copy_run(self, run_id: str, dest: Path) -> Path:
+        """run.json, samples, train.jsonl and job.log, as one atomic copy."""
         return copy_record(self.runs_dir / run_id, dest, extra_files=(JOB_LOG,))
 
     def cancel(self, run_id: str) -> None:
         """SIGTERM to the recorder, which forwards it: the workload checkpoints and exits 75."""
-        run_dir = self.runs_dir / run_id
-        info = self._submit_info(run_dir)
-        pid = info.get("pid")
-        (run_dir / CANCELLED).write_text(f"{time.time()}\n")
+        pid = self.submit_info(run_id).get("pid")
+        self.mark_cancelled(run_id)
         if pid and self._alive(pid):
             try:
                 os.kill(pid, signal.SIGTERM)
