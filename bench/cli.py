@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import keyword
 import sys
 from types import ModuleType
 
@@ -22,6 +23,7 @@ COMMAND_ORDER = [
     "run",  # submit to an environment (wait and collect, or --no-wait)
     "status",  # how are the runs of an environment doing
     "collect",  # copy finished run records into the results tree
+    "import",  # or bring in measurements from sar / nvidia-smi / DCGM / CSV as run records
     "compare",  # tables across environments
     "report",  # Markdown + charts under reports/
     "publish",  # commit reports/ back to the repository
@@ -32,10 +34,11 @@ COMMAND_ORDER = [
 
 
 def _load(name: str) -> ModuleType | None:
+    module = f"bench.commands.{name}_" if keyword.iskeyword(name) else f"bench.commands.{name}"  # import -> import_
     try:
-        return importlib.import_module(f"bench.commands.{name}")
+        return importlib.import_module(module)
     except ModuleNotFoundError as exc:
-        if exc.name == f"bench.commands.{name}":
+        if exc.name == module:
             return None
         raise
 
