@@ -20,7 +20,8 @@ import pandas as pd
 from bench import __version__
 from bench.errors import AtlasError
 from bench.importers.merge import Merged
-from bench.runrecord import SCHEMA_VERSION, copy_record, samples_name, write_json_atomic
+from bench.records.contract import SCHEMA_VERSION, samples_name
+from bench.records.place import copy_record, write_json_atomic
 
 SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
