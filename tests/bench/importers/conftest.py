@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from bench.cli import main
-from bench.records import load_run
-from bench.runrecord import RUN_JSON_KEYS, SCHEMA_VERSION, read_run_json
+from bench.records.read import load_run
+from bench.records.contract import RUN_JSON_KEYS, SCHEMA_VERSION, read_run_json
 
 SAMPLES = Path(__file__).parent / "samples"
 

@@ -13,10 +13,10 @@ import pandas as pd
 import pytest
 
 from bench.cli import main
-from bench.compare import compare_runs
-from bench.records import find_runs, load_run
-from bench.report import write_report
-from bench.synthetic import RunSpec, write_run
+from bench.analysis.compare import compare_runs
+from bench.records.read import find_runs, load_run
+from bench.render.report import write_report
+from bench.records.synthetic import RunSpec, write_run
 from tests.bench.importers.conftest import SAMPLES
 
 
