@@ -3,6 +3,7 @@ CSV with a mapping file) as a run record in RESULTS/ENV/RUN_ID, ready for `bench
 compare` and `bench report`. Files of one run are merged on time; what they do not say
 stays null and is listed in run.json `facts_unknown`. A file that cannot be read is
 named with its line and nothing is written."""
+
 from __future__ import annotations
 
 import argparse
@@ -15,22 +16,37 @@ HELP = "bring sar / nvidia-smi / DCGM / CSV measurements in as a run record"
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from bench.importers import FORMATS
 
-    parser.add_argument("files", nargs="+", metavar="FILE",
-                        help="files of one run; FORMAT:FILE gives one file its own format")
-    parser.add_argument("--format", choices=sorted(FORMATS), default=None,
-                        help="format of every FILE without a FORMAT: prefix")
+    parser.add_argument(
+        "files", nargs="+", metavar="FILE", help="files of one run; FORMAT:FILE gives one file its own format"
+    )
+    parser.add_argument(
+        "--format", choices=sorted(FORMATS), default=None, help="format of every FILE without a FORMAT: prefix"
+    )
     parser.add_argument("--env", required=True, help="environment name the run belongs to (a results folder)")
     parser.add_argument("--run-id", required=True, help="the run's id (its folder name)")
     parser.add_argument("--results", type=Path, default=Path("results"), help="results tree (default results/)")
     parser.add_argument("--map", type=Path, default=None, help="MAP.yaml for the csv format")
-    parser.add_argument("--gpus", default=None, metavar="0,1",
-                        help="the job's GPUs among those sampled (host indices); default: every sampled GPU")
-    parser.add_argument("--interval", type=float, default=None, metavar="S",
-                        help="seconds between samples of files without a time column")
+    parser.add_argument(
+        "--gpus",
+        default=None,
+        metavar="0,1",
+        help="the job's GPUs among those sampled (host indices); default: every sampled GPU",
+    )
+    parser.add_argument(
+        "--interval",
+        type=float,
+        default=None,
+        metavar="S",
+        help="seconds between samples of files without a time column",
+    )
     parser.add_argument("--timezone", default="UTC", help="time zone the tools printed local times in (default UTC)")
     parser.add_argument("--date", default=None, metavar="YYYY-MM-DD", help="date of sar files without their header")
-    parser.add_argument("--start", default=None, metavar="'YYYY-MM-DD HH:MM:SS'",
-                        help="first sample's time for files without a time column, when no file has one")
+    parser.add_argument(
+        "--start",
+        default=None,
+        metavar="'YYYY-MM-DD HH:MM:SS'",
+        help="first sample's time for files without a time column, when no file has one",
+    )
     parser.add_argument("--host", default=None, help="host the files were taken on (overrides what files say)")
     parser.add_argument("--experiment", default=None, help="experiment the run trained, if known")
     parser.add_argument("--commit", default=None, metavar="SHA", help="git sha of the measured code, if known")
@@ -73,13 +89,17 @@ def _options(args: argparse.Namespace):  # -> ParseOptions
         try:
             mapping = yaml.safe_load(args.map.read_text())
         except (OSError, yaml.YAMLError) as exc:
-            raise AtlasError(f"{args.map}: cannot read the map ({type(exc).__name__}: {str(exc).splitlines()[0]})") from None
+            raise AtlasError(
+                f"{args.map}: cannot read the map ({type(exc).__name__}: {str(exc).splitlines()[0]})"
+            ) from None
         if not isinstance(mapping, dict):
             raise AtlasError(f"{args.map}: expected a mapping with columns: (see bench/README.md, Import)")
     if args.interval is not None and args.interval <= 0:
         raise AtlasError(f"--interval {args.interval:g}: must be more than 0 seconds")
-    for flag, value, parse in (("--date", args.date, date.fromisoformat),
-                               ("--start", args.start, datetime.fromisoformat)):
+    for flag, value, parse in (
+        ("--date", args.date, date.fromisoformat),
+        ("--start", args.start, datetime.fromisoformat),
+    ):
         if value is not None:
             try:
                 parse(value)
@@ -87,8 +107,9 @@ def _options(args: argparse.Namespace):  # -> ParseOptions
                 raise AtlasError(f"{flag} {value!r} is not an ISO date/time") from None
     zone(args.timezone)
     start = local_to_unix(datetime.fromisoformat(args.start), zone(args.timezone)) if args.start else None
-    return ParseOptions(timezone=args.timezone, date=args.date, interval_s=args.interval, mapping=mapping,
-                        map_path=args.map), start
+    return ParseOptions(
+        timezone=args.timezone, date=args.date, interval_s=args.interval, mapping=mapping, map_path=args.map
+    ), start
 
 
 def run(args: argparse.Namespace) -> int:
@@ -100,8 +121,15 @@ def run(args: argparse.Namespace) -> int:
     jobs = [_split(item, args.format, FORMATS) for item in args.files]
     series = [parse_file(fmt, path, opts) for fmt, path in jobs]  # every file is read before anything is written
     merged = merge(series, host=args.host, gpus=_gpus(args.gpus), start=start)
-    record = build_run_json(merged, args.env, args.run_id, experiment=args.experiment, git_sha=args.commit,
-                            timezone=args.timezone, interval_s=args.interval)
+    record = build_run_json(
+        merged,
+        args.env,
+        args.run_id,
+        experiment=args.experiment,
+        git_sha=args.commit,
+        timezone=args.timezone,
+        interval_s=args.interval,
+    )
     dest = write_record(args.results, args.env, args.run_id, merged, record)
     rows = sum(len(f) for f in merged.hosts.values())
     print(f"imported {len(series)} file(s) into {dest}: {rows} sample row(s) on {len(merged.hosts)} host(s)")
@@ -113,7 +141,9 @@ def run(args: argparse.Namespace) -> int:
         job = merged.gpus_job if merged.gpus_job is not None else merged.gpus_sampled
         print(f"  GPUs sampled: {', '.join(map(str, merged.gpus_sampled))}; the job's: {', '.join(map(str, job))}")
         if merged.gpus_job is None and len(merged.gpus_sampled) > 1:
-            print("  note: --gpus not given, so every sampled GPU counts as the job's; "
-                  "pass --gpus to average only the job's GPUs")
+            print(
+                "  note: --gpus not given, so every sampled GPU counts as the job's; "
+                "pass --gpus to average only the job's GPUs"
+            )
     print(f"  not known (null in run.json): {', '.join(record['facts_unknown'])}")
     return 0

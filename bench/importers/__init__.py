@@ -4,10 +4,11 @@ One module per format, each a pure function `parse(path, ParseOptions) -> Series
 (record columns over time); `merge` joins a run's files on time and `writer` writes
 the record. A new format is one module and one line in `FORMATS`.
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from bench.errors import AtlasError
 from bench.importers import dcgm, mapped_csv, nvidia_smi, sar

@@ -7,6 +7,7 @@ spreadsheet) goes back by 12 h every noon and midnight. `TimeOfDay` turns such a
 sequence into seconds since the header's midnight, stepping a day (or half a day
 when the clock is known to be 12-hour without AM/PM) each time it goes back.
 """
+
 from __future__ import annotations
 
 import re
@@ -58,7 +59,9 @@ class TimeOfDay:
         if self.last is not None and self.last - raw > WRAP_MIN_S:
             step = HALF_DAY if self.style == CLOCK_NO_AMPM else DAY
             self.offset += step
-            self.wraps.append(f"{where}: clock went back {(self.last - raw) / 3600:.1f} h; "
-                              f"read as {'half a day later' if step == HALF_DAY else 'the next day'}")
+            self.wraps.append(
+                f"{where}: clock went back {(self.last - raw) / 3600:.1f} h; "
+                f"read as {'half a day later' if step == HALF_DAY else 'the next day'}"
+            )
         self.last = raw
         return raw + self.offset

@@ -19,13 +19,13 @@ format; a series is several scrapes in one file, e.g. `curl` in a loop, or Prome
 With timestamps, a scrape is the set of samples of one timestamp; without, a new scrape
 starts when a (metric, GPU) pair comes again, and scrapes are `--interval` apart.
 """
+
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
-from bench.importers.series import (GPU_FIELD_UNITS, ImportFault, ParseOptions, Series, gpu_frame, group_samples,
-                                    number)
+from bench.importers.series import GPU_FIELD_UNITS, ImportFault, ParseOptions, Series, gpu_frame, group_samples, number
 
 # dcgmi dmon column tags -> DCGM field names (the fields the record keeps).
 DMON_TAGS = {
@@ -41,8 +41,10 @@ DMON_TAGS = {
 MISSING = {"N/A", "-", ""}
 # Exported beside FB_USED by dcgm-exporter's default counters; their sum is FB_TOTAL.
 FB_PARTS = ("DCGM_FI_DEV_FB_FREE", "DCGM_FI_DEV_FB_RESERVED")
-SAMPLE_RE = re.compile(r"^(?P<name>[A-Za-z_:][A-Za-z0-9_:]*)(?:\{(?P<labels>.*)\})?\s+(?P<value>\S+)"
-                       r"(?:\s+(?P<ts>-?\d+))?\s*$")
+SAMPLE_RE = re.compile(
+    r"^(?P<name>[A-Za-z_:][A-Za-z0-9_:]*)(?:\{(?P<labels>.*)\})?\s+(?P<value>\S+)"
+    r"(?:\s+(?P<ts>-?\d+))?\s*$"
+)
 LABEL_RE = re.compile(r'\s*([A-Za-z_][A-Za-z0-9_]*)\s*=\s*"((?:[^"\\]|\\.)*)"\s*,?')
 
 
@@ -55,8 +57,13 @@ def _read(path: Path) -> list[str]:
 
 def parse_dmon(path: Path, opts: ParseOptions) -> Series:
     path = Path(path)
-    series = Series(source=path, format="dcgmi-dmon", frame=None, timed=False,  # type: ignore[arg-type]
-                    interval_s=opts.interval_s)
+    series = Series(
+        source=path,
+        format="dcgmi-dmon",
+        frame=None,
+        timed=False,  # type: ignore[arg-type]
+        interval_s=opts.interval_s,
+    )
     fields: list[str | None] | None = None
     ignored: set[str] = set()
     parsed: list[tuple[int, dict[str, float]]] = []
@@ -107,8 +114,13 @@ def _labels(text: str, path: Path, no: int) -> dict[str, str]:
 
 def parse_exporter(path: Path, opts: ParseOptions) -> Series:
     path = Path(path)
-    series = Series(source=path, format="dcgm-exporter", frame=None, timed=False,  # type: ignore[arg-type]
-                    interval_s=opts.interval_s)
+    series = Series(
+        source=path,
+        format="dcgm-exporter",
+        frame=None,
+        timed=False,  # type: ignore[arg-type]
+        interval_s=opts.interval_s,
+    )
     parsed: list[tuple[int, str, float, int | None]] = []
     ignored: set[str] = set()
     for no, raw in enumerate(_read(path), 1):
@@ -124,7 +136,7 @@ def parse_exporter(path: Path, opts: ParseOptions) -> Series:
             ignored.add(name)
             continue
         if "gpu" not in labels:
-            raise ImportFault(path, no, f"{name} has no gpu=\"N\" label")
+            raise ImportFault(path, no, f'{name} has no gpu="N" label')
         gpu = int(number(labels["gpu"], path, no, "gpu label"))
         facts = series.gpu_facts.setdefault(gpu, {})
         for label, key in (("UUID", "uuid"), ("modelName", "model"), ("DCGM_FI_DRIVER_VERSION", "driver")):
@@ -155,7 +167,7 @@ def parse_exporter(path: Path, opts: ParseOptions) -> Series:
         parts = [f"gpu{gpu}_{p}" for p in FB_PARTS if f"gpu{gpu}_{p}" in frame]
         if used in frame and total not in frame and parts:
             frame[total] = frame[used] + sum(frame[p].fillna(0) for p in parts)
-            series.notes.append(f"gpu{gpu} FB_TOTAL = FB_USED + {' + '.join(p[len(f'gpu{gpu}_'):] for p in parts)}")
+            series.notes.append(f"gpu{gpu} FB_TOTAL = FB_USED + {' + '.join(p[len(f'gpu{gpu}_') :] for p in parts)}")
     series.frame = frame.drop(columns=[c for c in frame.columns if c.split("_", 1)[-1] in FB_PARTS])
     series.ignored = sorted(ignored)
     return series

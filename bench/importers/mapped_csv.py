@@ -17,6 +17,7 @@ A value is multiplied by `scale` (default 1), then converted from `unit` to the 
 column's unit (bench/README.md). Columns not named in `columns` are left out (listed in
 run.json); a named column that is not in the file is an error.
 """
+
 from __future__ import annotations
 
 import csv
@@ -26,8 +27,16 @@ from typing import Any
 
 import pandas as pd
 
-from bench.importers.series import (ImportFault, ParseOptions, Series, column_unit, local_to_unix, number,
-                                    unit_factor, zone)
+from bench.importers.series import (
+    ImportFault,
+    ParseOptions,
+    Series,
+    column_unit,
+    local_to_unix,
+    number,
+    unit_factor,
+    zone,
+)
 
 HARDWARE_KEYS = ("cpu_model", "cpu_cores_logical", "cpu_cores_physical", "memory_bytes")
 
@@ -40,8 +49,11 @@ def _column_specs(mapping: dict[str, Any], opts: ParseOptions) -> dict[str, tupl
     """source column -> (record column, factor to the record's unit)."""
     cols = mapping.get("columns")
     if not isinstance(cols, dict) or not cols:
-        raise _map_error(opts, "columns", "missing: map at least one CSV column to a record column, "
-                         "e.g. columns: {\"CPU %\": {to: host_cpu_percent}}")
+        raise _map_error(
+            opts,
+            "columns",
+            'missing: map at least one CSV column to a record column, e.g. columns: {"CPU %": {to: host_cpu_percent}}',
+        )
     out: dict[str, tuple[str, float]] = {}
     for src, spec in cols.items():
         spec = {"to": spec} if isinstance(spec, str) else spec
@@ -50,16 +62,21 @@ def _column_specs(mapping: dict[str, Any], opts: ParseOptions) -> dict[str, tupl
         target = spec["to"]
         record_unit = column_unit(target)
         if record_unit is None:
-            raise _map_error(opts, f"columns.{src}.to", f"{target!r} is not a record column (e.g. host_cpu_percent, "
-                             "host_mem_used_bytes, gpu0_DCGM_FI_DEV_GPU_UTIL; see bench/README.md)")
+            raise _map_error(
+                opts,
+                f"columns.{src}.to",
+                f"{target!r} is not a record column (e.g. host_cpu_percent, "
+                "host_mem_used_bytes, gpu0_DCGM_FI_DEV_GPU_UTIL; see bench/README.md)",
+            )
         scale = spec.get("scale", 1)
         if isinstance(scale, bool) or not isinstance(scale, (int, float)):
             raise _map_error(opts, f"columns.{src}.scale", f"{scale!r} is not a number")
         unit = str(spec.get("unit", record_unit))
         factor = unit_factor(unit, record_unit)
         if factor is None:
-            raise _map_error(opts, f"columns.{src}.unit", f"{unit!r} does not convert to {record_unit} "
-                             f"(the unit of {target})")
+            raise _map_error(
+                opts, f"columns.{src}.unit", f"{unit!r} does not convert to {record_unit} (the unit of {target})"
+            )
         out[str(src)] = (target, float(scale) * factor)
     return out
 
@@ -68,8 +85,9 @@ def _time_reader(mapping: dict[str, Any], opts: ParseOptions) -> tuple[str | Non
     spec = mapping.get("time")
     if spec is None:
         if not isinstance(mapping.get("interval_s", opts.interval_s), (int, float)):
-            raise _map_error(opts, "time", "missing: give time: {column, format} or interval_s for a file "
-                             "without a time column")
+            raise _map_error(
+                opts, "time", "missing: give time: {column, format} or interval_s for a file without a time column"
+            )
         return None, None
     if not isinstance(spec, dict) or not isinstance(spec.get("column"), str):
         raise _map_error(opts, "time", "needs column: <name> and format: <strptime format | unix | unix_ms | iso>")
@@ -80,8 +98,14 @@ def _time_reader(mapping: dict[str, Any], opts: ParseOptions) -> tuple[str | Non
     if fmt == "unix_ms":
         return spec["column"], lambda s: float(s) / 1000.0
     if fmt == "iso":
-        return spec["column"], lambda s: (datetime.fromisoformat(s).timestamp() if "+" in s[10:] or s.endswith("Z")
-                                          else local_to_unix(datetime.fromisoformat(s), tz))
+        return (
+            spec["column"],
+            lambda s: (
+                datetime.fromisoformat(s).timestamp()
+                if "+" in s[10:] or s.endswith("Z")
+                else local_to_unix(datetime.fromisoformat(s), tz)
+            ),
+        )
     return spec["column"], lambda s: local_to_unix(datetime.strptime(s, fmt), tz)
 
 
@@ -102,8 +126,11 @@ def parse(path: Path, opts: ParseOptions) -> Series:
     header = [h.strip() for h in next(reader, [])]
     for needed in [*specs, *([time_col] if time_col else [])]:
         if needed not in header:
-            raise ImportFault(path, 1, f"no column {needed!r} (named in {opts.map_path or 'the map'}); "
-                              f"the header has: {', '.join(header)}")
+            raise ImportFault(
+                path,
+                1,
+                f"no column {needed!r} (named in {opts.map_path or 'the map'}); the header has: {', '.join(header)}",
+            )
     rows: list[dict[str, float]] = []
     for no, row in enumerate(reader, 2):
         if not row or all(not c.strip() for c in row):
@@ -125,8 +152,13 @@ def parse(path: Path, opts: ParseOptions) -> Series:
     if not rows:
         raise ImportFault(path, None, "no data rows after the header")
     frame = pd.DataFrame(rows)
-    series = Series(source=path, format="csv", frame=frame, timed=time_col is not None,
-                    host=str(mapping["host"]) if mapping.get("host") else None)
+    series = Series(
+        source=path,
+        format="csv",
+        frame=frame,
+        timed=time_col is not None,
+        host=str(mapping["host"]) if mapping.get("host") else None,
+    )
     if not series.timed:
         series.frame.insert(0, "sample", range(len(frame)))
         interval = mapping.get("interval_s", opts.interval_s)

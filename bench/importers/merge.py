@@ -6,6 +6,7 @@ and interval from the first timed sample (or the map's/`--start` time), and say 
 `run.json`; with nothing timed at all the clock is relative (seconds from 0) and the
 record has no start date.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -38,8 +39,10 @@ def _hosts(series: list[Series], host: str | None) -> tuple[list[str], bool]:
     named = sorted({s.host for s in series if s.host})
     if len(named) > 1 and any(not s.host for s in series):
         nameless = next(s.source for s in series if not s.host)
-        raise AtlasError(f"{nameless} names no host and the other files name several ({', '.join(named)}): "
-                         "import each host's files with --host NAME")
+        raise AtlasError(
+            f"{nameless} names no host and the other files name several ({', '.join(named)}): "
+            "import each host's files with --host NAME"
+        )
     fallback = named[0] if named else UNKNOWN_HOST
     return [s.host or fallback for s in series], bool(named)
 
@@ -59,8 +62,12 @@ def place_in_time(s: Series, origin: float) -> tuple[pd.DataFrame, str]:
     if s.timed:
         return s.frame, "from the file"
     if not s.interval_s or s.interval_s <= 0:
-        raise ImportFault(s.source, None, "has no time column: pass --interval S, the seconds between its samples "
-                          "(nvidia-smi -l S, dcgmi dmon -d MS/1000, the scrape period)")
+        raise ImportFault(
+            s.source,
+            None,
+            "has no time column: pass --interval S, the seconds between its samples "
+            "(nvidia-smi -l S, dcgmi dmon -d MS/1000, the scrape period)",
+        )
     t0 = s.facts.get("start", origin)
     frame = s.frame.copy()
     frame.insert(0, "time", t0 + frame.pop("sample") * s.interval_s)
@@ -69,13 +76,16 @@ def place_in_time(s: Series, origin: float) -> tuple[pd.DataFrame, str]:
 
 def ordered_columns(columns: list[str]) -> list[str]:
     """time, host columns in the contract's order, then GPU columns by GPU and field."""
-    gpu_cols = sorted((c for c in columns if c.startswith("gpu") and c.partition("_")[2] in GPU_FIELD_UNITS),
-                      key=lambda c: (int(c[3:].partition("_")[0]), list(GPU_FIELD_UNITS).index(c.partition("_")[2])))
+    gpu_cols = sorted(
+        (c for c in columns if c.startswith("gpu") and c.partition("_")[2] in GPU_FIELD_UNITS),
+        key=lambda c: (int(c[3:].partition("_")[0]), list(GPU_FIELD_UNITS).index(c.partition("_")[2])),
+    )
     return ["time", *(c for c in HOST_COLUMNS if c in columns), *gpu_cols]
 
 
-def merge(series: list[Series], host: str | None = None, gpus: list[int] | None = None,
-          start: float | None = None) -> Merged:
+def merge(
+    series: list[Series], host: str | None = None, gpus: list[int] | None = None, start: float | None = None
+) -> Merged:
     hosts, host_known = _hosts(series, host)
     origin, absolute = _origin(series, start)
     frames: dict[str, list[pd.DataFrame]] = {}
@@ -86,10 +96,19 @@ def merge(series: list[Series], host: str | None = None, gpus: list[int] | None 
         frames.setdefault(h, []).append(frame)
         for col in frame.columns[1:]:
             owners.setdefault(f"{h}:{col}", []).append(s.source.name)
-        sources.append({"file": s.source.name, "sha256": hashlib.sha256(s.source.read_bytes()).hexdigest(),
-                        "format": s.format, "host": h if host_known else None,
-                        "rows": int(len(frame)), "time": how, "columns": sorted(frame.columns[1:]),
-                        "ignored": s.ignored, "notes": s.notes})
+        sources.append(
+            {
+                "file": s.source.name,
+                "sha256": hashlib.sha256(s.source.read_bytes()).hexdigest(),
+                "format": s.format,
+                "host": h if host_known else None,
+                "rows": int(len(frame)),
+                "time": how,
+                "columns": sorted(frame.columns[1:]),
+                "ignored": s.ignored,
+                "notes": s.notes,
+            }
+        )
         for k, v in s.facts.items():
             if k != "start":
                 facts.setdefault(k, v)
@@ -100,18 +119,29 @@ def merge(series: list[Series], host: str | None = None, gpus: list[int] | None 
     for src in sources:
         shared = [k.split(":", 1)[1] for k, v in twice.items() if src["file"] in v]
         if shared:
-            src["notes"] = [*src["notes"], f"also in another file (rows kept side by side on time): {', '.join(shared)}"]
+            src["notes"] = [
+                *src["notes"],
+                f"also in another file (rows kept side by side on time): {', '.join(shared)}",
+            ]
     merged_hosts = {}
     for h, fs in frames.items():
         df = pd.concat(fs, ignore_index=True)
         df["time"] = df["time"].round(3)
         df = df.groupby("time", sort=True).first().reset_index()
         merged_hosts[h] = df[ordered_columns(list(df.columns))]
-    sampled = sorted({int(c[3:].partition("_")[0]) for df in merged_hosts.values() for c in df.columns
-                      if c.startswith("gpu") and c.partition("_")[2] in GPU_FIELD_UNITS})
+    sampled = sorted(
+        {
+            int(c[3:].partition("_")[0])
+            for df in merged_hosts.values()
+            for c in df.columns
+            if c.startswith("gpu") and c.partition("_")[2] in GPU_FIELD_UNITS
+        }
+    )
     if gpus is not None:
         unknown = [g for g in gpus if g not in sampled]
         if unknown:
-            raise AtlasError(f"--gpus names GPU(s) {', '.join(map(str, unknown))} that no file sampled "
-                             f"(sampled: {', '.join(map(str, sampled)) or 'none'})")
+            raise AtlasError(
+                f"--gpus names GPU(s) {', '.join(map(str, unknown))} that no file sampled "
+                f"(sampled: {', '.join(map(str, sampled)) or 'none'})"
+            )
     return Merged(merged_hosts, host_known, absolute, sampled, gpus, sources, facts, gpu_facts)

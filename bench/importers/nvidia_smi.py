@@ -8,6 +8,7 @@ does. Without `timestamp`, samples are numbered and placed `--interval` seconds 
 (nvidia-smi's `-l`). Query names and their meaning: `nvidia-smi --help-query-gpu`
 (https://docs.nvidia.com/deploy/nvidia-smi/). `[N/A]` and `[Not Supported]` stay empty.
 """
+
 from __future__ import annotations
 
 import csv
@@ -15,8 +16,18 @@ import re
 from datetime import datetime
 from pathlib import Path
 
-from bench.importers.series import (ImportFault, ParseOptions, Series, gpu_frame, group_samples, local_to_unix,
-                                    number, unit_factor, zone, GPU_FIELD_UNITS)
+from bench.importers.series import (
+    GPU_FIELD_UNITS,
+    ImportFault,
+    ParseOptions,
+    Series,
+    gpu_frame,
+    group_samples,
+    local_to_unix,
+    number,
+    unit_factor,
+    zone,
+)
 
 # nvidia-smi query field -> DCGM field of the record.
 QUERY_FIELDS = {
@@ -33,8 +44,14 @@ QUERY_FIELDS = {
 FACT_FIELDS = {"name": "model", "uuid": "uuid", "driver_version": "driver", "gpu_name": "model", "gpu_uuid": "uuid"}
 MISSING = {"", "[N/A]", "N/A", "[Not Supported]", "[Unknown Error]", "[Requested functionality has been deprecated]"}
 HEAD_RE = re.compile(r"^(?P<name>[^\[]+?)\s*(?:\[(?P<unit>[^\]]+)\])?$")
-TIME_FORMATS = ("%Y/%m/%d %H:%M:%S.%f", "%Y/%m/%d %H:%M:%S", "%Y-%m-%d %H:%M:%S.%f", "%Y-%m-%d %H:%M:%S",
-                "%Y-%m-%dT%H:%M:%S.%f", "%Y-%m-%dT%H:%M:%S")
+TIME_FORMATS = (
+    "%Y/%m/%d %H:%M:%S.%f",
+    "%Y/%m/%d %H:%M:%S",
+    "%Y-%m-%d %H:%M:%S.%f",
+    "%Y-%m-%d %H:%M:%S",
+    "%Y-%m-%dT%H:%M:%S.%f",
+    "%Y-%m-%dT%H:%M:%S",
+)
 
 
 def _timestamp(text: str, path: Path, no: int) -> datetime:
@@ -80,12 +97,19 @@ def parse(path: Path, opts: ParseOptions) -> Series:
         heads.append((m["name"].strip(), m["unit"]) if m else (h.strip(), None))
     names = [n for n, _ in heads]
     if not any(n in QUERY_FIELDS for n in names):
-        raise ImportFault(path, 1, "no GPU metric in the header (expected e.g. utilization.gpu [%], memory.used "
-                          "[MiB]); was it written with --query-gpu=... --format=csv?")
+        raise ImportFault(
+            path,
+            1,
+            "no GPU metric in the header (expected e.g. utilization.gpu [%], memory.used "
+            "[MiB]); was it written with --query-gpu=... --format=csv?",
+        )
     id_col = next((n for n in ("index", "uuid", "pci.bus_id") if n in names), None)
     series = Series(source=path, format="nvidia-smi", frame=None, timed="timestamp" in names)  # type: ignore[arg-type]
-    series.ignored = sorted(n for n in names if n not in QUERY_FIELDS and n not in FACT_FIELDS
-                            and n not in ("timestamp", "index", "uuid", "pci.bus_id"))
+    series.ignored = sorted(
+        n
+        for n in names
+        if n not in QUERY_FIELDS and n not in FACT_FIELDS and n not in ("timestamp", "index", "uuid", "pci.bus_id")
+    )
     tz = zone(opts.timezone)
     ids: dict[str, int] = {}
     parsed: list[tuple[int, int, dict[str, float | None], float | None]] = []
@@ -114,8 +138,11 @@ def parse(path: Path, opts: ParseOptions) -> Series:
     if id_col is None:
         series.notes.append("no index/uuid column: every row is taken as GPU 0")
         if series.timed and len({p[3] for p in parsed}) < len(parsed):
-            raise ImportFault(path, None, "rows share timestamps but there is no index column to tell the GPUs "
-                              "apart; add index to --query-gpu")
+            raise ImportFault(
+                path,
+                None,
+                "rows share timestamps but there is no index column to tell the GPUs apart; add index to --query-gpu",
+            )
     samples = group_samples([p[1] for p in parsed])
     rows, times = [], {}
     for sample, (_, gpu, values, t) in zip(samples, parsed):

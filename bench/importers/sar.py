@@ -17,6 +17,7 @@ over the interval). Mapping onto the record:
   slab); `host_mem_total_bytes` = kbmemused ÷ %memused, the only total sar prints;
 - `host_net_rx/tx_bytes_per_s` = rxkB/s, txkB/s × 1024 summed over interfaces but `lo`.
 """
+
 from __future__ import annotations
 
 import re
@@ -28,8 +29,10 @@ import pandas as pd
 from bench.importers.clock import TIME_RE, TimeOfDay, clock_style, seconds_of_day
 from bench.importers.series import ImportFault, ParseOptions, Series, local_to_unix, number, zone
 
-HEADER_RE = re.compile(r"^(?P<os>\S+)\s+(?P<kernel>\S+)\s+\((?P<host>[^)]+)\)\s+(?P<date>\S+)"
-                       r"(?:\s+(?P<arch>_\S+_))?(?:\s+\((?P<cpus>\d+)\s+CPU\))?\s*$")
+HEADER_RE = re.compile(
+    r"^(?P<os>\S+)\s+(?P<kernel>\S+)\s+\((?P<host>[^)]+)\)\s+(?P<date>\S+)"
+    r"(?:\s+(?P<arch>_\S+_))?(?:\s+\((?P<cpus>\d+)\s+CPU\))?\s*$"
+)
 SKIP_WORDS = ("LINUX RESTART",)
 
 
@@ -40,8 +43,11 @@ def parse_date(text: str, path: Path, line: int, notes: list[str]) -> date:
         return date(int(m[1]), int(m[2]), int(m[3]))
     m = re.fullmatch(r"(\d{1,2})([/.])(\d{1,2})\2(\d{2}|\d{4})", text)
     if not m:
-        raise ImportFault(path, line, f"header date {text!r} is not a date sar prints (YYYY-MM-DD or MM/DD/YYYY); "
-                          "pass --date YYYY-MM-DD")
+        raise ImportFault(
+            path,
+            line,
+            f"header date {text!r} is not a date sar prints (YYYY-MM-DD or MM/DD/YYYY); pass --date YYYY-MM-DD",
+        )
     a, sep, b, year = int(m[1]), m[2], int(m[3]), int(m[4])
     year += 2000 if year < 100 else 0
     if sep == "." or a > 12:
@@ -68,8 +74,9 @@ def _kind(columns: list[str]) -> str | None:
 
 def _row_values(kind: str, cols: list[str], tokens: list[str], path: Path, no: int) -> dict[str, float] | None:
     if len(tokens) != len(cols):
-        raise ImportFault(path, no, f"{len(tokens)} fields where the column line above has {len(cols)} "
-                          f"({' '.join(cols)})")
+        raise ImportFault(
+            path, no, f"{len(tokens)} fields where the column line above has {len(cols)} ({' '.join(cols)})"
+        )
     v = dict(zip(cols, tokens))
     if kind == "cpu":
         if v["CPU"] != "all":
@@ -87,8 +94,10 @@ def _row_values(kind: str, cols: list[str], tokens: list[str], path: Path, no: i
         return out
     if v["IFACE"] == "lo":
         return None
-    return {"host_net_rx_bytes_per_s": number(v["rxkB/s"], path, no, "rxkB/s") * 1024,
-            "host_net_tx_bytes_per_s": number(v["txkB/s"], path, no, "txkB/s") * 1024}
+    return {
+        "host_net_rx_bytes_per_s": number(v["rxkB/s"], path, no, "rxkB/s") * 1024,
+        "host_net_tx_bytes_per_s": number(v["txkB/s"], path, no, "txkB/s") * 1024,
+    }
 
 
 def parse(path: Path, opts: ParseOptions) -> Series:
@@ -124,16 +133,21 @@ def parse(path: Path, opts: ParseOptions) -> Series:
                 day0 = parse_date(header["date"], path, no, notes)
             if header["cpus"]:
                 series.facts["cpu_cores_logical"] = int(header["cpus"])
-            series.facts["platform"] = " ".join(x for x in (header["os"], header["kernel"],
-                                                            (header["arch"] or "").strip("_")) if x)
+            series.facts["platform"] = " ".join(
+                x for x in (header["os"], header["kernel"], (header["arch"] or "").strip("_")) if x
+            )
             wraps.extend(w for c in clocks.values() for w in c.wraps)
             clocks = {}  # a new report (e.g. the next day's file appended) restarts the clock
             continue
         m = TIME_RE.match(text)
         if not m:
-            raise ImportFault(path, no, f"not a sar line (expected 'HH:MM:SS [AM|PM] ...' or the "
-                              f"'Linux ... (host) date' header): {text[:60]!r}")
-        tokens = text[m.end():].split()
+            raise ImportFault(
+                path,
+                no,
+                f"not a sar line (expected 'HH:MM:SS [AM|PM] ...' or the "
+                f"'Linux ... (host) date' header): {text[:60]!r}",
+            )
+        tokens = text[m.end() :].split()
         if tokens and not any(_float_ok(t) for t in tokens):
             kind, cols = _kind(tokens), tokens
             if kind is None:
@@ -147,8 +161,11 @@ def parse(path: Path, opts: ParseOptions) -> Series:
         if values is None:
             continue
         if day0 is None:
-            raise ImportFault(path, None, "no sysstat header line ('Linux ... (host) DATE ...') to give the date; "
-                              "pass --date YYYY-MM-DD")
+            raise ImportFault(
+                path,
+                None,
+                "no sysstat header line ('Linux ... (host) DATE ...') to give the date; pass --date YYYY-MM-DD",
+            )
         clock = clocks.setdefault(kind, TimeOfDay(style))
         secs = clock.at(seconds_of_day(int(m[1]), int(m[2]), int(m[3]), m[4]), f"line {no}")
         moment = datetime.combine(day0, datetime.min.time()) + timedelta(seconds=secs)
@@ -164,8 +181,10 @@ def parse(path: Path, opts: ParseOptions) -> Series:
     wraps.extend(w for c in clocks.values() for w in c.wraps)
     series.notes = notes + [f"clock: {style}"] + wraps
     if style == "12-hour without AM/PM":
-        series.notes.append("AM/PM missing: the first sample is taken to be in the half of the day its hour "
-                            "reads as; later samples follow it in order")
+        series.notes.append(
+            "AM/PM missing: the first sample is taken to be in the half of the day its hour "
+            "reads as; later samples follow it in order"
+        )
     series.ignored = sorted(ignored)
     return series
 

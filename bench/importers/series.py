@@ -5,6 +5,7 @@ merge and the writer never need to know which tool produced a column. GPU column
 named `gpu<host index>_<DCGM field>`, the index the tool printed (nvidia-smi `index`,
 DCGM's `gpu` label), so the job's GPUs can be chosen among those sampled afterwards.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -44,9 +45,19 @@ GPU_FIELD_UNITS: dict[str, str] = {
 
 # Units by family, as multiples of the family's first unit.
 UNIT_FACTORS: dict[str, dict[str, float]] = {
-    "bytes": {"B": 1, "kB": 1e3, "KB": 1e3, "KiB": 1024, "MB": 1e6, "MiB": 1024 ** 2, "GB": 1e9,
-              "GiB": 1024 ** 3, "TB": 1e12, "TiB": 1024 ** 4},
-    "rate": {"B/s": 1, "kB/s": 1e3, "KiB/s": 1024, "MB/s": 1e6, "MiB/s": 1024 ** 2},
+    "bytes": {
+        "B": 1,
+        "kB": 1e3,
+        "KB": 1e3,
+        "KiB": 1024,
+        "MB": 1e6,
+        "MiB": 1024**2,
+        "GB": 1e9,
+        "GiB": 1024**3,
+        "TB": 1e12,
+        "TiB": 1024**4,
+    },
+    "rate": {"B/s": 1, "kB/s": 1e3, "KiB/s": 1024, "MB/s": 1e6, "MiB/s": 1024**2},
     "percent": {"%": 1, "fraction": 100},
     "power": {"W": 1, "mW": 1e-3, "kW": 1e3},
     "energy": {"mJ": 1, "J": 1e3, "kJ": 1e6, "Wh": 3.6e6, "kWh": 3.6e9},
@@ -69,7 +80,7 @@ class ParseOptions:
     """What the user told `bench import` that a file may not say itself."""
 
     timezone: str = "UTC"
-    date: str | None = None          # YYYY-MM-DD for sar files without the header line
+    date: str | None = None  # YYYY-MM-DD for sar files without the header line
     interval_s: float | None = None  # sampling interval of files without a time column
     mapping: dict[str, Any] | None = None  # MAP.yaml for the csv format
     map_path: Path | None = None
@@ -121,8 +132,10 @@ def zone(name: str) -> ZoneInfo:
     try:
         return ZoneInfo(name)
     except (ZoneInfoNotFoundError, ValueError) as exc:
-        raise AtlasError(f"--timezone {name!r} is not a known time zone ({type(exc).__name__}); "
-                         "use an IANA name such as UTC or America/New_York") from exc
+        raise AtlasError(
+            f"--timezone {name!r} is not a known time zone ({type(exc).__name__}); "
+            "use an IANA name such as UTC or America/New_York"
+        ) from exc
 
 
 def local_to_unix(moment: datetime, tz: ZoneInfo) -> float:

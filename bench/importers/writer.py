@@ -6,6 +6,7 @@ reader can tell "not measured" from "zero". The folder is staged and moved into 
 results tree by `copy_record`, the same atomic step `bench collect` uses: a failed
 import leaves nothing behind.
 """
+
 from __future__ import annotations
 
 import csv
@@ -63,13 +64,28 @@ def _gpu_entries(merged: Merged, first: pd.DataFrame) -> list[dict[str, Any]]:
         col = f"gpu{g}_DCGM_FI_DEV_FB_TOTAL"
         if total is None and col in first and first[col].notna().any():
             total = int(first[col].max())
-        out.append({"index": g, "host_index": g, "uuid": facts.get("uuid"), "model": facts.get("model"),
-                    "memory_total_mib": total, "driver": facts.get("driver")})
+        out.append(
+            {
+                "index": g,
+                "host_index": g,
+                "uuid": facts.get("uuid"),
+                "model": facts.get("model"),
+                "memory_total_mib": total,
+                "driver": facts.get("driver"),
+            }
+        )
     return out
 
 
-def build_run_json(merged: Merged, env: str, run_id: str, experiment: str | None = None,
-                   git_sha: str | None = None, timezone: str = "UTC", interval_s: float | None = None) -> dict[str, Any]:
+def build_run_json(
+    merged: Merged,
+    env: str,
+    run_id: str,
+    experiment: str | None = None,
+    git_sha: str | None = None,
+    timezone: str = "UTC",
+    interval_s: float | None = None,
+) -> dict[str, Any]:
     hosts = sorted(merged.hosts)
     first = merged.hosts[hosts[0]]
     times = first["time"].to_numpy(dtype=float)
@@ -79,27 +95,52 @@ def build_run_json(merged: Merged, env: str, run_id: str, experiment: str | None
     interval = interval_s if interval_s else (round(float(np.median(steps)), 3) if steps.size else None)
     f = merged.facts
     record: dict[str, Any] = {
-        "schema_version": SCHEMA_VERSION, "bench_version": __version__, "run_id": run_id, "env": env,
-        "experiment": experiment, "config": None, "config_sha256": None,
-        "git": {"sha": git_sha, "dirty": None}, "image": {"ref": None, "digest": None},
+        "schema_version": SCHEMA_VERSION,
+        "bench_version": __version__,
+        "run_id": run_id,
+        "env": env,
+        "experiment": experiment,
+        "config": None,
+        "config_sha256": None,
+        "git": {"sha": git_sha, "dirty": None},
+        "image": {"ref": None, "digest": None},
         "hosts": hosts if merged.host_known else None,
-        "hardware": {"cpu_model": f.get("cpu_model"), "cpu_cores_logical": f.get("cpu_cores_logical"),
-                     "cpu_cores_physical": f.get("cpu_cores_physical"), "cpu_affinity_cores": None,
-                     "memory_bytes": f.get("memory_bytes"),
-                     "cgroup": {"version": None, "cpu_limit_cores": None, "memory_limit_bytes": None},
-                     "gpus": _gpu_entries(merged, first)},
+        "hardware": {
+            "cpu_model": f.get("cpu_model"),
+            "cpu_cores_logical": f.get("cpu_cores_logical"),
+            "cpu_cores_physical": f.get("cpu_cores_physical"),
+            "cpu_affinity_cores": None,
+            "memory_bytes": f.get("memory_bytes"),
+            "cgroup": {"version": None, "cpu_limit_cores": None, "memory_limit_bytes": None},
+            "gpus": _gpu_entries(merged, first),
+        },
         "software": {"python": None, "platform": f.get("platform"), "torch": None, "cuda": None, "cudnn": None},
         "command": None,
-        "scheduler": {"kind": None, "job_id": None, "submit_time": None, "start_time": start, "end_time": end,
-                      "queue_wait_s": None},
+        "scheduler": {
+            "kind": None,
+            "job_id": None,
+            "submit_time": None,
+            "start_time": start,
+            "end_time": end,
+            "queue_wait_s": None,
+        },
         "exit": {"status": None, "code": None, "signal": None, "signals_forwarded": None},
-        "resumed_from": None, "sampler_errors": [], "sample_interval_s": interval,
-        "start_time": start, "end_time": end, "previous_attempts": [],
-        "samples_file": samples_name(hosts[0]), "samples_rows": int(len(first)), "recorder": None,
+        "resumed_from": None,
+        "sampler_errors": [],
+        "sample_interval_s": interval,
+        "start_time": start,
+        "end_time": end,
+        "previous_attempts": [],
+        "samples_file": samples_name(hosts[0]),
+        "samples_rows": int(len(first)),
+        "recorder": None,
         "import": {
-            "by": "bench import", "sources": merged.sources, "timezone": timezone,
+            "by": "bench import",
+            "sources": merged.sources,
+            "timezone": timezone,
             "clock": "absolute" if merged.absolute_clock else "relative: no file gave a date; times count from 0 s",
-            "gpus_sampled": merged.gpus_sampled, "gpus_job": merged.gpus_job,
+            "gpus_sampled": merged.gpus_sampled,
+            "gpus_job": merged.gpus_job,
             "start_end": "first and last imported sample" if start is not None else None,
         },
     }
@@ -114,8 +155,10 @@ def write_record(results: Path, env: str, run_id: str, merged: Merged, record: d
             raise AtlasError(f"{what} {name!r}: use letters, digits, '.', '_' and '-' (it names a folder)")
     dest = Path(results) / env / run_id
     if dest.exists():
-        raise AtlasError(f"{dest} already exists: records are immutable; choose another --run-id "
-                         "(or delete that folder to import again)")
+        raise AtlasError(
+            f"{dest} already exists: records are immutable; choose another --run-id "
+            "(or delete that folder to import again)"
+        )
     with tempfile.TemporaryDirectory(prefix=".import-") as tmp:
         stage = Path(tmp)
         for host, frame in merged.hosts.items():

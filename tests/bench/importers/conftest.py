@@ -1,5 +1,6 @@
 """Helpers for the import tests: run `bench import` / `bench compare` through the CLI,
 check the record against the run-record contract, read back the per-run figures."""
+
 from __future__ import annotations
 
 import csv
@@ -10,8 +11,8 @@ from typing import Any
 import pytest
 
 from bench.cli import main
-from bench.records.read import load_run
 from bench.records.contract import RUN_JSON_KEYS, SCHEMA_VERSION, read_run_json
+from bench.records.read import load_run
 
 SAMPLES = Path(__file__).parent / "samples"
 
@@ -45,10 +46,12 @@ def assert_valid_record(run_dir: Path) -> dict[str, Any]:
 @pytest.fixture
 def bench(capsys: pytest.CaptureFixture[str]):
     """bench(*argv) -> (exit code, stdout, stderr)."""
+
     def call(*argv: str | Path) -> tuple[int, str, str]:
         code = main([str(a) for a in argv])
         out = capsys.readouterr()
         return code, out.out, out.err
+
     return call
 
 

@@ -1,5 +1,6 @@
 """`bench import --format nvidia-smi`: CSV with units or nounits, with or without
 timestamp, 4 GPUs of which the job used 2 (`--gpus 0,1`)."""
+
 from __future__ import annotations
 
 import csv
@@ -23,8 +24,20 @@ def num(text: str) -> float:
 
 def test_job_gpus_only_reach_the_figures(tmp_path: Path, bench) -> None:
     results = tmp_path / "results"
-    code, out, err = bench("import", "--format", "nvidia-smi", "--env", "satori", "--run-id", "job01",
-                           "--gpus", "0,1", "--results", results, SAMPLES / "nvidia-smi-units.csv")
+    code, out, err = bench(
+        "import",
+        "--format",
+        "nvidia-smi",
+        "--env",
+        "satori",
+        "--run-id",
+        "job01",
+        "--gpus",
+        "0,1",
+        "--results",
+        results,
+        SAMPLES / "nvidia-smi-units.csv",
+    )
     assert code == 0, err
     assert "GPUs sampled: 0, 1, 2, 3; the job's: 0, 1" in out
     record = assert_valid_record(results / "satori" / "job01")
@@ -38,7 +51,9 @@ def test_job_gpus_only_reach_the_figures(tmp_path: Path, bench) -> None:
     util = np.array([num(r["utilization.gpu [%]"]) for r in mine])
     figures = compared(bench, results, tmp_path / "cmp")["job01"]
     assert float(figures["gpu_util_mean_pct"]) == pytest.approx(util.mean(), rel=1e-5)
-    assert float(figures["gpu_mem_peak_gb"]) == pytest.approx(max(num(r["memory.used [MiB]"]) for r in mine) / 1024, rel=1e-5)
+    assert float(figures["gpu_mem_peak_gb"]) == pytest.approx(
+        max(num(r["memory.used [MiB]"]) for r in mine) / 1024, rel=1e-5
+    )
     assert int(figures["gpus"]) == 2
     # 60 samples 5 s apart; each sample's time is that of its first row (GPU 0)
     firsts = [r["timestamp"] for r in rows if r["index"] == "0"]
@@ -48,8 +63,18 @@ def test_job_gpus_only_reach_the_figures(tmp_path: Path, bench) -> None:
 
 def test_without_gpus_every_sampled_gpu_counts_and_says_so(tmp_path: Path, bench) -> None:
     results = tmp_path / "results"
-    code, out, err = bench("import", "--format", "nvidia-smi", "--env", "satori", "--run-id", "all4",
-                           "--results", results, SAMPLES / "nvidia-smi-units.csv")
+    code, out, err = bench(
+        "import",
+        "--format",
+        "nvidia-smi",
+        "--env",
+        "satori",
+        "--run-id",
+        "all4",
+        "--results",
+        results,
+        SAMPLES / "nvidia-smi-units.csv",
+    )
     assert code == 0, err
     assert "--gpus not given" in out
     record = assert_valid_record(results / "satori" / "all4")
@@ -67,8 +92,20 @@ def test_na_cells_stay_empty() -> None:
 
 def test_nounits_without_timestamp_needs_and_uses_interval(tmp_path: Path, bench) -> None:
     results = tmp_path / "results"
-    args = ["import", "--format", "nvidia-smi", "--env", "satori", "--run-id", "nu", "--results", results,
-            "--gpus", "0,1", SAMPLES / "nvidia-smi-nounits.csv"]
+    args = [
+        "import",
+        "--format",
+        "nvidia-smi",
+        "--env",
+        "satori",
+        "--run-id",
+        "nu",
+        "--results",
+        results,
+        "--gpus",
+        "0,1",
+        SAMPLES / "nvidia-smi-nounits.csv",
+    ]
     code, _, err = bench(*args)
     assert code == 2
     one_error_line(err, "nvidia-smi-nounits.csv: has no time column: pass --interval S")
@@ -80,14 +117,30 @@ def test_nounits_without_timestamp_needs_and_uses_interval(tmp_path: Path, bench
     assert record["start_time"] is None and "start_time" in record["facts_unknown"]  # no date: not invented
     rows = [r for r in smi_rows("nvidia-smi-nounits.csv") if r["index"] in ("0", "1")]
     figures = compared(bench, results, tmp_path / "cmp")["nu"]
-    assert float(figures["gpu_util_mean_pct"]) == pytest.approx(np.mean([num(r["utilization.gpu [%]"]) for r in rows]), rel=1e-5)
-    assert float(figures["gpu_mem_peak_gb"]) == pytest.approx(max(num(r["memory.used [MiB]"]) for r in rows) / 1024, rel=1e-5)
+    assert float(figures["gpu_util_mean_pct"]) == pytest.approx(
+        np.mean([num(r["utilization.gpu [%]"]) for r in rows]), rel=1e-5
+    )
+    assert float(figures["gpu_mem_peak_gb"]) == pytest.approx(
+        max(num(r["memory.used [MiB]"]) for r in rows) / 1024, rel=1e-5
+    )
     assert float(figures["wall_s"]) == pytest.approx(22.0)  # 12 samples, 2 s apart
 
 
 def test_unknown_gpu_is_refused(tmp_path: Path, bench) -> None:
-    code, _, err = bench("import", "--format", "nvidia-smi", "--env", "e", "--run-id", "r", "--results",
-                         tmp_path / "r", "--gpus", "1,7", SAMPLES / "nvidia-smi-units.csv")
+    code, _, err = bench(
+        "import",
+        "--format",
+        "nvidia-smi",
+        "--env",
+        "e",
+        "--run-id",
+        "r",
+        "--results",
+        tmp_path / "r",
+        "--gpus",
+        "1,7",
+        SAMPLES / "nvidia-smi-units.csv",
+    )
     assert code == 2
     one_error_line(err, "--gpus names GPU(s) 7", "sampled: 0, 1, 2, 3")
     assert not (tmp_path / "r").exists()
@@ -101,8 +154,9 @@ def test_malformed_value_names_file_and_line(tmp_path: Path, bench, cell: str, w
     lines[41] = ", ".join(fields)
     path = tmp_path / "gpu.csv"
     path.write_text("\n".join(lines) + "\n")
-    code, _, err = bench("import", "--format", "nvidia-smi", "--env", "e", "--run-id", "r", "--results",
-                         tmp_path / "r", path)
+    code, _, err = bench(
+        "import", "--format", "nvidia-smi", "--env", "e", "--run-id", "r", "--results", tmp_path / "r", path
+    )
     assert code == 2
     one_error_line(err, f"{path}:42:", words)
     assert not (tmp_path / "r").exists()

@@ -1,4 +1,5 @@
 """`bench import --format sar`: sysstat 12.x text, both clocks, midnight, lost AM/PM."""
+
 from __future__ import annotations
 
 import re
@@ -35,9 +36,20 @@ def sar_rows(name: str, first: str) -> list[tuple[str, list[float]]]:
 
 def test_sar_cpu_and_memory_reach_the_report_as_host_figures(tmp_path: Path, bench) -> None:
     results = tmp_path / "results"
-    code, out, err = bench("import", "--format", "sar", "--env", "satori", "--run-id", "sar1",
-                           "--results", results, "--timezone", "America/New_York",
-                           SAMPLES / "sar-u-r-12h.txt")
+    code, out, err = bench(
+        "import",
+        "--format",
+        "sar",
+        "--env",
+        "satori",
+        "--run-id",
+        "sar1",
+        "--results",
+        results,
+        "--timezone",
+        "America/New_York",
+        SAMPLES / "sar-u-r-12h.txt",
+    )
     assert code == 0, err
     record = assert_valid_record(results / "satori" / "sar1")
     assert record["hosts"] == ["node0017"] and record["hardware"]["cpu_cores_logical"] == 160
@@ -97,10 +109,12 @@ CPU_HEAD = "     CPU     %user     %nice   %system   %iowait    %steal     %idle
 
 
 def test_noon_with_am_pm_is_no_wrap_and_12_am_is_midnight(tmp_path: Path) -> None:
-    text = ("Linux 6.1.0-18-amd64 (gpu-a) \t2024-03-14 \t_x86_64_\t(8 CPU)\n\n"
-            f"11:59:53 AM{CPU_HEAD}"
-            "11:59:58 AM     all     10.00      0.00      0.00      0.00      0.00     90.00\n"
-            "12:00:03 PM     all     20.00      0.00      0.00      0.00      0.00     80.00\n")
+    text = (
+        "Linux 6.1.0-18-amd64 (gpu-a) \t2024-03-14 \t_x86_64_\t(8 CPU)\n\n"
+        f"11:59:53 AM{CPU_HEAD}"
+        "11:59:58 AM     all     10.00      0.00      0.00      0.00      0.00     90.00\n"
+        "12:00:03 PM     all     20.00      0.00      0.00      0.00      0.00     80.00\n"
+    )
     t = parse_file("sar", _write(tmp_path, text), ParseOptions()).frame["time"].tolist()
     assert t[1] - t[0] == 5
     text = text.replace("11:59:58 AM", "12:00:03 AM").replace("12:00:03 PM", "12:00:08 AM")
@@ -108,40 +122,65 @@ def test_noon_with_am_pm_is_no_wrap_and_12_am_is_midnight(tmp_path: Path) -> Non
     assert datetime.fromtimestamp(t[0], ZoneInfo("UTC")) == datetime(2024, 3, 14, 0, 0, 3, tzinfo=ZoneInfo("UTC"))
 
 
-@pytest.mark.parametrize("date_text, day", [("2024-03-14", 14), ("03/14/2024", 14), ("14/03/2024", 14),
-                                            ("03/14/24", 14), ("14.03.2024", 14)])
+@pytest.mark.parametrize(
+    "date_text, day", [("2024-03-14", 14), ("03/14/2024", 14), ("14/03/2024", 14), ("03/14/24", 14), ("14.03.2024", 14)]
+)
 def test_header_dates_of_each_locale(tmp_path: Path, date_text: str, day: int) -> None:
-    text = (f"Linux 6.1.0-18-amd64 (gpu-a) \t{date_text} \t_x86_64_\t(8 CPU)\n\n"
-            f"10:00:00{CPU_HEAD}10:00:05     all      1.00      0.00      0.00      0.00      0.00     99.00\n")
+    text = (
+        f"Linux 6.1.0-18-amd64 (gpu-a) \t{date_text} \t_x86_64_\t(8 CPU)\n\n"
+        f"10:00:00{CPU_HEAD}10:00:05     all      1.00      0.00      0.00      0.00      0.00     99.00\n"
+    )
     s = parse_file("sar", _write(tmp_path, text), ParseOptions())
-    assert datetime.fromtimestamp(s.frame["time"][0], ZoneInfo("UTC")) == datetime(2024, 3, day, 10, 0, 5,
-                                                                                    tzinfo=ZoneInfo("UTC"))
+    assert datetime.fromtimestamp(s.frame["time"][0], ZoneInfo("UTC")) == datetime(
+        2024, 3, day, 10, 0, 5, tzinfo=ZoneInfo("UTC")
+    )
     assert s.host == "gpu-a"
 
 
 def test_no_header_needs_date(tmp_path: Path) -> None:
-    path = _write(tmp_path, f"10:00:00{CPU_HEAD}10:00:05     all      1.00      0.00      0.00      0.00      0.00     99.00\n")
+    path = _write(
+        tmp_path, f"10:00:00{CPU_HEAD}10:00:05     all      1.00      0.00      0.00      0.00      0.00     99.00\n"
+    )
     with pytest.raises(ImportFault, match="pass --date"):
         parse_file("sar", path, ParseOptions())
     s = parse_file("sar", path, ParseOptions(date="2024-03-14"))
     assert s.frame["time"][0] == datetime(2024, 3, 14, 10, 0, 5, tzinfo=ZoneInfo("UTC")).timestamp()
 
 
-@pytest.mark.parametrize("bad, line, words", [
-    ("12:00:06 AM     all     25.31      0.00      3.12      oops      0.00     71.17", 10, "'oops' is not a number"),
-    ("12:00:06 AM     all     25.31      0.00      3.12      0.40", 10, "fields where the column line"),
-    ("garbage in the middle", 10, "not a sar line"),
-])
-def test_malformed_file_names_file_and_line_and_writes_nothing(tmp_path: Path, bench, bad: str, line: int,
-                                                               words: str) -> None:
+@pytest.mark.parametrize(
+    "bad, line, words",
+    [
+        (
+            "12:00:06 AM     all     25.31      0.00      3.12      oops      0.00     71.17",
+            10,
+            "'oops' is not a number",
+        ),
+        ("12:00:06 AM     all     25.31      0.00      3.12      0.40", 10, "fields where the column line"),
+        ("garbage in the middle", 10, "not a sar line"),
+    ],
+)
+def test_malformed_file_names_file_and_line_and_writes_nothing(
+    tmp_path: Path, bench, bad: str, line: int, words: str
+) -> None:
     lines = (SAMPLES / "sar-u-r-12h.txt").read_text().splitlines()
     assert ROW.match(lines[9]) and "all" in lines[9]  # line 10 is a -u data row
     lines[9] = bad
     path = tmp_path / "broken-sar.txt"
     path.write_text("\n".join(lines) + "\n")
     results = tmp_path / "results"
-    code, out, err = bench("import", "--format", "sar", "--env", "satori", "--run-id", "x", "--results", results,
-                           SAMPLES / "sar-net-24h.txt", path)
+    code, out, err = bench(
+        "import",
+        "--format",
+        "sar",
+        "--env",
+        "satori",
+        "--run-id",
+        "x",
+        "--results",
+        results,
+        SAMPLES / "sar-net-24h.txt",
+        path,
+    )
     assert code == 2
     one_error_line(err, f"{path}:{line}:", words)
     assert not results.exists()  # not even the env folder: nothing half-written
@@ -149,8 +188,19 @@ def test_malformed_file_names_file_and_line_and_writes_nothing(tmp_path: Path, b
 
 def test_sources_are_named_in_run_json(tmp_path: Path, bench) -> None:
     results = tmp_path / "r"
-    code, _, err = bench("import", "--format", "sar", "--env", "satori", "--run-id", "both", "--results", results,
-                         SAMPLES / "sar-u-r-12h.txt", SAMPLES / "sar-net-24h.txt")
+    code, _, err = bench(
+        "import",
+        "--format",
+        "sar",
+        "--env",
+        "satori",
+        "--run-id",
+        "both",
+        "--results",
+        results,
+        SAMPLES / "sar-u-r-12h.txt",
+        SAMPLES / "sar-net-24h.txt",
+    )
     assert code == 0, err
     record = assert_valid_record(results / "satori" / "both")
     src = sources(record)

@@ -1,6 +1,7 @@
 """Report fixes that imported records exposed: host fallbacks labelled "(host)", GPU
 figures over the job's GPUs only, a unique folder for undated or sha-less runs, and no
 "Mean of empty slice" warning for an empty GPU column."""
+
 from __future__ import annotations
 
 import csv
@@ -12,11 +13,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bench.cli import main
 from bench.analysis.compare import compare_runs
+from bench.cli import main
 from bench.records.read import find_runs, load_run
-from bench.render.report import write_report
 from bench.records.synthetic import RunSpec, write_run
+from bench.render.report import write_report
 from tests.bench.importers.conftest import SAMPLES
 
 
@@ -28,8 +29,17 @@ def imported(results: Path, env: str, run_id: str, *args: str | Path) -> Path:
 
 def test_host_columns_are_used_and_labelled(tmp_path: Path) -> None:
     results = tmp_path / "results"
-    imported(results, "satori", "r1", "--format", "sar", "--gpus", "0,1", SAMPLES / "sar-u-r-12h.txt",
-             "nvidia-smi:" + str(SAMPLES / "nvidia-smi-units.csv"))
+    imported(
+        results,
+        "satori",
+        "r1",
+        "--format",
+        "sar",
+        "--gpus",
+        "0,1",
+        SAMPLES / "sar-u-r-12h.txt",
+        "nvidia-smi:" + str(SAMPLES / "nvidia-smi-units.csv"),
+    )
     res = write_report(results, tmp_path / "out", cost_for=lambda env: None)
     text = res.readme.read_text()
     cpu_row = next(line for line in text.splitlines() if line.startswith("| CPU mean |"))
@@ -77,7 +87,9 @@ def test_reports_of_shaless_runs_never_overwrite_each_other(tmp_path: Path) -> N
     first = write_report(one, out, cost_for=lambda env: None).folder
     second = write_report(two, out, cost_for=lambda env: None).folder
     # same date (of the newest start, UTC), no sha: only the content tells them apart
-    assert first != second and first.name.startswith("2024-03-14-nogit-") and second.name.startswith("2024-03-14-nogit-")
+    assert (
+        first != second and first.name.startswith("2024-03-14-nogit-") and second.name.startswith("2024-03-14-nogit-")
+    )
     readme = (first / "README.md").read_text()
     again = write_report(one, out, cost_for=lambda env: None).folder
     assert again == first and (first / "README.md").read_text() == readme  # stable: same runs, same name
@@ -86,8 +98,9 @@ def test_reports_of_shaless_runs_never_overwrite_each_other(tmp_path: Path) -> N
 
 
 def test_undated_runs_get_a_content_named_folder(tmp_path: Path) -> None:
-    results = imported(tmp_path / "a", "satori", "r1", "--format", "nvidia-smi", "--interval", "2",
-                       SAMPLES / "nvidia-smi-nounits.csv").parent.parent
+    results = imported(
+        tmp_path / "a", "satori", "r1", "--format", "nvidia-smi", "--interval", "2", SAMPLES / "nvidia-smi-nounits.csv"
+    ).parent.parent
     folder = write_report(results, tmp_path / "out", cost_for=lambda env: None).folder
     assert folder.name.startswith("undated-nogit-") and len(folder.name) == len("undated-nogit-") + 10
 
