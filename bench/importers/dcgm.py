@@ -25,6 +25,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pandas as pd
+
 from bench.importers.series import GPU_FIELD_UNITS, ImportFault, ParseOptions, Series, gpu_frame, group_samples, number
 
 # dcgmi dmon column tags -> DCGM field names (the fields the record keeps).
@@ -60,7 +62,7 @@ def parse_dmon(path: Path, opts: ParseOptions) -> Series:
     series = Series(
         source=path,
         format="dcgmi-dmon",
-        frame=None,
+        frame=pd.DataFrame(),
         timed=False,  # type: ignore[arg-type]
         interval_s=opts.interval_s,
     )
@@ -117,7 +119,7 @@ def parse_exporter(path: Path, opts: ParseOptions) -> Series:
     series = Series(
         source=path,
         format="dcgm-exporter",
-        frame=None,
+        frame=pd.DataFrame(),
         timed=False,  # type: ignore[arg-type]
         interval_s=opts.interval_s,
     )

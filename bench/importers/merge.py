@@ -83,52 +83,63 @@ def ordered_columns(columns: list[str]) -> list[str]:
     return ["time", *(c for c in HOST_COLUMNS if c in columns), *gpu_cols]
 
 
+def _source(s: Series, host: str | None, frame: pd.DataFrame, how: str) -> dict[str, Any]:
+    """What run.json says about one imported file."""
+    return {
+        "file": s.source.name,
+        "sha256": hashlib.sha256(s.source.read_bytes()).hexdigest(),
+        "format": s.format,
+        "host": host,
+        "rows": int(len(frame)),
+        "time": how,
+        "columns": sorted(frame.columns[1:]),
+        "ignored": s.ignored,
+        "notes": list(s.notes),
+    }
+
+
+def _join(frames: list[pd.DataFrame]) -> pd.DataFrame:
+    """Outer join on time (ms): one row per distinct time, each column's first value."""
+    df = pd.concat(frames, ignore_index=True)
+    df["time"] = df["time"].round(3)
+    df = df.groupby("time", sort=True).first().reset_index()
+    return df[ordered_columns(list(df.columns))]
+
+
+def _check_gpus(gpus: list[int] | None, sampled: list[int]) -> None:
+    unknown = [g for g in gpus or [] if g not in sampled]
+    if unknown:
+        raise AtlasError(
+            f"--gpus names GPU(s) {', '.join(map(str, unknown))} that no file sampled "
+            f"(sampled: {', '.join(map(str, sampled)) or 'none'})"
+        )
+
+
 def merge(
     series: list[Series], host: str | None = None, gpus: list[int] | None = None, start: float | None = None
 ) -> Merged:
     hosts, host_known = _hosts(series, host)
     origin, absolute = _origin(series, start)
     frames: dict[str, list[pd.DataFrame]] = {}
-    sources, facts, gpu_facts = [], {}, {}
-    owners: dict[str, list[str]] = {}
-    for s, h in zip(series, hosts):
+    sources: list[dict[str, Any]] = []
+    facts: dict[str, Any] = {}
+    gpu_facts: dict[int, dict[str, Any]] = {}
+    owners: dict[tuple[str, str], list[int]] = {}
+    for i, (s, h) in enumerate(zip(series, hosts)):
         frame, how = place_in_time(s, origin)
         frames.setdefault(h, []).append(frame)
         for col in frame.columns[1:]:
-            owners.setdefault(f"{h}:{col}", []).append(s.source.name)
-        sources.append(
-            {
-                "file": s.source.name,
-                "sha256": hashlib.sha256(s.source.read_bytes()).hexdigest(),
-                "format": s.format,
-                "host": h if host_known else None,
-                "rows": int(len(frame)),
-                "time": how,
-                "columns": sorted(frame.columns[1:]),
-                "ignored": s.ignored,
-                "notes": s.notes,
-            }
-        )
-        for k, v in s.facts.items():
-            if k != "start":
-                facts.setdefault(k, v)
+            owners.setdefault((h, col), []).append(i)
+        sources.append(_source(s, h if host_known else None, frame, how))
+        facts.update({k: v for k, v in s.facts.items() if k != "start" and k not in facts})
         for g, f in s.gpu_facts.items():
-            for k, v in f.items():
-                gpu_facts.setdefault(g, {}).setdefault(k, v)
-    twice = {k: v for k, v in owners.items() if len(v) > 1}
-    for src in sources:
-        shared = [k.split(":", 1)[1] for k, v in twice.items() if src["file"] in v]
-        if shared:
-            src["notes"] = [
-                *src["notes"],
-                f"also in another file (rows kept side by side on time): {', '.join(shared)}",
-            ]
-    merged_hosts = {}
-    for h, fs in frames.items():
-        df = pd.concat(fs, ignore_index=True)
-        df["time"] = df["time"].round(3)
-        df = df.groupby("time", sort=True).first().reset_index()
-        merged_hosts[h] = df[ordered_columns(list(df.columns))]
+            gpu_facts[g] = {**f, **gpu_facts.get(g, {})}
+    for (_, col), files in owners.items():
+        for i in files[1:] if len(files) > 1 else []:
+            sources[i]["notes"].append(
+                f"{col} is also in {sources[files[0]]['file']}: at equal times that file's value is kept"
+            )
+    merged_hosts = {h: _join(fs) for h, fs in frames.items()}
     sampled = sorted(
         {
             int(c[3:].partition("_")[0])
@@ -137,11 +148,5 @@ def merge(
             if c.startswith("gpu") and c.partition("_")[2] in GPU_FIELD_UNITS
         }
     )
-    if gpus is not None:
-        unknown = [g for g in gpus if g not in sampled]
-        if unknown:
-            raise AtlasError(
-                f"--gpus names GPU(s) {', '.join(map(str, unknown))} that no file sampled "
-                f"(sampled: {', '.join(map(str, sampled)) or 'none'})"
-            )
+    _check_gpus(gpus, sampled)
     return Merged(merged_hosts, host_known, absolute, sampled, gpus, sources, facts, gpu_facts)

@@ -15,6 +15,9 @@ import csv
 import re
 from datetime import datetime
 from pathlib import Path
+from typing import Any
+
+import pandas as pd
 
 from bench.importers.series import (
     GPU_FIELD_UNITS,
@@ -80,39 +83,36 @@ def _value(text: str, unit: str | None, target: str, path: Path, no: int, what: 
     return value
 
 
-def parse(path: Path, opts: ParseOptions) -> Series:
-    path = Path(path)
-    try:
-        lines = path.read_text().splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ImportFault(path, None, f"cannot read ({type(exc).__name__}: {exc})") from None
-    reader = csv.reader(lines, skipinitialspace=True)
-    try:
-        header = next(reader)
-    except StopIteration:
-        raise ImportFault(path, None, "empty file (expected the CSV header of nvidia-smi --query-gpu)") from None
+ID_COLUMNS = ("index", "uuid", "pci.bus_id")
+Row = tuple[int, dict[str, float | None], float | None]  # (GPU, DCGM field -> value, time)
+
+
+def _header(path: Path, header: list[str] | None) -> list[tuple[str, str | None]]:
+    """(query name, unit) per column: `memory.used [MiB]` -> ("memory.used", "MiB")."""
+    if header is None:
+        raise ImportFault(path, None, "empty file (expected the CSV header of nvidia-smi --query-gpu)")
     heads = []
     for h in header:
         m = HEAD_RE.match(h.strip())
         heads.append((m["name"].strip(), m["unit"]) if m else (h.strip(), None))
-    names = [n for n, _ in heads]
-    if not any(n in QUERY_FIELDS for n in names):
+    if not any(n in QUERY_FIELDS for n, _ in heads):
         raise ImportFault(
             path,
             1,
             "no GPU metric in the header (expected e.g. utilization.gpu [%], memory.used "
             "[MiB]); was it written with --query-gpu=... --format=csv?",
         )
-    id_col = next((n for n in ("index", "uuid", "pci.bus_id") if n in names), None)
-    series = Series(source=path, format="nvidia-smi", frame=None, timed="timestamp" in names)  # type: ignore[arg-type]
-    series.ignored = sorted(
-        n
-        for n in names
-        if n not in QUERY_FIELDS and n not in FACT_FIELDS and n not in ("timestamp", "index", "uuid", "pci.bus_id")
-    )
+    return heads
+
+
+def _rows(
+    path: Path, reader: Any, heads: list[tuple[str, str | None]], series: Series, opts: ParseOptions
+) -> list[Row]:
+    names = [n for n, _ in heads]
+    id_col = next((n for n in ID_COLUMNS if n in names), None)
     tz = zone(opts.timezone)
     ids: dict[str, int] = {}
-    parsed: list[tuple[int, int, dict[str, float | None], float | None]] = []
+    parsed: list[Row] = []
     for no, row in enumerate(reader, 2):
         if not row or all(not c.strip() for c in row):
             continue
@@ -120,10 +120,7 @@ def parse(path: Path, opts: ParseOptions) -> Series:
             raise ImportFault(path, no, f"{len(row)} fields where the header has {len(heads)}")
         cells = {n: c.strip() for n, c in zip(names, row)}
         key = cells[id_col] if id_col else "0"
-        if id_col == "index":
-            gpu = int(number(key, path, no, "index"))
-        else:
-            gpu = ids.setdefault(key, len(ids))
+        gpu = int(number(key, path, no, "index")) if id_col == "index" else ids.setdefault(key, len(ids))
         t = local_to_unix(_timestamp(cells["timestamp"], path, no), tz) if series.timed else None
         values = {}
         for (name, unit), text in zip(heads, row):
@@ -132,20 +129,39 @@ def parse(path: Path, opts: ParseOptions) -> Series:
                 values[QUERY_FIELDS[name]] = _value(text, unit, target, path, no, name)
             elif name in FACT_FIELDS and text.strip() not in MISSING:
                 series.gpu_facts.setdefault(gpu, {})[FACT_FIELDS[name]] = text.strip()
-        parsed.append((no, gpu, values, t))
+        parsed.append((gpu, values, t))
     if not parsed:
         raise ImportFault(path, None, "no sample rows after the header")
     if id_col is None:
         series.notes.append("no index/uuid column: every row is taken as GPU 0")
-        if series.timed and len({p[3] for p in parsed}) < len(parsed):
+        if series.timed and len({p[2] for p in parsed}) < len(parsed):
             raise ImportFault(
                 path,
                 None,
                 "rows share timestamps but there is no index column to tell the GPUs apart; add index to --query-gpu",
             )
-    samples = group_samples([p[1] for p in parsed])
+    return parsed
+
+
+def parse(path: Path, opts: ParseOptions) -> Series:
+    path = Path(path)
+    try:
+        lines = path.read_text().splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ImportFault(path, None, f"cannot read ({type(exc).__name__}: {exc})") from None
+    reader = csv.reader(lines, skipinitialspace=True)
+    heads = _header(path, next(reader, None))
+    names = [n for n, _ in heads]
+    series = Series(
+        source=path, format="nvidia-smi", frame=pd.DataFrame(), timed="timestamp" in names, interval_s=opts.interval_s
+    )
+    series.ignored = sorted(
+        n for n in names if n not in QUERY_FIELDS and n not in FACT_FIELDS and n not in ("timestamp", *ID_COLUMNS)
+    )
+    parsed = _rows(path, reader, heads, series, opts)
+    samples = group_samples([gpu for gpu, _, _ in parsed])
     rows, times = [], {}
-    for sample, (_, gpu, values, t) in zip(samples, parsed):
+    for sample, (gpu, values, t) in zip(samples, parsed):
         if t is not None:
             times.setdefault(sample, t)  # the sample's first row: one sample, one record row
         rows.extend((sample, gpu, name, value) for name, value in values.items() if value is not None)
@@ -154,5 +170,4 @@ def parse(path: Path, opts: ParseOptions) -> Series:
         col = f"gpu{gpu}_DCGM_FI_DEV_FB_TOTAL"
         if col in series.frame and series.frame[col].notna().any():
             facts["memory_total_mib"] = int(series.frame[col].max())
-    series.interval_s = opts.interval_s
     return series

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from bench.importers.clock import TIME_RE, TimeOfDay, clock_style, seconds_of_day
+from bench.importers.clock import CLOCK_NO_AMPM, TIME_RE, TimeOfDay, clock_style, seconds_of_day
 from bench.importers.series import ImportFault, ParseOptions, Series, local_to_unix, number, zone
 
 HEADER_RE = re.compile(
@@ -100,93 +100,104 @@ def _row_values(kind: str, cols: list[str], tokens: list[str], path: Path, no: i
     }
 
 
-def parse(path: Path, opts: ParseOptions) -> Series:
-    path = Path(path)
-    try:
-        lines = path.read_text(errors="strict").splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ImportFault(path, None, f"cannot read ({type(exc).__name__}: {exc})") from None
-    notes: list[str] = []
-    stamps = []
-    for raw in lines:
-        m = TIME_RE.match(raw.strip())
-        if m:
-            stamps.append((int(m[1]), m[4]))
-    style = clock_style(stamps)
-    tz = zone(opts.timezone)
-    day0 = date.fromisoformat(opts.date) if opts.date else None
-    series = Series(source=path, format="sar", frame=pd.DataFrame(), timed=True)
-    clocks: dict[str, TimeOfDay] = {}
-    wraps: list[str] = []
-    kind: str | None = None
-    cols: list[str] = []
-    rows: dict[float, dict[str, float]] = {}
-    ignored: set[str] = set()
-    for no, raw in enumerate(lines, 1):
-        text = raw.strip()
+class _SarReader:
+    """State while reading one sar file line by line: the current activity's columns,
+    one clock per activity, and rows keyed by time (activities printed at the same
+    time land on one row)."""
+
+    def __init__(self, path: Path, opts: ParseOptions, style: str) -> None:
+        self.path, self.opts, self.style = path, opts, style
+        self.tz = zone(opts.timezone)
+        self.day0 = date.fromisoformat(opts.date) if opts.date else None
+        self.series = Series(source=path, format="sar", frame=pd.DataFrame(), timed=True)
+        self.clocks: dict[str, TimeOfDay] = {}
+        self.wraps: list[str] = []
+        self.kind: str | None = None
+        self.cols: list[str] = []
+        self.rows: dict[float, dict[str, float]] = {}
+        self.ignored: set[str] = set()
+
+    def feed(self, no: int, text: str) -> None:
         if not text or text.startswith("Average:") or any(w in text for w in SKIP_WORDS):
-            continue
-        header = HEADER_RE.match(text)
-        if header and not TIME_RE.match(text):
-            series.host = header["host"]
-            if not opts.date:
-                day0 = parse_date(header["date"], path, no, notes)
-            if header["cpus"]:
-                series.facts["cpu_cores_logical"] = int(header["cpus"])
-            series.facts["platform"] = " ".join(
-                x for x in (header["os"], header["kernel"], (header["arch"] or "").strip("_")) if x
-            )
-            wraps.extend(w for c in clocks.values() for w in c.wraps)
-            clocks = {}  # a new report (e.g. the next day's file appended) restarts the clock
-            continue
+            return
         m = TIME_RE.match(text)
+        header = HEADER_RE.match(text)
+        if header and not m:
+            self._header(no, header)
+            return
         if not m:
             raise ImportFault(
-                path,
+                self.path,
                 no,
-                f"not a sar line (expected 'HH:MM:SS [AM|PM] ...' or the "
+                "not a sar line (expected 'HH:MM:SS [AM|PM] ...' or the "
                 f"'Linux ... (host) date' header): {text[:60]!r}",
             )
         tokens = text[m.end() :].split()
-        if tokens and not any(_float_ok(t) for t in tokens):
-            kind, cols = _kind(tokens), tokens
-            if kind is None:
-                ignored.add(" ".join(tokens[:3]))
-            continue
-        if not cols:
-            raise ImportFault(path, no, "a data row before any column line (is the file cut at the top?)")
-        if kind is None:
-            continue
-        values = _row_values(kind, cols, tokens, path, no)
-        if values is None:
-            continue
-        if day0 is None:
+        if tokens and not any(_float_ok(t) for t in tokens):  # a column line starts an activity block
+            self.kind, self.cols = _kind(tokens), tokens
+            if self.kind is None:
+                self.ignored.add(" ".join(tokens[:3]))
+            return
+        if not self.cols:
+            raise ImportFault(self.path, no, "a data row before any column line (is the file cut at the top?)")
+        values = _row_values(self.kind, self.cols, tokens, self.path, no) if self.kind else None
+        if values is not None:
+            self._add(no, m, values)
+
+    def _header(self, no: int, header: re.Match[str]) -> None:
+        self.series.host = header["host"]
+        if not self.opts.date:
+            self.day0 = parse_date(header["date"], self.path, no, self.series.notes)
+        if header["cpus"]:
+            self.series.facts["cpu_cores_logical"] = int(header["cpus"])
+        parts = (header["os"], header["kernel"], (header["arch"] or "").strip("_"))
+        self.series.facts["platform"] = " ".join(x for x in parts if x)
+        self.wraps.extend(w for c in self.clocks.values() for w in c.wraps)
+        self.clocks = {}  # a new report (e.g. the next day's output appended) restarts the clock
+
+    def _add(self, no: int, m: re.Match[str], values: dict[str, float]) -> None:
+        if self.day0 is None:
             raise ImportFault(
-                path,
+                self.path,
                 None,
                 "no sysstat header line ('Linux ... (host) DATE ...') to give the date; pass --date YYYY-MM-DD",
             )
-        clock = clocks.setdefault(kind, TimeOfDay(style))
+        clock = self.clocks.setdefault(str(self.kind), TimeOfDay(self.style))
         secs = clock.at(seconds_of_day(int(m[1]), int(m[2]), int(m[3]), m[4]), f"line {no}")
-        moment = datetime.combine(day0, datetime.min.time()) + timedelta(seconds=secs)
-        t = local_to_unix(moment, tz)
-        row = rows.setdefault(t, {})
+        t = local_to_unix(datetime.combine(self.day0, datetime.min.time()) + timedelta(seconds=secs), self.tz)
+        row = self.rows.setdefault(t, {})
         for key, value in values.items():
             row[key] = row.get(key, 0.0) + value if key.startswith("host_net") else value
-    if not rows:
-        raise ImportFault(path, None, "no sar -u, -r or -n DEV rows found (is it sar text output?)")
-    frame = pd.DataFrame.from_dict(rows, orient="index").sort_index()
-    frame.index.name = "time"
-    series.frame = frame.reset_index()
-    wraps.extend(w for c in clocks.values() for w in c.wraps)
-    series.notes = notes + [f"clock: {style}"] + wraps
-    if style == "12-hour without AM/PM":
-        series.notes.append(
-            "AM/PM missing: the first sample is taken to be in the half of the day its hour "
-            "reads as; later samples follow it in order"
-        )
-    series.ignored = sorted(ignored)
-    return series
+
+    def result(self) -> Series:
+        if not self.rows:
+            raise ImportFault(self.path, None, "no sar -u, -r or -n DEV rows found (is it sar text output?)")
+        frame = pd.DataFrame.from_dict(self.rows, orient="index").sort_index()
+        frame.index.name = "time"
+        s = self.series
+        s.frame = frame.reset_index()
+        self.wraps.extend(w for c in self.clocks.values() for w in c.wraps)
+        s.notes = [*s.notes, f"clock: {self.style}", *self.wraps]
+        if self.style == CLOCK_NO_AMPM:
+            s.notes.append(
+                "AM/PM missing: the first sample is taken to be in the half of the day its hour "
+                "reads as; later samples follow it in order"
+            )
+        s.ignored = sorted(self.ignored)
+        return s
+
+
+def parse(path: Path, opts: ParseOptions) -> Series:
+    path = Path(path)
+    try:
+        lines = [raw.strip() for raw in path.read_text(errors="strict").splitlines()]
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ImportFault(path, None, f"cannot read ({type(exc).__name__}: {exc})") from None
+    stamps = [(int(m[1]), m[4]) for m in map(TIME_RE.match, lines) if m]
+    reader = _SarReader(path, opts, clock_style(stamps))
+    for no, text in enumerate(lines, 1):
+        reader.feed(no, text)
+    return reader.result()
 
 
 def _float_ok(text: str) -> bool:

@@ -21,7 +21,7 @@ import pandas as pd
 from bench import __version__
 from bench.errors import AtlasError
 from bench.importers.merge import Merged
-from bench.records.contract import SCHEMA_VERSION, samples_name
+from bench.records.contract import SCHEDULER_KEYS, SCHEMA_VERSION, samples_name
 from bench.records.place import copy_record, write_json_atomic
 
 SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -77,6 +77,19 @@ def _gpu_entries(merged: Merged, first: pd.DataFrame) -> list[dict[str, Any]]:
     return out
 
 
+def _hardware(merged: Merged, first: pd.DataFrame) -> dict[str, Any]:
+    f = merged.facts
+    return {
+        "cpu_model": f.get("cpu_model"),
+        "cpu_cores_logical": f.get("cpu_cores_logical"),
+        "cpu_cores_physical": f.get("cpu_cores_physical"),
+        "cpu_affinity_cores": None,
+        "memory_bytes": f.get("memory_bytes"),
+        "cgroup": {"version": None, "cpu_limit_cores": None, "memory_limit_bytes": None},
+        "gpus": _gpu_entries(merged, first),
+    }
+
+
 def build_run_json(
     merged: Merged,
     env: str,
@@ -93,7 +106,6 @@ def build_run_json(
     end = float(times.max()) if merged.absolute_clock and times.size else None
     steps = np.diff(np.unique(times))
     interval = interval_s if interval_s else (round(float(np.median(steps)), 3) if steps.size else None)
-    f = merged.facts
     record: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
         "bench_version": __version__,
@@ -105,25 +117,16 @@ def build_run_json(
         "git": {"sha": git_sha, "dirty": None},
         "image": {"ref": None, "digest": None},
         "hosts": hosts if merged.host_known else None,
-        "hardware": {
-            "cpu_model": f.get("cpu_model"),
-            "cpu_cores_logical": f.get("cpu_cores_logical"),
-            "cpu_cores_physical": f.get("cpu_cores_physical"),
-            "cpu_affinity_cores": None,
-            "memory_bytes": f.get("memory_bytes"),
-            "cgroup": {"version": None, "cpu_limit_cores": None, "memory_limit_bytes": None},
-            "gpus": _gpu_entries(merged, first),
+        "hardware": _hardware(merged, first),
+        "software": {
+            "python": None,
+            "platform": merged.facts.get("platform"),
+            "torch": None,
+            "cuda": None,
+            "cudnn": None,
         },
-        "software": {"python": None, "platform": f.get("platform"), "torch": None, "cuda": None, "cudnn": None},
         "command": None,
-        "scheduler": {
-            "kind": None,
-            "job_id": None,
-            "submit_time": None,
-            "start_time": start,
-            "end_time": end,
-            "queue_wait_s": None,
-        },
+        "scheduler": {**dict.fromkeys(SCHEDULER_KEYS), "start_time": start, "end_time": end},
         "exit": {"status": None, "code": None, "signal": None, "signals_forwarded": None},
         "resumed_from": None,
         "sampler_errors": [],
@@ -141,7 +144,6 @@ def build_run_json(
             "clock": "absolute" if merged.absolute_clock else "relative: no file gave a date; times count from 0 s",
             "gpus_sampled": merged.gpus_sampled,
             "gpus_job": merged.gpus_job,
-            "start_end": "first and last imported sample" if start is not None else None,
         },
     }
     record["facts_unknown"] = unknown_facts(record)
