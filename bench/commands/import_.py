@@ -145,5 +145,10 @@ def run(args: argparse.Namespace) -> int:
                 "  note: --gpus not given, so every sampled GPU counts as the job's; "
                 "pass --gpus to average only the job's GPUs"
             )
-    print(f"  not known (null in run.json): {', '.join(record['facts_unknown'])}")
+    unknown = record["facts_unknown"]
+    key = [k for k in ("git.sha", "config_sha256", "experiment", "exit.status", "start_time") if k in unknown]
+    print(
+        f"  {len(unknown)} facts not known: null in run.json and listed in its facts_unknown "
+        f"(among them {', '.join(key)})"
+    )
     return 0

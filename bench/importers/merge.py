@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from typing import Any
 
 import pandas as pd
@@ -57,7 +58,7 @@ def _origin(series: list[Series], start: float | None) -> tuple[float, bool]:
     return (min(starts), True) if starts else (0.0, False)
 
 
-def place_in_time(s: Series, origin: float) -> tuple[pd.DataFrame, str]:
+def place_in_time(s: Series, origin: float, absolute: bool = True) -> tuple[pd.DataFrame, str]:
     """The series with a `time` column, and how its time was found (for run.json)."""
     if s.timed:
         return s.frame, "from the file"
@@ -71,7 +72,8 @@ def place_in_time(s: Series, origin: float) -> tuple[pd.DataFrame, str]:
     t0 = s.facts.get("start", origin)
     frame = s.frame.copy()
     frame.insert(0, "time", t0 + frame.pop("sample") * s.interval_s)
-    return frame, f"aligned by row: sample i at {t0:.3f} + i x {s.interval_s:g} s (the file has no time column)"
+    at = datetime.fromtimestamp(t0, timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC") if absolute else "0 s (no date)"
+    return frame, f"aligned by row (the file has no time column): sample i at {at} + i x {s.interval_s:g} s"
 
 
 def ordered_columns(columns: list[str]) -> list[str]:
@@ -126,7 +128,7 @@ def merge(
     gpu_facts: dict[int, dict[str, Any]] = {}
     owners: dict[tuple[str, str], list[int]] = {}
     for i, (s, h) in enumerate(zip(series, hosts)):
-        frame, how = place_in_time(s, origin)
+        frame, how = place_in_time(s, origin, absolute or "start" in s.facts)
         frames.setdefault(h, []).append(frame)
         for col in frame.columns[1:]:
             owners.setdefault((h, col), []).append(i)
