@@ -128,7 +128,6 @@ def run(args: argparse.Namespace) -> int:
         experiment=args.experiment,
         git_sha=args.commit,
         timezone=args.timezone,
-        interval_s=args.interval,
     )
     dest = write_record(args.results, args.env, args.run_id, merged, record)
     rows = sum(len(f) for f in merged.hosts.values())

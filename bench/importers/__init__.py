@@ -30,7 +30,10 @@ def parse_file(fmt: str, path: Path, opts: ParseOptions) -> Series:
         raise AtlasError(f"unknown format {fmt!r} (known: {', '.join(FORMATS)})")
     if not Path(path).is_file():
         raise ImportFault(path, None, "no such file")
-    return FORMATS[fmt](Path(path), opts)
+    series = FORMATS[fmt](Path(path), opts)
+    if not [c for c in series.frame.columns if c not in ("time", "sample")] or series.frame.empty:
+        raise ImportFault(path, None, "no values to import (every cell empty or N/A?)")
+    return series
 
 
 __all__ = ["FORMATS", "ImportFault", "ParseOptions", "Series", "parse_file"]

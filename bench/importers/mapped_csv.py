@@ -24,6 +24,7 @@ import csv
 from datetime import datetime
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import pandas as pd
 
@@ -81,10 +82,17 @@ def _column_specs(mapping: dict[str, Any], opts: ParseOptions) -> dict[str, tupl
     return out
 
 
+def _iso(text: str, tz: ZoneInfo) -> float:
+    """ISO 8601; a time without an offset is local time in --timezone."""
+    moment = datetime.fromisoformat(text)
+    return moment.timestamp() if moment.tzinfo else local_to_unix(moment, tz)
+
+
 def _time_reader(mapping: dict[str, Any], opts: ParseOptions) -> tuple[str | None, Any]:
     spec = mapping.get("time")
     if spec is None:
-        if not isinstance(mapping.get("interval_s", opts.interval_s), (int, float)):
+        interval = mapping.get("interval_s", opts.interval_s)
+        if isinstance(interval, bool) or not isinstance(interval, (int, float)) or interval <= 0:
             raise _map_error(
                 opts, "time", "missing: give time: {column, format} or interval_s for a file without a time column"
             )
@@ -98,14 +106,7 @@ def _time_reader(mapping: dict[str, Any], opts: ParseOptions) -> tuple[str | Non
     if fmt == "unix_ms":
         return spec["column"], lambda s: float(s) / 1000.0
     if fmt == "iso":
-        return (
-            spec["column"],
-            lambda s: (
-                datetime.fromisoformat(s).timestamp()
-                if "+" in s[10:] or s.endswith("Z")
-                else local_to_unix(datetime.fromisoformat(s), tz)
-            ),
-        )
+        return spec["column"], lambda s: _iso(s, tz)
     return spec["column"], lambda s: local_to_unix(datetime.strptime(s, fmt), tz)
 
 
@@ -161,10 +162,12 @@ def parse(path: Path, opts: ParseOptions) -> Series:
     )
     if not series.timed:
         series.frame.insert(0, "sample", range(len(frame)))
-        interval = mapping.get("interval_s", opts.interval_s)
-        series.interval_s = float(interval)
+        series.interval_s = float(mapping.get("interval_s", opts.interval_s))
         if mapping.get("start"):
-            series.facts["start"] = local_to_unix(datetime.fromisoformat(str(mapping["start"])), zone(opts.timezone))
+            try:
+                series.facts["start"] = _iso(str(mapping["start"]), zone(opts.timezone))
+            except ValueError:
+                raise _map_error(opts, "start", f"{mapping['start']!r} is not an ISO date and time") from None
     hw = mapping.get("hardware") if isinstance(mapping.get("hardware"), dict) else {}
     series.facts.update({k: hw[k] for k in HARDWARE_KEYS if k in hw})
     series.ignored = [h for h in header if h not in specs and h != time_col]

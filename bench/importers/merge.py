@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from bench.errors import AtlasError
@@ -93,11 +94,17 @@ def _source(s: Series, host: str | None, frame: pd.DataFrame, how: str) -> dict[
         "format": s.format,
         "host": host,
         "rows": int(len(frame)),
+        "interval_s": _median_step(frame),
         "time": how,
         "columns": sorted(frame.columns[1:]),
         "ignored": s.ignored,
         "notes": list(s.notes),
     }
+
+
+def _median_step(frame: pd.DataFrame) -> float | None:
+    steps = np.diff(np.unique(frame["time"].to_numpy(dtype=float)))
+    return round(float(np.median(steps)), 3) if steps.size else None
 
 
 def _join(frames: list[pd.DataFrame]) -> pd.DataFrame:

@@ -97,15 +97,15 @@ def build_run_json(
     experiment: str | None = None,
     git_sha: str | None = None,
     timezone: str = "UTC",
-    interval_s: float | None = None,
 ) -> dict[str, Any]:
     hosts = sorted(merged.hosts)
     first = merged.hosts[hosts[0]]
     times = first["time"].to_numpy(dtype=float)
     start = float(times.min()) if merged.absolute_clock and times.size else None
     end = float(times.max()) if merged.absolute_clock and times.size else None
-    steps = np.diff(np.unique(times))
-    interval = interval_s if interval_s else (round(float(np.median(steps)), 3) if steps.size else None)
+    # The finest sampling among the files (each file's median step; run.json import.sources has all).
+    steps = [src["interval_s"] for src in merged.sources if src.get("interval_s")]
+    interval = min(steps) if steps else None
     record: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
         "bench_version": __version__,

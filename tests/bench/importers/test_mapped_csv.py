@@ -158,3 +158,30 @@ def test_csv_needs_a_map(tmp_path: Path, bench) -> None:
     )
     assert code == 2
     one_error_line(err, "needs --map MAP.yaml")
+
+
+def test_iso_times_with_and_without_offset(tmp_path: Path, bench) -> None:
+    data = tmp_path / "iso.csv"
+    data.write_text("t,cpu\n2020-06-02T09:30:00-04:00,10\n2020-06-02 13:30:10,20\n")
+    map_path = tmp_path / "MAP.yaml"
+    map_path.write_text(
+        yaml.safe_dump({"time": {"column": "t", "format": "iso"}, "columns": {"cpu": {"to": "host_cpu_percent"}}})
+    )
+    code, _, err = bench(
+        "import",
+        "--format",
+        "csv",
+        "--map",
+        map_path,
+        "--env",
+        "e",
+        "--run-id",
+        "iso",
+        "--results",
+        tmp_path / "res",
+        data,
+    )
+    assert code == 0, err
+    record = assert_valid_record(tmp_path / "res" / "e" / "iso")
+    assert record["end_time"] - record["start_time"] == 10.0  # the offset one and the UTC one (--timezone UTC)
+    assert record["hosts"] is None and "hosts" in record["facts_unknown"]  # no file names a host

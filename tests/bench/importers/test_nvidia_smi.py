@@ -167,3 +167,24 @@ def test_rows_without_index_sharing_timestamps_are_refused(tmp_path: Path) -> No
     path.write_text("timestamp, utilization.gpu [%]\n2024/03/14 10:00:00.000, 3 %\n2024/03/14 10:00:00.000, 5 %\n")
     with pytest.raises(Exception, match="no index column"):
         parse_file("nvidia-smi", path, ParseOptions())
+
+
+def test_a_file_of_only_na_is_refused(tmp_path: Path, bench) -> None:
+    path = tmp_path / "na.csv"
+    path.write_text("index, utilization.gpu [%]\n0, [N/A]\n1, [Not Supported]\n")
+    code, _, err = bench(
+        "import",
+        "--format",
+        "nvidia-smi",
+        "--interval",
+        "1",
+        "--env",
+        "e",
+        "--run-id",
+        "r",
+        "--results",
+        tmp_path / "r",
+        path,
+    )
+    assert code == 2
+    one_error_line(err, f"{path}: no values to import")
