@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from bench.errors import AtlasError
-from bench.importers.series import GPU_FIELD_UNITS, HOST_COLUMNS, ImportFault, Series
+from bench.importers.series import GPU_FIELD_UNITS, HOST_COLUMNS, ImportFault, Series, is_gpu_column
 
 UNKNOWN_HOST = "unknown-host"
 
@@ -80,7 +80,7 @@ def place_in_time(s: Series, origin: float, absolute: bool = True) -> tuple[pd.D
 def ordered_columns(columns: list[str]) -> list[str]:
     """time, host columns in the contract's order, then GPU columns by GPU and field."""
     gpu_cols = sorted(
-        (c for c in columns if c.startswith("gpu") and c.partition("_")[2] in GPU_FIELD_UNITS),
+        (c for c in columns if is_gpu_column(c)),
         key=lambda c: (int(c[3:].partition("_")[0]), list(GPU_FIELD_UNITS).index(c.partition("_")[2])),
     )
     return ["time", *(c for c in HOST_COLUMNS if c in columns), *gpu_cols]
@@ -150,12 +150,7 @@ def merge(
             )
     merged_hosts = {h: _join(fs) for h, fs in frames.items()}
     sampled = sorted(
-        {
-            int(c[3:].partition("_")[0])
-            for df in merged_hosts.values()
-            for c in df.columns
-            if c.startswith("gpu") and c.partition("_")[2] in GPU_FIELD_UNITS
-        }
+        {int(c[3:].partition("_")[0]) for df in merged_hosts.values() for c in df.columns if is_gpu_column(c)}
     )
     _check_gpus(gpus, sampled)
     return Merged(merged_hosts, host_known, absolute, sampled, gpus, sources, facts, gpu_facts)

@@ -102,9 +102,6 @@ class Series:
     notes: list[str] = field(default_factory=list)
     ignored: list[str] = field(default_factory=list)
 
-    def gpus(self) -> list[int]:
-        return sorted({int(c[3:].split("_", 1)[0]) for c in self.frame.columns if is_gpu_column(c)})
-
 
 def is_gpu_column(name: str) -> bool:
     head, _, field_name = name.partition("_")
