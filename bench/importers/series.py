@@ -17,6 +17,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import pandas as pd
 
 from bench.errors import AtlasError
+from bench.records import contract
 
 # The columns of bench/README.md's samples-<host>.csv an import may fill, with their unit.
 HOST_COLUMNS: dict[str, str] = {
@@ -31,17 +32,8 @@ HOST_COLUMNS: dict[str, str] = {
     "cgroup_mem_limit_bytes": "B",
     "cgroup_mem_used_bytes": "B",
 }
-# DCGM field -> unit, as bench.gpus writes them.
-GPU_FIELD_UNITS: dict[str, str] = {
-    "DCGM_FI_DEV_GPU_UTIL": "%",
-    "DCGM_FI_DEV_MEM_COPY_UTIL": "%",
-    "DCGM_FI_DEV_FB_USED": "MiB",
-    "DCGM_FI_DEV_FB_TOTAL": "MiB",
-    "DCGM_FI_DEV_POWER_USAGE": "W",
-    "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION": "mJ",
-    "DCGM_FI_DEV_GPU_TEMP": "C",
-    "DCGM_FI_DEV_SM_CLOCK": "MHz",
-}
+# DCGM field -> unit, as the recorder writes them (one definition: bench.records.contract).
+GPU_FIELD_UNITS: dict[str, str] = dict(contract.GPU_FIELDS)
 
 # Units by family, as multiples of the family's first unit.
 UNIT_FACTORS: dict[str, dict[str, float]] = {

@@ -7,6 +7,7 @@ all numbers go through `metrics.fmt`, so the same results give the same bytes.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from collections import Counter
@@ -155,9 +156,11 @@ def _draw_charts(
     chart_list, missing = [], []
     for key, metric in charts.SERIES.items():
         title = metric.timeseries.title
-        if not charts.timeseries_chart(
-            {env: charts.series(run, key) for env, run in reps.items()}, key, folder / f"{key}.png"
-        ):
+        # A run with only the whole machine's columns (imports) draws a line labelled "(host)".
+        lines = {f"{e} (host)" if charts.from_host(r, key) else e: charts.series(r, key) for e, r in reps.items()}
+        if any(label.endswith(" (host)") for label in lines):
+            title = f"{title}; lines marked (host): the whole machine"
+        if not charts.timeseries_chart(lines, key, folder / f"{key}.png", title=title):
             missing.append(title)
             continue
         note = (
@@ -254,6 +257,10 @@ def write_report(
     result = compare_runs(runs, allow_different=allow_different, baseline=baseline, cost_for=cost_for)
     starts = [r.start_time for r in runs if r.start_time is not None]
     name = f"{_utc(max(starts), '%Y-%m-%d') if starts else 'undated'}-{sha[:7] if sha else 'nogit'}"
+    if not starts or not sha:
+        # Date and sha do not tell such reports apart (imports, records without git):
+        # the runs' own bytes do, so the name is unique and the same for the same runs.
+        name += f"-{content_hash(runs)}"
     folder = out / name
     folder.mkdir(parents=True, exist_ok=True)
     chart_list, missing = _draw_charts(folder, runs, all_runs, result)
@@ -276,6 +283,16 @@ def write_report(
     }
     (folder / SUMMARY_JSON).write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
     return ReportResult(folder, readme, write_index(out), result)
+
+
+def content_hash(runs: list[RunData]) -> str:
+    """10 hex digits of a sha256 over the runs' env, id and record files."""
+    h = hashlib.sha256()
+    for r in sorted(runs, key=lambda r: (r.env, r.run_id)):
+        h.update(f"{r.env}/{r.run_id}\n".encode())
+        for f in sorted(p for p in r.path.iterdir() if p.is_file()) if r.path.is_dir() else []:
+            h.update(f.name.encode() + b"\0" + hashlib.sha256(f.read_bytes()).digest())
+    return h.hexdigest()[:10]
 
 
 def _template() -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 
 from bench.analysis.compare import CompareResult, is_clear
-from bench.analysis.metrics import METRIC_BY_KEY, METRICS, Metric, fmt
+from bench.analysis.metrics import METRIC_BY_KEY, METRICS, Metric, RunMetrics, fmt
 
 
 def _ratio_words(metric: Metric, ratio: float) -> tuple[str, float]:
@@ -64,6 +64,17 @@ def verdicts(result: CompareResult) -> list[str]:
     return out
 
 
+HOST_NOTE = (
+    "(host): the whole machine's CPU or used memory, from host columns: the record has no "
+    "process-tree columns (e.g. imported sar logs), so it includes everything else the node ran."
+)
+
+
+def host_mark(runs: list[RunMetrics], key: str) -> str:
+    """ " (host)" when any of these runs' figure for `key` is the whole machine's."""
+    return " (host)" if any(r.from_host(key) for r in runs) else ""
+
+
 def summary_table(result: CompareResult) -> str:
     """Markdown: one row per metric, per environment median and olympic mean."""
     head = "| metric | unit | " + " | ".join(f"{e} median | {e} olympic" for e in result.envs) + " |"
@@ -75,8 +86,11 @@ def summary_table(result: CompareResult) -> str:
         cells = []
         for e in result.envs:
             s = result.summaries[e]
-            cells.append(f"{fmt(s.median[m.key], m.digits)} | {fmt(s.olympic[m.key], m.digits)}")
+            mark = host_mark([r for r in result.runs if r.env == e], m.key) if s.median[m.key] is not None else ""
+            cells.append(f"{fmt(s.median[m.key], m.digits)}{mark} | {fmt(s.olympic[m.key], m.digits)}{mark}")
         rows.append(f"| {m.label} | {m.unit} | " + " | ".join(cells) + " |")
+    if any(r.from_host(k) for r in result.runs for k in r.origins):
+        rows.extend(["", HOST_NOTE])
     return "\n".join(rows)
 
 
@@ -85,7 +99,7 @@ def runs_table(result: CompareResult) -> str:
     head = "| env | run | status | " + " | ".join(METRIC_BY_KEY[c].label for c in cols) + " |"
     rows = [head, "|---|---|---|" + "---:|" * len(cols)]
     for r in result.runs:
-        vals = " | ".join(fmt(getattr(r, c), METRIC_BY_KEY[c].digits) for c in cols)
+        vals = " | ".join(fmt(getattr(r, c), METRIC_BY_KEY[c].digits) + host_mark([r], c) for c in cols)
         rows.append(f"| {r.env} | {r.run_id} | {r.status or '—'} | {vals} |")
     return "\n".join(rows)
 

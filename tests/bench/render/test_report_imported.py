@@ -46,7 +46,7 @@ def test_host_columns_are_used_and_labelled(tmp_path: Path) -> None:
     rss_row = next(line for line in text.splitlines() if line.startswith("| peak RSS |"))
     assert "(host)" in cpu_row and "(host)" in rss_row and "—" not in cpu_row
     assert "(host): the whole machine's CPU or used memory" in text
-    assert "![CPU: process tree; (host) = whole machine](cpu.png)" in text
+    assert "![Process-tree CPU; lines marked (host): the whole machine](cpu.png)" in text
     assert (res.folder / "cpu.png").is_file() and (res.folder / "memory.png").is_file()
     not_drawn = [line for line in text.splitlines() if line.startswith("Not drawn")]
     assert not any("CPU" in line or "resident memory" in line for line in not_drawn)
