@@ -30,7 +30,7 @@ HIGHER, LOWER = "higher", "lower"  # Metric.direction; "" = neither (a fact, not
 class Samples:
     """A figure reduced from one samples column: over time per host or GPU, then across them.
 
-    `per_gpu`: the column is `gpu<i>_<column>` for each of the job's GPUs (`job_gpu_ids`).
+    `per_gpu`: the column is `gpu<i>_<column>` for each of the job's GPUs (`contract.job_gpu_ids`).
     `over_time`: mean, p95 or max. `across`: sum, max or pool (all hosts' or GPUs' samples
     reduced together). `scale` converts the column's unit into the metric's.
     `host_column`: the whole machine's column to use when no host has `column` (records
@@ -53,12 +53,13 @@ class Samples:
             return self.column, 1.0, "process"
         if not _has_values(run, self.host_column):
             return None
-        cores = _f(_section(run.meta, "hardware").get("cpu_cores_logical")) if self.per_core else 1.0
+        hw = run.meta.get("hardware") if isinstance(run.meta.get("hardware"), dict) else {}
+        cores = _f(hw.get("cpu_cores_logical")) if self.per_core else 1.0
         return (self.host_column, cores, "host") if cores else None
 
     def columns(self, run: RunData, df: pd.DataFrame, column: str) -> list[str]:
         if self.per_gpu:
-            return [f"{g}_{column}" for g in job_gpu_ids(run.meta, df) if f"{g}_{column}" in df]
+            return [f"{g}_{column}" for g in c.job_gpu_ids(run.meta, df.columns) if f"{g}_{column}" in df]
         return [column] if column in df else []
 
     def series(self, run: RunData, chart: TimeSeries) -> tuple[np.ndarray, np.ndarray]:
@@ -168,26 +169,10 @@ class RunContext:
         return self.values[key]
 
     def section(self, *path: str) -> dict[str, Any]:
-        return _section(self.meta, *path)
-
-
-def _section(meta: dict[str, Any], *path: str) -> dict[str, Any]:
-    node: Any = meta
-    for key in path:
-        node = node.get(key) if isinstance(node, dict) else None
-    return node if isinstance(node, dict) else {}
-
-
-def job_gpu_ids(meta: dict[str, Any], df: pd.DataFrame) -> list[str]:
-    """The `gpuN` prefixes of the job's GPUs: those `run.json` lists in `hardware.gpus` (by
-    `index`), so GPUs that were sampled but not the job's (an imported nvidia-smi log of a
-    4-GPU node for a 1-GPU job) do not dilute its figures; every sampled GPU when the
-    record lists none of them."""
-    present = c.gpu_ids(df.columns)
-    listed = _section(meta, "hardware").get("gpus")
-    wanted = {f"gpu{g['index']}" for g in listed or [] if isinstance(g, dict) and isinstance(g.get("index"), int)}
-    mine = [g for g in present if g in wanted]
-    return mine or present
+        node: Any = self.meta
+        for key in path:
+            node = node.get(key) if isinstance(node, dict) else None
+        return node if isinstance(node, dict) else {}
 
 
 def _has_values(run: RunData, column: str) -> bool:
@@ -226,7 +211,7 @@ def _images_per_s_iqr(ctx: RunContext) -> float | None:
 
 
 def _gpus(ctx: RunContext) -> float:
-    n = sum(len(job_gpu_ids(ctx.meta, df)) for df in ctx.run.samples.values())
+    n = sum(len(c.job_gpu_ids(ctx.meta, df.columns)) for df in ctx.run.samples.values())
     hw_gpus = ctx.section("hardware").get("gpus")
     return float(n or (len(hw_gpus) if isinstance(hw_gpus, list) else 0))
 
@@ -240,13 +225,7 @@ def _mem_limit_gb(ctx: RunContext) -> float | None:
     limit = _f(ctx.section("hardware", "cgroup").get("memory_limit_bytes")) or _f(
         ctx.section("hardware").get("memory_bytes")
     )
-    if not limit:  # e.g. an imported record: the host total its samples saw
-        totals = [
-            float(df["host_mem_total_bytes"].max())
-            for df in ctx.run.samples.values()
-            if "host_mem_total_bytes" in df and df["host_mem_total_bytes"].notna().any()
-        ]
-        limit = max(totals) if totals else None
+    limit = limit or Samples("host_mem_total_bytes", "max", "max").value(ctx)  # e.g. imports: the host total
     return limit / 1e9 if limit else None
 
 
@@ -270,7 +249,7 @@ def _energy_wh(ctx: RunContext) -> float | None:
     energy = [
         e
         for df in ctx.run.samples.values()
-        for g in job_gpu_ids(ctx.meta, df)
+        for g in c.job_gpu_ids(ctx.meta, df.columns)
         if (e := _gpu_energy_wh(df, g)) is not None
     ]
     return float(sum(energy)) if energy else None
@@ -405,16 +384,12 @@ class RunMetrics:
         """runs.csv's columns: identity, every catalogue figure in order, where host-fallback figures came
         from (`<key>_source`: process or host), then the cost note."""
         ident = {k: getattr(self, k) for k in ("env", "run_id", "status", "git_sha", "config_sha256", "start_time")}
-        sources = {f"{m.key}_source": self.origins.get(m.key) for m in METRICS if _falls_back(m)}
+        sources = {f"{m.key}_source": self.origins.get(m.key) for m in METRICS if getattr(m.source, "host_column", 0)}
         return {**ident, **self.values, **sources, "cost_note": self.cost_note}
 
     def from_host(self, key: str) -> bool:
         """True when this figure is the whole machine's (host columns), not the job's."""
         return self.origins.get(key) == "host"
-
-
-def _falls_back(metric: Metric) -> bool:
-    return isinstance(metric.source, Samples) and metric.source.host_column is not None
 
 
 def run_metrics(run: RunData, cost_cfg: dict[str, Any] | None = None) -> RunMetrics:

@@ -110,6 +110,37 @@ def _time_reader(mapping: dict[str, Any], opts: ParseOptions) -> tuple[str | Non
     return spec["column"], lambda s: local_to_unix(datetime.strptime(s, fmt), tz)
 
 
+def _rows(
+    path: Path,
+    reader: Any,
+    header: list[str],
+    specs: dict[str, tuple[str, float]],
+    time_col: str | None,
+    to_time: Any,
+    decimal: str,
+) -> list[dict[str, float]]:
+    """Each data row as record column -> value (and time), in the record's units."""
+    rows: list[dict[str, float]] = []
+    for no, row in enumerate(reader, 2):
+        if not row or all(not c.strip() for c in row):
+            continue
+        if len(row) != len(header):
+            raise ImportFault(path, no, f"{len(row)} fields where the header has {len(header)}")
+        cells = dict(zip(header, (c.strip() for c in row)))
+        out: dict[str, float] = {}
+        if time_col:
+            try:
+                out["time"] = to_time(cells[time_col])
+            except ValueError:
+                raise ImportFault(path, no, f"time {cells[time_col]!r} does not match the map's time format") from None
+        for src, (target, factor) in specs.items():
+            text = cells[src].replace(decimal, ".") if decimal != "." else cells[src]
+            if text not in ("", "NA", "N/A", "nan", "-"):
+                out[target] = number(text, path, no, src) * factor
+        rows.append(out)
+    return rows
+
+
 def parse(path: Path, opts: ParseOptions) -> Series:
     path = Path(path)
     mapping = opts.mapping
@@ -132,24 +163,7 @@ def parse(path: Path, opts: ParseOptions) -> Series:
                 1,
                 f"no column {needed!r} (named in {opts.map_path or 'the map'}); the header has: {', '.join(header)}",
             )
-    rows: list[dict[str, float]] = []
-    for no, row in enumerate(reader, 2):
-        if not row or all(not c.strip() for c in row):
-            continue
-        if len(row) != len(header):
-            raise ImportFault(path, no, f"{len(row)} fields where the header has {len(header)}")
-        cells = dict(zip(header, (c.strip() for c in row)))
-        out: dict[str, float] = {}
-        if time_col:
-            try:
-                out["time"] = to_time(cells[time_col])
-            except ValueError:
-                raise ImportFault(path, no, f"time {cells[time_col]!r} does not match the map's time format") from None
-        for src, (target, factor) in specs.items():
-            text = cells[src].replace(decimal, ".") if decimal != "." else cells[src]
-            if text not in ("", "NA", "N/A", "nan", "-"):
-                out[target] = number(text, path, no, src) * factor
-        rows.append(out)
+    rows = _rows(path, reader, header, specs, time_col, to_time, decimal)
     if not rows:
         raise ImportFault(path, None, "no data rows after the header")
     frame = pd.DataFrame(rows)
