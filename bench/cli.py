@@ -33,8 +33,13 @@ COMMAND_ORDER = [
 ]
 
 
+def module_name(command: str) -> str:
+    """`bench.commands.<command>`; a Python keyword gets a trailing underscore (import -> import_)."""
+    return f"bench.commands.{command}_" if keyword.iskeyword(command) else f"bench.commands.{command}"
+
+
 def _load(name: str) -> ModuleType | None:
-    module = f"bench.commands.{name}_" if keyword.iskeyword(name) else f"bench.commands.{name}"  # import -> import_
+    module = module_name(name)
     try:
         return importlib.import_module(module)
     except ModuleNotFoundError as exc:

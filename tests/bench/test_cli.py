@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from bench.cli import COMMAND_ORDER, main
+from bench.cli import COMMAND_ORDER, main, module_name
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -19,7 +19,7 @@ def test_help_lists_every_command_in_workflow_order():
     assert COMMAND_ORDER.index("run") < COMMAND_ORDER.index("collect") < COMMAND_ORDER.index("report")
     assert COMMAND_ORDER.index("report") < COMMAND_ORDER.index("publish")
     assert (ROOT / "bench" / "commands").is_dir() and all(
-        (ROOT / "bench" / "commands" / f"{name}.py").is_file() for name in COMMAND_ORDER
+        (ROOT / "bench" / "commands" / f"{module_name(name).rsplit('.', 1)[1]}.py").is_file() for name in COMMAND_ORDER
     )
 
 
