@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from bench.cli import build_parser
-from tests.bench.importers.conftest import SAMPLES, one_error_line
+from tests.bench.importers.conftest import SAMPLES, bench, one_error_line  # noqa: F401 (bench: fixture)
 
 
 def test_listed_after_collect_in_help() -> None:
