@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import keyword
 import sys
 from types import ModuleType
 
@@ -23,6 +24,7 @@ COMMAND_ORDER = [
     "status",  # how are the runs of an environment doing
     "cancel",  # stop runs for good (marked: never resubmitted)
     "collect",  # copy finished run records into the results tree
+    "import",  # or bring in measurements from sar / nvidia-smi / DCGM / CSV as run records
     "check",  # validate a results tree (schema and plausibility of every record)
     "compare",  # tables across environments
     "report",  # Markdown + charts under reports/
@@ -33,11 +35,17 @@ COMMAND_ORDER = [
 ]
 
 
+def module_name(command: str) -> str:
+    """`bench.commands.<command>`; a Python keyword gets a trailing underscore (import -> import_)."""
+    return f"bench.commands.{command}_" if keyword.iskeyword(command) else f"bench.commands.{command}"
+
+
 def _load(name: str) -> ModuleType | None:
+    module = module_name(name)
     try:
-        return importlib.import_module(f"bench.commands.{name}")
+        return importlib.import_module(module)
     except ModuleNotFoundError as exc:
-        if exc.name == f"bench.commands.{name}":
+        if exc.name == module:
             return None
         raise
 

@@ -52,20 +52,21 @@ def advise(result: CompareResult) -> dict[str, list[str]]:
                     "give the job more CPU cores or move preprocessing off the CPU."
                 )
         rss, mem_limit = _med(runs, "peak_rss_gb"), _med(runs, "mem_limit_gb")
+        peak = "peak host memory (whole machine)" if any(r.from_host("peak_rss_gb") for r in runs) else "peak RSS"
         if rss is not None and mem_limit:
             frac = rss / mem_limit
             if frac >= MEM_TIGHT:
                 notes.append(
-                    f"memory is tight: peak RSS {fmt(rss)} GB is {fmt(frac * 100)} % of the "
+                    f"memory is tight: {peak} {fmt(rss)} GB is {fmt(frac * 100)} % of the "
                     f"{fmt(mem_limit)} GB limit; raise the memory request to avoid OOM kills."
                 )
             elif frac <= MEM_LOOSE:
                 notes.append(
-                    f"memory headroom: peak RSS {fmt(rss)} GB is {fmt(frac * 100)} % of the "
+                    f"memory headroom: {peak} {fmt(rss)} GB is {fmt(frac * 100)} % of the "
                     f"{fmt(mem_limit)} GB available; a smaller memory request would do."
                 )
             else:
-                notes.append(f"memory headroom: peak RSS {fmt(rss)} GB is {fmt(frac * 100)} % of {fmt(mem_limit)} GB.")
+                notes.append(f"memory headroom: {peak} {fmt(rss)} GB is {fmt(frac * 100)} % of {fmt(mem_limit)} GB.")
         gmem, gtot = _med(runs, "gpu_mem_peak_gb"), _med(runs, "gpu_mem_total_gb")
         if gmem is not None and gtot:
             notes.append(f"GPU memory: peak {fmt(gmem)} GiB of {fmt(gtot)} GiB per GPU ({fmt(gmem / gtot * 100)} %).")
@@ -73,8 +74,9 @@ def advise(result: CompareResult) -> dict[str, list[str]]:
             used = cpu / 100.0
             per = max(gpus, 1)
             suggest = max(1, min(int(limit // per), math.ceil(used / per * 1.25)))
+            who = "the host (whole machine)" if any(r.from_host("cpu_mean_pct") for r in runs) else "the job"
             notes.append(
-                f"CPU threads: the job used {fmt(used)} of {fmt(limit)} cores on average; "
+                f"CPU threads: {who} used {fmt(used)} of {fmt(limit)} cores on average; "
                 f"suggest {suggest} CPU thread(s) per {'GPU' if gpus else 'process'} "
                 f"(torch.set_num_threads / data-loader workers) with {int(limit // per)} available per "
                 f"{'GPU' if gpus else 'process'}."

@@ -4,6 +4,12 @@ A median over runs that trained different things, failed half-way, or ran uncomm
 code is a wrong number that looks right. So only successful runs of one experiment and
 one `config_sha256`, from a clean tree, are compared; every other run is kept, listed
 with its reason in the "excluded runs" table.
+
+An imported record (`bench import`: an `import` section) is measurements of a run that
+had ended before they were brought in; its exit status and configuration are unknown by
+construction (named in `facts_unknown`), not signs of failure. So it is compared with
+the other imported runs of its experiment, and with recorded runs only under
+`--allow-different` (whose configuration it cannot be shown to share).
 """
 
 from __future__ import annotations
@@ -47,10 +53,21 @@ def _experiment(run: RunData) -> str | None:
     return exp if isinstance(exp, str) and exp else None
 
 
+def imported(run: RunData) -> bool:
+    """True for a record `bench import` wrote (its `import` section says from what)."""
+    return isinstance(run.meta.get("import"), dict)
+
+
+def _config(sha: str | None) -> str:
+    return f"config_sha256 {sha[:12]}" if sha else "configuration unknown (imported)"
+
+
 def own_reason(run: RunData, allow_dirty: bool) -> str | None:
     """Why this run cannot be compared with any other, or None."""
     if run.schema_problems:
         return f"damaged record: {run.schema_problems[0]}"
+    if imported(run):
+        return None  # status, config and git state unknown by construction (see the module's docstring)
     status = _status(run)
     if status is None:
         return "exit status unknown (run.json has none)"
@@ -99,7 +116,7 @@ def select_comparable(runs: list[RunData], allow_dirty: bool = False, allow_diff
                 Excluded(
                     run.env,
                     run.run_id,
-                    f"other configuration: config_sha256 {run.config_sha256[:12]} (compared: {config[:12]}); "
+                    f"other configuration: {_config(run.config_sha256)} (compared: {_config(config)}); "
                     "--allow-different includes it",
                 )
             )

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -38,9 +38,13 @@ HIGHER, LOWER = "higher", "lower"  # Metric.direction; "" = neither (a fact, not
 class Samples:
     """A figure reduced from one samples column: over time per host or GPU, then across them.
 
-    `per_gpu`: the column is `gpu<i>_<column>` for each GPU. `over_time`: mean, p95 or max.
-    `across`: sum, max or pool (all hosts' or GPUs' samples reduced together). `scale`
-    converts the column's unit into the metric's.
+    `per_gpu`: the column is `gpu<i>_<column>` for each of the job's GPUs (`contract.job_gpu_ids`).
+    `over_time`: mean, p95 or max. `across`: sum, max or pool (all hosts' or GPUs' samples
+    reduced together). `scale` converts the column's unit into the metric's.
+    `host_column`: the whole machine's column to use when no host has `column` (records
+    without process-tree columns, e.g. imported sar logs); the figure is then labelled
+    "host". `per_core`: that column is % of all cores, so it is multiplied by
+    `hardware.cpu_cores_logical` to read as % of one core (no figure when unknown).
     """
 
     column: str
@@ -48,48 +52,65 @@ class Samples:
     across: str = "sum"
     per_gpu: bool = False
     scale: float = 1.0
+    host_column: str | None = None
+    per_core: bool = False
 
-    def columns(self, df: pd.DataFrame) -> list[str]:
+    def origin(self, run: RunData) -> tuple[str, float, str] | None:
+        """(column, extra factor, "process" or "host") this run's figure comes from."""
+        if self.per_gpu or self.host_column is None or _has_values(run, self.column):
+            return self.column, 1.0, "process"
+        if not _has_values(run, self.host_column):
+            return None
+        hw = run.meta.get("hardware") if isinstance(run.meta.get("hardware"), dict) else {}
+        cores = _f(hw.get("cpu_cores_logical")) if self.per_core else 1.0
+        return (self.host_column, cores, "host") if cores else None
+
+    def columns(self, run: RunData, df: pd.DataFrame, column: str) -> list[str]:
         if self.per_gpu:
-            return [f"{g}_{self.column}" for g in c.gpu_ids(df.columns) if f"{g}_{self.column}" in df]
-        return [self.column] if self.column in df else []
+            return [f"{g}_{column}" for g in c.job_gpu_ids(run.meta, df.columns) if f"{g}_{column}" in df]
+        return [column] if column in df else []
 
     def series(self, run: RunData, chart: TimeSeries) -> tuple[np.ndarray, np.ndarray]:
         """(seconds since the run's start, value) on the run's first host; GPUs combined by `chart.combine`."""
-        if not run.samples:
+        picked = self.origin(run)
+        if not run.samples or picked is None:
             return np.empty(0), np.empty(0)
+        column, factor, _ = picked
         df = run.samples[sorted(run.samples)[0]]  # first host: one line per environment
-        cols = self.columns(df)
+        cols = self.columns(run, df, column)
         if not cols:
             return np.empty(0), np.empty(0)
         t = df["time"].to_numpy(dtype=float)
         base = run.start_time if run.start_time is not None else (t[0] if t.size else 0.0)
         stack = np.vstack([df[col].to_numpy(dtype=float, na_value=np.nan) for col in cols])
-        with np.errstate(all="ignore"):
-            if not self.per_gpu:
-                y = stack[0]
-            elif chart.combine == "sum":
-                y = np.nansum(stack, axis=0)
-                y[np.all(~np.isfinite(stack), axis=0)] = np.nan
-            else:
-                y = np.nanmean(stack, axis=0)
-        return t - base, y * self.scale
+        if not self.per_gpu:
+            y = stack[0]
+        else:  # per sample over GPUs; NaN where no GPU has a value (np.nanmean would warn there)
+            ok = np.isfinite(stack)
+            total, count = np.where(ok, stack, 0.0).sum(axis=0), ok.sum(axis=0)
+            y = np.full(stack.shape[1], np.nan)
+            np.divide(total, 1 if chart.combine == "sum" else count, out=y, where=count > 0)
+        return t - base, y * self.scale * factor
 
     def value(self, ctx: RunContext) -> float | None:
         run = ctx.run
+        picked = self.origin(run)
+        if picked is None:
+            return None
+        column, factor, _ = picked
         parts = [
             _finite(df[col].to_numpy(dtype=float, na_value=np.nan))
             for df in run.samples.values()
-            for col in self.columns(df)
+            for col in self.columns(run, df, column)
         ]
         parts = [p for p in parts if p.size]
         if not parts:
             return None
         reduce = {"mean": np.mean, "max": np.max, "p95": lambda a: np.percentile(a, 95)}[self.over_time]
         if self.across == "pool":
-            return float(reduce(np.concatenate(parts))) * self.scale
+            return float(reduce(np.concatenate(parts))) * self.scale * factor
         each = [float(reduce(p)) for p in parts]
-        return (float(np.sum(each)) if self.across == "sum" else max(each)) * self.scale
+        return (float(np.sum(each)) if self.across == "sum" else max(each)) * self.scale * factor
 
 
 @dataclass(frozen=True)
@@ -144,10 +165,15 @@ class RunContext:
         self.meta = run.meta
         self.values: dict[str, float | None] = {}
         self.notes: dict[str, str] = {}
+        self.origins: dict[str, str] = {}  # metric key -> "process" or "host", for fallback-able figures
 
     def __getitem__(self, key: str) -> float | None:
         if key not in self.values:
-            self.values[key] = METRIC_BY_KEY[key].source.value(self) if key in METRIC_BY_KEY else None
+            source = METRIC_BY_KEY[key].source if key in METRIC_BY_KEY else None
+            self.values[key] = source.value(self) if source is not None else None
+            if isinstance(source, Samples) and source.host_column and self.values[key] is not None:
+                picked = source.origin(self.run)
+                self.origins[key] = picked[2] if picked else "process"
         return self.values[key]
 
     def section(self, *path: str) -> dict[str, Any]:
@@ -155,6 +181,10 @@ class RunContext:
         for key in path:
             node = node.get(key) if isinstance(node, dict) else None
         return node if isinstance(node, dict) else {}
+
+
+def _has_values(run: RunData, column: str) -> bool:
+    return any(column in df and df[column].notna().any() for df in run.samples.values())
 
 
 def _finite(arr: np.ndarray) -> np.ndarray:
@@ -198,8 +228,8 @@ def _images_per_s_iqr(ctx: RunContext) -> float | None:
 
 
 def _gpus(ctx: RunContext) -> float | None:
-    """GPU count; None when neither samples nor run.json say (never read as 'no GPU')."""
-    n = sum(len(c.gpu_ids(df.columns)) for df in ctx.run.samples.values())
+    """The job's GPU count; None when neither samples nor run.json say (never read as 'no GPU')."""
+    n = sum(len(c.job_gpu_ids(ctx.meta, df.columns)) for df in ctx.run.samples.values())
     hw_gpus = ctx.section("hardware").get("gpus")
     if n:
         return float(n)
@@ -215,6 +245,7 @@ def _mem_limit_gb(ctx: RunContext) -> float | None:
     limit = _f(ctx.section("hardware", "cgroup").get("memory_limit_bytes")) or _f(
         ctx.section("hardware").get("memory_bytes")
     )
+    limit = limit or Samples("host_mem_total_bytes", "max", "max").value(ctx)  # e.g. imports: the host total
     return limit / 1e9 if limit else None
 
 
@@ -239,7 +270,7 @@ def _energy_wh(ctx: RunContext) -> float | None:
     energy = [
         e
         for df in ctx.run.samples.values()
-        for g in c.gpu_ids(df.columns)
+        for g in c.job_gpu_ids(ctx.meta, df.columns)
         if (e := per_attempt(df, spans, lambda part, g=g: _gpu_energy_wh(part, g))) is not None
     ]
     return float(sum(energy)) if energy else None
@@ -279,6 +310,9 @@ def _derived(fn: Callable[[RunContext], float | None], source: str, series=None)
 
 # -- the catalogue: summary-table order -------------------------------------------------
 
+# Process-tree CPU, else the whole host's (% of all cores x cores = % of one core).
+HOST_CPU = {"host_column": "host_cpu_percent", "per_core": True}
+
 METRICS: tuple[Metric, ...] = (
     Metric(
         "time_to_train_s", "time to train", "s", LOWER,
@@ -294,12 +328,13 @@ METRICS: tuple[Metric, ...] = (
     ),
     Metric("images_per_s_iqr", "images/s IQR", "img/s", "", _derived(_images_per_s_iqr, "train.jsonl images_per_s")),
     Metric(
-        "cpu_mean_pct", "CPU mean", "% of a core", "", Samples("proc_cpu_percent", "mean", "sum"),
+        "cpu_mean_pct", "CPU mean", "% of a core", "", Samples("proc_cpu_percent", "mean", "sum", **HOST_CPU),
         in_runs_table=True, timeseries=TimeSeries("cpu", "Process-tree CPU", "% of one core"),
     ),
-    Metric("cpu_p95_pct", "CPU p95", "% of a core", "", Samples("proc_cpu_percent", "p95", "sum")),
+    Metric("cpu_p95_pct", "CPU p95", "% of a core", "", Samples("proc_cpu_percent", "p95", "sum", **HOST_CPU)),
     Metric(
-        "peak_rss_gb", "peak RSS", "GB", LOWER, Samples("proc_rss_bytes", "max", "sum", scale=1e-9),
+        "peak_rss_gb", "peak RSS", "GB", LOWER,
+        Samples("proc_rss_bytes", "max", "sum", scale=1e-9, host_column="host_mem_used_bytes"),
         in_runs_table=True, timeseries=TimeSeries("memory", "Process-tree resident memory", "GB"),
     ),
     Metric(
@@ -377,6 +412,7 @@ class RunMetrics:
     start_time: float | None
     values: dict[str, float | None]
     cost_note: str = ""
+    origins: dict[str, str] = field(default_factory=dict)  # key -> "host" where the figure is the whole machine's
 
     def __getattr__(self, key: str) -> float | None:
         values = self.__dict__.get("values")
@@ -385,9 +421,15 @@ class RunMetrics:
         raise AttributeError(key)
 
     def as_dict(self) -> dict[str, Any]:
-        """runs.csv's columns: identity, every catalogue figure in order, then the cost note."""
+        """runs.csv's columns: identity, every catalogue figure in order, where host-fallback figures came
+        from (`<key>_source`: process or host), then the cost note."""
         ident = {k: getattr(self, k) for k in ("env", "run_id", "status", "git_sha", "config_sha256", "start_time")}
-        return {**ident, **self.values, "cost_note": self.cost_note}
+        sources = {f"{m.key}_source": self.origins.get(m.key) for m in METRICS if getattr(m.source, "host_column", 0)}
+        return {**ident, **self.values, **sources, "cost_note": self.cost_note}
+
+    def from_host(self, key: str) -> bool:
+        """True when this figure is the whole machine's (host columns), not the job's."""
+        return self.origins.get(key) == "host"
 
 
 def run_metrics(run: RunData) -> RunMetrics:
@@ -405,4 +447,5 @@ def run_metrics(run: RunData) -> RunMetrics:
         start_time=run.start_time,
         values=values,
         cost_note=ctx.notes.get("cost", ""),
+        origins=dict(ctx.origins),
     )

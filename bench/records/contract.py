@@ -151,6 +151,17 @@ def gpu_columns(count: int) -> list[str]:
     return [f"gpu{i}_{name}" for i in range(count) for name in FIELD_NAMES]
 
 
+def job_gpu_ids(meta: dict[str, Any], columns) -> list[str]:
+    """The `gpuN` prefixes of the job's GPUs: those `run.json` lists in `hardware.gpus` (by
+    `index`), so GPUs that were sampled but not the job's (an imported nvidia-smi log of a
+    4-GPU node for a 1-GPU job) count in no figure; every sampled GPU when it lists none."""
+    hw = meta.get("hardware") if isinstance(meta.get("hardware"), dict) else {}
+    listed = hw.get("gpus") if isinstance(hw.get("gpus"), list) else []
+    wanted = {f"gpu{g['index']}" for g in listed if isinstance(g, dict) and isinstance(g.get("index"), int)}
+    present = gpu_ids(columns)
+    return [g for g in present if g in wanted] or present
+
+
 def gpu_ids(columns) -> list[str]:
     """The `gpuN` prefixes present among samples columns, in GPU order."""
     return sorted(

@@ -8,6 +8,7 @@ a list of problems, each naming the file and what is missing, for the report to 
 from __future__ import annotations
 
 import io
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -187,15 +188,23 @@ def load_run(run_dir: Path, env: str | None = None, collected: bool = True) -> R
             data.samples[host] = df
             data.problems.extend(samples_problems(path.name, df, meta))
     data.train = read_train_log(run_dir / TRAIN_JSONL)
-    data.problems.extend(data.train.problems)
-    if data.train.events:
-        if not data.train.of("run_start"):
-            data.problems.append(f"{TRAIN_JSONL} has no run_start event")
-        if not data.train.of("train"):
-            data.problems.append(f"{TRAIN_JSONL} has no train lines (no images/s)")
-        _, unfinished = time_to_train(data.train)
-        data.problems.extend(f"{TRAIN_JSONL}: {p}" for p in unfinished)
+    data.problems.extend(_train_problems(data.train, run_dir, meta))
     return data
+
+
+def _train_problems(train: TrainLog, run_dir: Path, meta: dict[str, Any]) -> list[str]:
+    """What is wrong with the training log; an import has none by design, which is no problem."""
+    if isinstance(meta.get("import"), dict) and not os.path.lexists(run_dir / TRAIN_JSONL):
+        return []
+    out = list(train.problems)
+    if train.events:
+        if not train.of("run_start"):
+            out.append(f"{TRAIN_JSONL} has no run_start event")
+        if not train.of("train"):
+            out.append(f"{TRAIN_JSONL} has no train lines (no images/s)")
+        _, unfinished = time_to_train(train)
+        out.extend(f"{TRAIN_JSONL}: {p}" for p in unfinished)
+    return out
 
 
 def find_runs(results: Path, envs: list[str] | None = None) -> list[RunData]:

@@ -51,18 +51,28 @@ def series(run: RunData, name: str) -> tuple[np.ndarray, np.ndarray]:
     return metric.source.series(run, metric.timeseries)
 
 
+def from_host(run: RunData, name: str) -> bool:
+    """True when this chart's line for `run` is the whole machine's (host columns)."""
+    metric = SERIES.get(name)
+    origin = getattr(metric.source, "origin", None) if metric is not None else None
+    picked = origin(run) if origin is not None else None
+    return picked is not None and picked[2] == "host"
+
+
 def _save(fig: plt.Figure, path: Path) -> None:
     fig.savefig(path, format="png", dpi=DPI, metadata=PNG_METADATA)
     plt.close(fig)
 
 
-def timeseries_chart(lines: dict[str, tuple[np.ndarray, np.ndarray]], name: str, path: Path) -> bool:
+def timeseries_chart(
+    lines: dict[str, tuple[np.ndarray, np.ndarray]], name: str, path: Path, title: str | None = None
+) -> bool:
     """One line per environment; False (and no file) when no environment has data."""
     lines = {env: downsample(*xy) for env, xy in sorted(lines.items())}
     lines = {env: xy for env, xy in lines.items() if xy[0].size}
     if not lines:
         return False
-    title, ylabel = SERIES[name].timeseries.title, SERIES[name].timeseries.ylabel
+    title, ylabel = title or SERIES[name].timeseries.title, SERIES[name].timeseries.ylabel
     fig, ax = plt.subplots(figsize=SIZE)
     for env, (x, y) in lines.items():
         span = x[-1] if x.size else 0

@@ -7,9 +7,11 @@ all numbers go through `metrics.fmt`, so the same results give the same bytes.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
+import stat
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -136,6 +138,116 @@ def _history(
     return [(env, order[sha], sha[:7], float(median(v) or 0.0)) for (env, sha), v in by_key.items()]
 
 
+def _select(all_runs: list[RunData], commit: str | None, only: set[Path] | None, results: Path):
+    """(sha, runs): one commit's runs, or exactly the run folders in `only`."""
+    if only is None:
+        return commit_runs(all_runs, commit)
+    wanted = {Path(p).resolve() for p in only}
+    runs = [r for r in all_runs if r.path.resolve() in wanted]
+    if not runs:
+        raise AtlasError(f"none of the {len(wanted)} requested run folder(s) is under {results}")
+    shas = Counter(r.git_sha for r in runs if r.git_sha)
+    return (sorted(shas.items(), key=lambda kv: (-kv[1], kv[0]))[0][0] if shas else None), runs
+
+
+def _draw_charts(
+    folder: Path, runs: list[RunData], all_runs: list[RunData], result: CompareResult
+) -> tuple[list[dict[str, str]], list[str]]:
+    """Every chart of the catalogue that has data, the summary bars and the history: (drawn, missing).
+
+    `runs` are the compared runs: each environment's line comes from one of them."""
+    reps = _representative(runs, result)
+    chart_list, missing = [], []
+    for key, metric in charts.SERIES.items():
+        title = metric.timeseries.title
+        # A run with only the whole machine's columns (imports) draws a line labelled "(host)".
+        lines = {f"{e} (host)" if charts.from_host(r, key) else e: charts.series(r, key) for e, r in reps.items()}
+        if any(label.endswith(" (host)") for label in lines):
+            title = f"{title}; lines marked (host): the whole machine"
+        if not charts.timeseries_chart(lines, key, folder / f"{key}.png", title=title):
+            missing.append(title)
+            continue
+        note = (
+            "One line per environment: its run with the median images/s ("
+            + ", ".join(f"{md(e)}: `{code(r.run_id)}`" for e, r in sorted(reps.items()))
+            + ")."
+        )
+        chart_list.append({"title": title, "file": f"{key}.png", "note": "" if chart_list else note})
+    bars = {
+        k: {env: [v for m in result.runs if m.env == env and (v := getattr(m, k)) is not None] for env in result.envs}
+        for k in HEADLINE
+    }
+    labels = {k: f"{METRIC_BY_KEY[k].label} ({METRIC_BY_KEY[k].unit})" for k in HEADLINE}
+    if charts.summary_bars(bars, labels, folder / "summary.png"):
+        chart_list.append(
+            {
+                "title": "Summary: median per environment, whiskers min–max",
+                "file": "summary.png",
+                "note": "Median per environment; whiskers span the fastest to the slowest run.",
+            }
+        )
+    known = {(m.env, m.run_id): m for m in result.runs}
+    if charts.history_chart(_history(all_runs, result.envs, known), folder / "history.png"):
+        chart_list.append({"title": "History of images/s across commits", "file": "history.png", "note": ""})
+    return chart_list, missing
+
+
+def _problems(runs: list[RunData], sha: str | None) -> list[tuple[str, list[str]]]:
+    problems = [
+        (code(f"{r.env}/{r.run_id}"), [md(p, 400) for p in r.problems])
+        for r in sorted(runs, key=lambda r: (r.env, r.run_id))
+        if r.problems
+    ]
+    if sha is None:
+        problems.insert(0, ("all runs", ["no git sha recorded: runs of every commit are mixed in this report"]))
+    return problems
+
+
+def _readme(
+    name: str,
+    sha: str | None,
+    runs: list[RunData],
+    chosen: list[RunData],
+    result: CompareResult,
+    results: Path,
+    **parts: Any,
+) -> str:
+    """The report's Markdown (templates.REPORT), every record string escaped, blank-line runs squeezed."""
+    starts = [r.start_time for r in runs if r.start_time is not None]
+    cost_notes = [
+        (md(env), md("; ".join(sorted({m.cost_note for m in result.runs if m.env == env})), 600)) for env in result.envs
+    ]
+    env_tpl = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False)
+    text = env_tpl.from_string(_template()).render(
+        title=name,
+        commit=code(sha[:12]) if sha else "unknown",
+        dirty=any((r.meta.get("git") or {}).get("dirty") for r in chosen if isinstance(r.meta.get("git"), dict)),
+        experiment=code(result.experiment or "unknown"),
+        n_compared=len(result.runs),
+        excluded_table=excluded_table(result.excluded),
+        n_runs=len(runs),
+        envs=[md(e) for e in result.envs],
+        first_start=_utc(min(starts)) if starts else "unknown",
+        last_start=_utc(max(starts)) if starts else "unknown",
+        results=code(results.name),
+        summary=verdicts(result) or _single_env_summary(result),
+        pairs_table=pairs_table(result),
+        pairs_env=code(", ".join(e for e in result.envs if e != result.baseline)),
+        baseline=code(result.baseline),
+        resamples=BOOTSTRAP_RESAMPLES,
+        summary_table=summary_table(result),
+        cost_notes=cost_notes,
+        runs_table=runs_table(result),
+        advice=[(md(env), [md(n, 600) for n in notes]) for env, notes in sorted(advise(result).items())],
+        provenance=_provenance(runs, result.envs),
+        **parts,
+    )
+    text = "\n".join(line.rstrip() for line in text.splitlines()).rstrip() + "\n"
+    while "\n\n\n" in text:
+        text = text.replace("\n\n\n", "\n\n")
+    return text
+
+
 def write_report(
     results: Path,
     out: Path,
@@ -155,28 +267,21 @@ def write_report(
             f"no runs under {results} (expected {results}/<env>/<run_id>/run.json); "
             "run `bench run` or `bench collect` first"
         )
-    if only is not None:
-        wanted = {Path(p).resolve() for p in only}
-        runs = [r for r in all_runs if r.path.resolve() in wanted]
-        if not runs:
-            raise AtlasError(f"none of the {len(wanted)} requested run folder(s) is under {results}")
-        shas = Counter(r.git_sha for r in runs if r.git_sha)
-        sha = sorted(shas.items(), key=lambda kv: (-kv[1], kv[0]))[0][0] if shas else None
-    else:
-        sha, runs = commit_runs(all_runs, commit)
+    sha, runs = _select(all_runs, commit, only, results)
     result = compare_runs(runs, allow_different=allow_different, baseline=baseline, allow_dirty=allow_dirty)
-    compared = {(m.env, m.run_id) for m in result.runs}
-    chosen = [r for r in runs if (r.env, r.run_id) in compared]
     starts = [r.start_time for r in runs if r.start_time is not None]
-    date = _utc(max(starts), "%Y-%m-%d") if starts else "undated"
-    name = f"{date}-{sha[:7] if sha else 'nogit'}"
+    name = f"{_utc(max(starts), '%Y-%m-%d') if starts else 'undated'}-{sha[:7] if sha else 'nogit'}"
+    if not starts or not sha:
+        # Date and sha do not tell such reports apart (imports, records without git):
+        # the runs' own bytes do, so the name is unique and the same for the same runs.
+        name += f"-{content_hash(runs)}"
     final = out / name
     try:
         with locked(out):  # one report at a time per folder: a second one waits, then rewrites it
             sweep_temp_dirs(out)  # left by a report killed half-way
             folder = temp_dir(final)  # built aside, renamed into place whole (never a 0-byte README.md)
             try:
-                readme, index = _write_folder(folder, final, name, sha, runs, all_runs, chosen, result, results, starts)
+                readme, index = _write_folder(folder, final, sha, runs, all_runs, result, results)
             finally:
                 shutil.rmtree(folder, ignore_errors=True)
     except OSError as exc:
@@ -189,107 +294,31 @@ def write_report(
 def _write_folder(
     folder: Path,
     final: Path,
-    name: str,
     sha: str | None,
     runs: list[RunData],
     all_runs: list[RunData],
-    chosen: list[RunData],
-    result: Any,
+    result: CompareResult,
     results: Path,
-    starts: list[float],
 ) -> tuple[Path, Path]:
     """Fill the hidden `folder`, put it in place of `final` and regenerate the index
     (the caller holds the reports lock); returns the final README.md and the index."""
-    experiments = [result.experiment] if result.experiment else []
-
-    reps = _representative(chosen, result)
-    chart_list, missing = [], []
-    for key, metric in charts.SERIES.items():
-        title = metric.timeseries.title
-        lines = {env: charts.series(run, key) for env, run in reps.items()}
-        file = f"{key}.png"
-        if charts.timeseries_chart(lines, key, folder / file):
-            note = (
-                "One line per environment: its run with the median images/s ("
-                + ", ".join(f"{md(e)}: `{code(r.run_id)}`" for e, r in sorted(reps.items()))
-                + ")."
-                if not chart_list
-                else ""
-            )
-            chart_list.append({"title": title, "file": file, "note": note})
-        else:
-            missing.append(title)
-    bars = {
-        k: {
-            env: [getattr(m, k) for m in result.runs if m.env == env and getattr(m, k) is not None]
-            for env in result.envs
-        }
-        for k in HEADLINE
-    }
-    if charts.summary_bars(
-        bars, {k: f"{METRIC_BY_KEY[k].label} ({METRIC_BY_KEY[k].unit})" for k in HEADLINE}, folder / "summary.png"
-    ):
-        chart_list.append(
-            {
-                "title": "Summary: median per environment, whiskers min–max",
-                "file": "summary.png",
-                "note": "Median per environment; whiskers span the fastest to the slowest run.",
-            }
+    compared = {(m.env, m.run_id) for m in result.runs}
+    chosen = [r for r in runs if (r.env, r.run_id) in compared]
+    chart_list, missing = _draw_charts(folder, chosen, all_runs, result)
+    problems = _problems(runs, sha)
+    (folder / "README.md").write_text(
+        _readme(
+            final.name, sha, runs, chosen, result, results, charts=chart_list, missing_charts=missing, problems=problems
         )
-    known = {(m.env, m.run_id): m for m in result.runs}
-    if charts.history_chart(_history(all_runs, result.envs, known), folder / "history.png"):
-        chart_list.append({"title": "History of images/s across commits", "file": "history.png", "note": ""})
-
-    problems = [
-        (code(f"{r.env}/{r.run_id}"), [md(p, 400) for p in r.problems])
-        for r in sorted(runs, key=lambda r: (r.env, r.run_id))
-        if r.problems
-    ]
-    if sha is None:
-        problems.insert(0, ("all runs", ["no git sha recorded: runs of every commit are mixed in this report"]))
-    cost_notes = []
-    for env in result.envs:
-        notes = sorted({m.cost_note for m in result.runs if m.env == env})
-        cost_notes.append((md(env), md("; ".join(notes), 600)))
-    others = [e for e in result.envs if e != result.baseline]
-    env_tpl = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False)
-    text = env_tpl.from_string(_template()).render(
-        title=name,
-        commit=code(sha[:12]) if sha else "unknown",
-        dirty=any((r.meta.get("git") or {}).get("dirty") for r in chosen if isinstance(r.meta.get("git"), dict)),
-        experiment=code(result.experiment or "unknown"),
-        n_compared=len(result.runs),
-        excluded_table=excluded_table(result.excluded),
-        n_runs=len(runs),
-        envs=[md(e) for e in result.envs],
-        first_start=_utc(min(starts)) if starts else "unknown",
-        last_start=_utc(max(starts)) if starts else "unknown",
-        results=code(results.name),
-        summary=verdicts(result) or _single_env_summary(result),
-        pairs_table=pairs_table(result),
-        pairs_env=code(", ".join(others)),
-        baseline=code(result.baseline),
-        resamples=BOOTSTRAP_RESAMPLES,
-        summary_table=summary_table(result),
-        cost_notes=cost_notes,
-        runs_table=runs_table(result),
-        charts=chart_list,
-        missing_charts=missing,
-        advice=[(md(env), [md(n, 600) for n in notes]) for env, notes in sorted(advise(result).items())],
-        provenance=_provenance(runs, result.envs),
-        problems=problems,
     )
-    text = "\n".join(line.rstrip() for line in text.splitlines()).rstrip() + "\n"
-    while "\n\n\n" in text:
-        text = text.replace("\n\n\n", "\n\n")
-    (folder / "README.md").write_text(text)
     result.frame().to_csv(folder / "runs.csv", index=False, float_format="%.6g")
+    starts = [r.start_time for r in runs if r.start_time is not None]
     summary = {
-        "folder": name,
+        "folder": final.name,
         "commit": sha,
         "envs": result.envs,
         "runs": len(runs),
-        "experiment": experiments,
+        "experiment": [result.experiment] if result.experiment else [],
         "problems": sum(len(p) for _, p in problems),
         "images_per_s": {e: result.summaries[e].median["images_per_s"] for e in result.envs},
         "time_to_train_s": {e: result.summaries[e].median["time_to_train_s"] for e in result.envs},
@@ -299,6 +328,20 @@ def _write_folder(
     os.chmod(folder, 0o755)  # mkdtemp makes 0700; a report folder is for everyone to read
     replace_dir(folder, final)
     return final / "README.md", write_index(final.parent)
+
+
+def content_hash(runs: list[RunData]) -> str:
+    """10 hex digits of a sha256 over the runs' env, id and record files (regular files
+    only: a link or a FIFO planted in a results tree is never followed or read)."""
+    h = hashlib.sha256()
+    for r in sorted(runs, key=lambda r: (r.env, r.run_id)):
+        h.update(f"{r.env}/{r.run_id}\n".encode())
+        for f in sorted(r.path.iterdir()) if r.path.is_dir() and not r.path.is_symlink() else []:
+            if not stat.S_ISREG(f.lstat().st_mode):
+                continue
+            with f.open("rb") as fh:
+                h.update(f.name.encode() + b"\0" + hashlib.file_digest(fh, "sha256").digest())
+    return h.hexdigest()[:10]
 
 
 def _template() -> str:

@@ -10,7 +10,7 @@ import math
 
 from bench.analysis.comparable import Excluded
 from bench.analysis.compare import CompareResult, is_clear
-from bench.analysis.metrics import METRIC_BY_KEY, METRICS, Metric, fmt
+from bench.analysis.metrics import METRIC_BY_KEY, METRICS, Metric, RunMetrics, fmt
 from bench.render.escape import md
 
 
@@ -68,6 +68,17 @@ def verdicts(result: CompareResult) -> list[str]:
     return out
 
 
+HOST_NOTE = (
+    "(host): the whole machine's CPU or used memory, from host columns: the record has no "
+    "process-tree columns (e.g. imported sar logs), so it includes everything else the node ran."
+)
+
+
+def host_mark(runs: list[RunMetrics], key: str) -> str:
+    """ " (host)" when any of these runs' figure for `key` is the whole machine's."""
+    return " (host)" if any(r.from_host(key) for r in runs) else ""
+
+
 def summary_table(result: CompareResult) -> str:
     """Markdown: one row per metric, per environment median and olympic mean."""
     head = "| metric | unit | " + " | ".join(f"{md(e)} median | {md(e)} olympic" for e in result.envs) + " |"
@@ -79,8 +90,11 @@ def summary_table(result: CompareResult) -> str:
         cells = []
         for e in result.envs:
             s = result.summaries[e]
-            cells.append(f"{fmt(s.median[m.key], m.digits)} | {fmt(s.olympic[m.key], m.digits)}")
+            mark = host_mark([r for r in result.runs if r.env == e], m.key) if s.median[m.key] is not None else ""
+            cells.append(f"{fmt(s.median[m.key], m.digits)}{mark} | {fmt(s.olympic[m.key], m.digits)}{mark}")
         rows.append(f"| {m.label} | {m.unit} | " + " | ".join(cells) + " |")
+    if any(r.from_host(k) for r in result.runs for k in r.origins):
+        rows.extend(["", HOST_NOTE])
     return "\n".join(rows)
 
 
@@ -89,7 +103,7 @@ def runs_table(result: CompareResult) -> str:
     head = "| env | run | status | " + " | ".join(METRIC_BY_KEY[c].label for c in cols) + " |"
     rows = [head, "|---|---|---|" + "---:|" * len(cols)]
     for r in result.runs:
-        vals = " | ".join(fmt(getattr(r, c), METRIC_BY_KEY[c].digits) for c in cols)
+        vals = " | ".join(fmt(getattr(r, c), METRIC_BY_KEY[c].digits) + host_mark([r], c) for c in cols)
         rows.append(f"| {md(r.env)} | {md(r.run_id)} | {md(r.status or '—')} | {vals} |")
     return "\n".join(rows)
 

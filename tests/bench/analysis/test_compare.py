@@ -1,4 +1,4 @@
-"""compare/stats/cost on synthetic records written in the real on-disk format."""
+"""compare/stats on synthetic records written in the real on-disk format (cost models: test_cost.py)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from bench.analysis.compare import compare_runs
-from bench.analysis.cost import check_cost, run_cost
 from bench.analysis.metrics import fmt
 from bench.analysis.stats import compare_samples, olympic_mean
+from bench.cli import main
 from bench.errors import AtlasError
 from bench.records.read import find_runs
 from bench.records.synthetic import RunSpec, write_run
@@ -65,34 +65,6 @@ def test_bootstrap_is_seeded_and_mann_whitney_needs_three() -> None:
     assert one.ci_low <= 2.0 <= one.ci_high
     assert one.p_value == pytest.approx(0.1)  # exact two-sided minimum for 3 vs 3
     assert compare_samples(a[:2], b).p_value is None
-
-
-def test_onprem_cost_by_hand() -> None:
-    # 1 of 4 GPUs for 2 h: capex 50000 / (5 * 8760) per node-hour x 0.25 x 2 h,
-    # plus 1 kWh GPU energy x PUE 1.2 x $0.0839.
-    cost = run_cost(SATORI, 7200.0, gpus=1, nodes=1, energy_wh=1000.0)
-    assert cost.usd == pytest.approx(50000 / (5 * 8760) * 0.25 * 2 + 1.2 * 0.0839)
-    cloud = run_cost({"model": "cloud", "usd_per_gpu_hour": 3.0, "usd_per_cpu_hour": 0.05}, 3600.0, 2, 1, None, 8)
-    assert cloud.usd == pytest.approx(6.0 + 0.4)
-    assert run_cost({"model": "none"}, 10.0, 1, 1, None).usd is None
-    no_energy = run_cost(SATORI, 3600.0, 0, 1, None)
-    assert "electricity not included" in no_energy.note
-
-
-@pytest.mark.parametrize(
-    "cfg, needle",
-    [
-        ({"model": "onprem", "pue": 1.2, "node_capex_usd": 1}, "cost.electricity_usd_per_kwh is required"),
-        ({"model": "onprem", "electricity_usd_per_kwh": 0.1, "pue": 0.5, "node_capex_usd": 1}, "cost.pue must be >= 1"),
-        ({"model": "cloud", "usd_per_gpu_hour": "cheap"}, "cost.usd_per_gpu_hour must be a number"),
-        ({"model": "aws"}, "cost.model is 'aws'"),
-        ({"model": "cloud", "usd_per_gpu_hour": 1, "usd_per_tpu_hour": 2}, "cost.usd_per_tpu_hour is not a key"),
-    ],
-)
-def test_cost_validation_names_file_and_key(cfg: dict, needle: str) -> None:
-    errors = check_cost(cfg, "clusters/x/env.yaml")
-    assert errors and all(e.startswith("clusters/x/env.yaml: ") for e in errors)
-    assert any(needle in e for e in errors), errors
 
 
 def test_compare_two_envs_finds_the_faster_one(tmp_path: Path) -> None:
@@ -166,3 +138,19 @@ def test_unknown_gpus_and_missing_rates_are_unknown_not_zero(tmp_path: Path) -> 
     old = write_run(tmp_path / "old", RunSpec("moc", "m2", environment=False))
     [m2] = compare_runs(find_runs(old.parent.parent)).runs
     assert m2.cost_usd is None and "no environment facts" in m2.cost_note
+
+
+def test_imported_runs_are_compared_with_imports_and_recorded_runs_only_when_allowed(tmp_path: Path) -> None:
+    """An import's exit status and config are unknown by construction, not failures."""
+    from tests.bench.importers.conftest import SAMPLES
+
+    two_envs(tmp_path)  # recorded runs of experiment smoke
+    for run_id, sample in (("i1", "sar-u-r-12h.txt"), ("i2", "sar-u-no-ampm.txt")):
+        args = ["--env", "study", "--run-id", run_id, "--experiment", "smoke", "--format", "sar"]
+        assert main(["import", *args, "--results", str(tmp_path), str(SAMPLES / sample)]) == 0
+    mixed = compare_runs(find_runs(tmp_path))
+    reasons = {(e.env, e.run_id): e.reason for e in mixed.excluded}
+    assert {"study"} == {env for env, _ in reasons} and "configuration unknown (imported)" in reasons[("study", "i1")]
+    assert "study" in compare_runs(find_runs(tmp_path), allow_different=True).envs
+    imports = compare_runs(find_runs(tmp_path, ["study"]))
+    assert [m.run_id for m in imports.runs] == ["i1", "i2"] and imports.excluded == []

@@ -53,6 +53,10 @@ DAMAGES: dict[str, tuple[Callable[[Path], None], str]] = {
         "exit.status: 'great' is not one of",
     ),
     "no exit": (lambda d: _edit_json(d, lambda m: m.pop("exit") and None), "'exit' is a required property"),
+    "exit status unknown (not an import)": (
+        lambda d: _edit_json(d, lambda m: m["exit"].update(status=None)),
+        "exit.status: None is not of type 'string'",
+    ),
     "no config hash": (lambda d: _edit_json(d, lambda m: m.update(config_sha256=None)), "config_sha256 is missing"),
     "bad config hash": (
         lambda d: _edit_json(d, lambda m: m.update(config_sha256="xyz")),
@@ -134,6 +138,24 @@ def test_schema_is_valid_and_covers_every_key_the_recorder_writes() -> None:
     assert schema_problems({"schema_version": 1}) == [
         "run.json is an empty record (no key but schema_version): no run facts at all"
     ]
+
+
+IMPORT = {"by": "bench import", "sources": [{"file": "sar.txt", "format": "sar"}], "clock": "absolute"}
+
+
+def test_only_an_import_may_leave_hosts_start_and_exit_status_unknown(tmp_path: Path) -> None:
+    meta = json.loads((_run(tmp_path) / RUN_JSON).read_text())
+    meta.update(hosts=None, start_time=None)
+    meta["exit"].update(status=None, signals_forwarded=None)
+    problems = schema_problems(meta)
+    for key in ("hosts", "start_time", "exit.status", "exit.signals_forwarded"):
+        assert any(p.startswith(f"run.json: {key}: None is not of type") for p in problems), (key, problems)
+    meta["import"] = IMPORT
+    assert any("'facts_unknown' is a dependency of 'import'" in p for p in schema_problems(meta))
+    meta["facts_unknown"] = ["exit.signals_forwarded", "exit.status", "hosts", "start_time"]
+    assert schema_problems(meta) == []
+    meta["import"] = {**IMPORT, "by": "a script"}
+    assert schema_problems(meta) == ["run.json: import.by: 'bench import' was expected"]
 
 
 json_values = st.recursive(

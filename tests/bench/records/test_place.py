@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from bench.envs import CLUSTERS_DIR, load_env
+from bench.envs import CLUSTERS_DIR, Environment, load_env
 from bench.errors import AtlasError
 from bench.records.contract import samples_name
-from bench.records.place import place_run, write_json_atomic
+from bench.records.place import environment_facts, place_run, write_json_atomic
 
 
 def _source(tmp_path: Path) -> Path:
@@ -67,6 +67,15 @@ def test_placing_freezes_the_scheduler_and_environment_facts_once(tmp_path: Path
     before = (placed.path / "run.json").read_bytes()
     again = place_run(results, env, "r1", lambda into: pytest.fail("a placed run is never fetched again"))
     assert not again.new and (placed.path / "run.json").read_bytes() == before
+
+
+def test_gpus_per_node_defaults_to_the_hardware_fact(tmp_path: Path) -> None:
+    onprem = {"model": "onprem", "electricity_usd_per_kwh": 0.1, "pue": 1.5, "node_capex_usd": 1, "node_life_years": 1}
+    settings = {"kind": "local", "hardware": {"gpus_per_node": 8}, "cost": onprem}
+    env = Environment("e", "local", tmp_path / "e", settings)
+    assert environment_facts(env)["cost"]["gpus_per_node"] == 8
+    settings["cost"] = {**onprem, "gpus_per_node": 2}  # stated in cost: it wins
+    assert environment_facts(env)["cost"]["gpus_per_node"] == 2
 
 
 def test_an_interrupted_fetch_leaves_nothing(tmp_path: Path) -> None:

@@ -1,0 +1,173 @@
+"""What every importer returns: one file's measurements as record columns over time.
+
+Parsers are pure (file in, `Series` out) so each format can be tested alone, and the
+merge and the writer never need to know which tool produced a column. GPU columns are
+named `gpu<host index>_<DCGM field>`, the index the tool printed (nvidia-smi `index`,
+DCGM's `gpu` label), so the job's GPUs can be chosen among those sampled afterwards.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+import pandas as pd
+
+from bench.errors import AtlasError
+from bench.records import contract
+
+# The columns of bench/README.md's samples-<host>.csv an import may fill, with their unit.
+HOST_COLUMNS: dict[str, str] = {
+    "proc_cpu_percent": "%",
+    "proc_rss_bytes": "B",
+    "host_cpu_percent": "%",
+    "host_mem_used_bytes": "B",
+    "host_mem_total_bytes": "B",
+    "host_net_rx_bytes_per_s": "B/s",
+    "host_net_tx_bytes_per_s": "B/s",
+    "cgroup_cpu_limit_cores": "cores",
+    "cgroup_mem_limit_bytes": "B",
+    "cgroup_mem_used_bytes": "B",
+}
+# DCGM field -> unit, as the recorder writes them (one definition: bench.records.contract).
+GPU_FIELD_UNITS: dict[str, str] = dict(contract.GPU_FIELDS)
+
+# Units by family, as multiples of the family's first unit.
+UNIT_FACTORS: dict[str, dict[str, float]] = {
+    "bytes": {
+        "B": 1,
+        "kB": 1e3,
+        "KB": 1e3,
+        "KiB": 1024,
+        "MB": 1e6,
+        "MiB": 1024**2,
+        "GB": 1e9,
+        "GiB": 1024**3,
+        "TB": 1e12,
+        "TiB": 1024**4,
+    },
+    "rate": {"B/s": 1, "kB/s": 1e3, "KiB/s": 1024, "MB/s": 1e6, "MiB/s": 1024**2},
+    "percent": {"%": 1, "fraction": 100},
+    "power": {"W": 1, "mW": 1e-3, "kW": 1e3},
+    "energy": {"mJ": 1, "J": 1e3, "kJ": 1e6, "Wh": 3.6e6, "kWh": 3.6e9},
+    "clock": {"MHz": 1, "GHz": 1e3, "kHz": 1e-3},
+    "temperature": {"C": 1},
+    "cores": {"cores": 1},
+}
+
+
+class ImportFault(AtlasError):
+    """A file that cannot be imported: the message names the file and line."""
+
+    def __init__(self, path: Path | str, line: int | None, problem: str) -> None:
+        where = f"{path}:{line}" if line else f"{path}"
+        super().__init__(f"{where}: {problem}")
+
+
+@dataclass
+class ParseOptions:
+    """What the user told `bench import` that a file may not say itself."""
+
+    timezone: str = "UTC"
+    date: str | None = None  # YYYY-MM-DD for sar files without the header line
+    interval_s: float | None = None  # sampling interval of files without a time column
+    mapping: dict[str, Any] | None = None  # MAP.yaml for the csv format
+    map_path: Path | None = None
+
+
+@dataclass
+class Series:
+    """One file's samples. `frame` has `time` (Unix s) when `timed`, else `sample`
+    (0, 1, 2, ...), plus record columns; `facts` feed run.json (hosts, hardware)."""
+
+    source: Path
+    format: str
+    frame: pd.DataFrame
+    timed: bool
+    interval_s: float | None = None
+    host: str | None = None
+    facts: dict[str, Any] = field(default_factory=dict)
+    gpu_facts: dict[int, dict[str, Any]] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    ignored: list[str] = field(default_factory=list)
+
+
+def is_gpu_column(name: str) -> bool:
+    head, _, field_name = name.partition("_")
+    return head.startswith("gpu") and head[3:].isdigit() and field_name in GPU_FIELD_UNITS
+
+
+def column_unit(name: str) -> str | None:
+    """The record's unit of a column (`gpu3_DCGM_FI_DEV_FB_USED` -> MiB), None if unknown."""
+    if name in HOST_COLUMNS:
+        return HOST_COLUMNS[name]
+    if is_gpu_column(name):
+        return GPU_FIELD_UNITS[name.partition("_")[2]]
+    return None
+
+
+def unit_factor(unit: str, target: str) -> float | None:
+    """Multiply a value in `unit` by this to get `target`; None when they do not convert."""
+    for table in UNIT_FACTORS.values():
+        if unit in table and target in table:
+            return table[unit] / table[target]
+    return None
+
+
+def zone(name: str) -> ZoneInfo:
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError) as exc:
+        raise AtlasError(
+            f"--timezone {name!r} is not a known time zone ({type(exc).__name__}); "
+            "use an IANA name such as UTC or America/New_York"
+        ) from exc
+
+
+def local_to_unix(moment: datetime, tz: ZoneInfo) -> float:
+    """A wall-clock time as the tools print it (local time of the host) in Unix seconds."""
+    return moment.replace(tzinfo=tz).timestamp()
+
+
+def number(text: str, path: Path, line: int, what: str) -> float:
+    """A decimal from a file, or an ImportFault naming where it is not one."""
+    try:
+        return float(text)
+    except ValueError:
+        raise ImportFault(path, line, f"{what}: {text!r} is not a number") from None
+
+
+def group_samples(gpu_ids: list[int]) -> list[int]:
+    """Sample number of each per-GPU row: a new sample starts when a GPU appears again.
+
+    nvidia-smi, `dcgmi dmon` and exporter scrapes print one row per GPU per sample, in
+    GPU order; rows of one sample may carry slightly different timestamps, so grouping
+    by repetition keeps one sample on one row of the record.
+    """
+    out: list[int] = []
+    seen: set[int] = set()
+    sample = 0
+    for gpu in gpu_ids:
+        if gpu in seen:
+            sample += 1
+            seen = set()
+        seen.add(gpu)
+        out.append(sample)
+    return out
+
+
+def gpu_frame(rows: list[tuple[int, int, str, float]], times: dict[int, float] | None) -> pd.DataFrame:
+    """(sample, gpu, field, value) rows -> one row per sample with `gpu<i>_<field>` columns."""
+    data: dict[int, dict[str, float]] = {}
+    for sample, gpu, name, value in rows:
+        data.setdefault(sample, {})[f"gpu{gpu}_{name}"] = value
+    frame = pd.DataFrame.from_dict(data, orient="index").sort_index()
+    frame.index.name = "sample"
+    frame = frame.reset_index()
+    if times is not None:
+        frame.insert(0, "time", frame["sample"].map(times).astype(float))
+        frame = frame.drop(columns="sample")
+    return frame

@@ -1,0 +1,121 @@
+"""Report fixes that imported records exposed: host fallbacks labelled "(host)", GPU
+figures over the job's GPUs only, a unique folder for undated or sha-less runs, and no
+"Mean of empty slice" warning for an empty GPU column."""
+
+from __future__ import annotations
+
+import csv
+import json
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from bench.analysis.compare import compare_runs
+from bench.cli import main
+from bench.records.read import find_runs, load_run
+from bench.records.synthetic import RunSpec, write_run
+from bench.render.report import write_report
+from tests.bench.importers.conftest import SAMPLES
+
+
+def imported(results: Path, env: str, run_id: str, *args: str | Path) -> Path:
+    code = main(["import", "--env", env, "--run-id", run_id, "--results", str(results), *map(str, args)])
+    assert code == 0
+    return results / env / run_id
+
+
+def test_host_columns_are_used_and_labelled(tmp_path: Path) -> None:
+    results = tmp_path / "results"
+    imported(
+        results,
+        "satori",
+        "r1",
+        "--format",
+        "sar",
+        "--gpus",
+        "0,1",
+        SAMPLES / "sar-u-r-12h.txt",
+        "nvidia-smi:" + str(SAMPLES / "nvidia-smi-units.csv"),
+    )
+    res = write_report(results, tmp_path / "out")
+    text = res.readme.read_text()
+    cpu_row = next(line for line in text.splitlines() if line.startswith("| CPU mean |"))
+    rss_row = next(line for line in text.splitlines() if line.startswith("| peak RSS |"))
+    assert "(host)" in cpu_row and "(host)" in rss_row and "—" not in cpu_row
+    assert "(host): the whole machine's CPU or used memory" in text
+    assert "![Process-tree CPU; lines marked (host): the whole machine](cpu.png)" in text
+    assert (res.folder / "cpu.png").is_file() and (res.folder / "memory.png").is_file()
+    not_drawn = [line for line in text.splitlines() if line.startswith("Not drawn")]
+    assert not any("CPU" in line or "resident memory" in line for line in not_drawn)
+    assert "peak host memory (whole machine)" in text  # the advisor says what it measured
+    runs = pd.read_csv(res.folder / "runs.csv")
+    smi = pd.read_csv(SAMPLES / "nvidia-smi-units.csv", skipinitialspace=True)
+    job = smi[smi["index"].isin([0, 1])]["utilization.gpu [%]"].str.rstrip(" %").astype(float)
+    assert runs.loc[0, "gpu_util_mean_pct"] == pytest.approx(job.mean(), rel=1e-5)
+
+
+def test_recorder_records_keep_process_figures_unlabelled(tmp_path: Path) -> None:
+    write_run(tmp_path / "r", RunSpec("local", "a", gpus=1))
+    res = write_report(tmp_path / "r", tmp_path / "out")
+    assert "(host)" not in res.readme.read_text()
+
+
+def test_gpu_figures_cover_only_the_gpus_run_json_lists(tmp_path: Path) -> None:
+    """A record whose samples hold 4 GPUs but whose job had 1 (hardware.gpus)."""
+    run_dir = write_run(tmp_path / "r", RunSpec("satori", "one-of-four", gpus=4, gpu_util=10))
+    df = pd.read_csv(run_dir / "samples-node1.csv")
+    df["gpu2_DCGM_FI_DEV_GPU_UTIL"] = 31.0
+    df.to_csv(run_dir / "samples-node1.csv", index=False)
+    meta = json.loads((run_dir / "run.json").read_text())
+    meta["hardware"]["gpus"] = [g for g in meta["hardware"]["gpus"] if g["index"] == 2]
+    (run_dir / "run.json").write_text(json.dumps(meta))
+    m = compare_runs([load_run(run_dir)]).runs[0]
+    assert m.gpu_util_mean_pct == pytest.approx(31.0) and m.gpus == 1
+    meta["hardware"]["gpus"] = []  # the record does not say: every sampled GPU counts
+    (run_dir / "run.json").write_text(json.dumps(meta))
+    m = compare_runs([load_run(run_dir)]).runs[0]
+    assert m.gpus == 4 and m.gpu_util_mean_pct < 31.0
+
+
+def test_reports_of_shaless_runs_never_overwrite_each_other(tmp_path: Path) -> None:
+    out = tmp_path / "reports"
+    one = imported(tmp_path / "a", "satori", "r1", "--format", "sar", SAMPLES / "sar-u-r-12h.txt").parent.parent
+    two = imported(tmp_path / "b", "satori", "r1", "--format", "sar", SAMPLES / "sar-u-no-ampm.txt").parent.parent
+    first = write_report(one, out).folder
+    second = write_report(two, out).folder
+    # same date (of the newest start, UTC), no sha: only the content tells them apart
+    assert (
+        first != second and first.name.startswith("2024-03-14-nogit-") and second.name.startswith("2024-03-14-nogit-")
+    )
+    readme = (first / "README.md").read_text()
+    again = write_report(one, out).folder
+    assert again == first and (first / "README.md").read_text() == readme  # stable: same runs, same name
+    index = (out / "README.md").read_text()
+    assert first.name in index and second.name in index
+
+
+def test_undated_runs_get_a_content_named_folder(tmp_path: Path) -> None:
+    results = imported(
+        tmp_path / "a", "satori", "r1", "--format", "nvidia-smi", "--interval", "2", SAMPLES / "nvidia-smi-nounits.csv"
+    ).parent.parent
+    folder = write_report(results, tmp_path / "out").folder
+    assert folder.name.startswith("undated-nogit-") and len(folder.name) == len("undated-nogit-") + 10
+
+
+def test_empty_gpu_column_gives_no_runtime_warning(tmp_path: Path) -> None:
+    run_dir = write_run(tmp_path / "r", RunSpec("local", "a", gpus=2))
+    df = pd.read_csv(run_dir / "samples-node1.csv")
+    df["gpu0_DCGM_FI_DEV_GPU_UTIL"] = np.nan
+    df.loc[df.index[:5], "gpu1_DCGM_FI_DEV_GPU_UTIL"] = np.nan  # rows where no GPU has a value
+    df.to_csv(run_dir / "samples-node1.csv", index=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        res = write_report(tmp_path / "r", tmp_path / "out")
+    assert (res.folder / "gpu_util.png").is_file()
+    assert len(find_runs(tmp_path / "r")) == 1
+    with (res.folder / "runs.csv").open() as fh:
+        row = next(csv.DictReader(fh))
+    assert float(row["gpu_util_mean_pct"]) == pytest.approx(df["gpu1_DCGM_FI_DEV_GPU_UTIL"].mean(), rel=1e-4)
