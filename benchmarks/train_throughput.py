@@ -28,7 +28,7 @@ import torch  # noqa: E402
 from workflows.biggan.config import config_sha256, resolve  # noqa: E402
 from workflows.biggan.distributed import World  # noqa: E402
 from workflows.biggan.errors import WorkloadConfigError  # noqa: E402
-from workflows.biggan.train import Trainer  # noqa: E402
+from workflows.biggan.trainer import Trainer  # noqa: E402
 
 
 def cpu_model() -> str:

@@ -21,9 +21,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from bench.analysis.metrics import METRICS
-from bench.analysis.stats import BOOTSTRAP_SEED, compare_samples, median
+from bench.analysis.stats import BOOTSTRAP_SEED, Comparison, compare_samples, median
 from bench.errors import ConfigError
 
 DEFAULT_THRESHOLD = 0.05
@@ -136,6 +137,13 @@ def judge(
             **common,
             note="" if same else f"{metric} on {env}: the baseline median is 0, so a relative change is undefined",
         )
+    return _verdict_of_change(cmp, higher_is_better, threshold, alpha, common)
+
+
+def _verdict_of_change(
+    cmp: Comparison, higher_is_better: bool, threshold: float, alpha: float, common: dict[str, Any]
+) -> Verdict:
+    """Both sides measured: how big the change is, and whether the runs' noise explains it."""
     change = cmp.ratio - 1.0
     worse = change < 0 if higher_is_better else change > 0
     interval = None if cmp.ci_low is None else (cmp.ci_low - 1.0, cmp.ci_high - 1.0)

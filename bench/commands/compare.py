@@ -59,39 +59,44 @@ def run(args: argparse.Namespace) -> int:
         text += "\nData problems:\n" + "\n".join(problems) + "\n"
     print(text, end="")
     if args.out:
-        args.out.mkdir(parents=True, exist_ok=True)
-        (args.out / "compare.md").write_text(text)
-        result.frame().to_csv(args.out / "runs.csv", index=False, float_format="%.6g")
-        summary = {
-            env: {"runs": s.runs, "statuses": s.statuses, "median": s.median, "olympic_mean": s.olympic}
-            for env, s in result.summaries.items()
-        }
-        pairs = [
-            {
-                "env": p.env_a,
-                "baseline": p.env_b,
-                "metric": p.metric,
-                "ratio": p.stats.ratio,
-                "ci95": [p.stats.ci_low, p.stats.ci_high],
-                "mann_whitney_p": p.stats.p_value,
-                "runs": [p.stats.n_a, p.stats.n_b],
-            }
-            for p in result.pairs
-        ]
-        (args.out / "compare.json").write_text(
-            json.dumps(
-                {
-                    "commit": sha,
-                    "experiment": result.experiment,
-                    "config_sha256": result.config_hashes,
-                    "envs": summary,
-                    "pairs": pairs,
-                    "excluded": [{"env": e.env, "run_id": e.run_id, "reason": e.reason} for e in result.excluded],
-                },
-                indent=2,
-                sort_keys=True,
-            )
-            + "\n"
-        )
-        print(f"wrote {args.out / 'compare.md'}, runs.csv, compare.json")
+        _write(args.out, text, result, sha)
     return 0
+
+
+def _write(out: Path, text: str, result, sha: str | None) -> None:
+    """compare.md, runs.csv and compare.json in `out`."""
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "compare.md").write_text(text)
+    result.frame().to_csv(out / "runs.csv", index=False, float_format="%.6g")
+    summary = {
+        env: {"runs": s.runs, "statuses": s.statuses, "median": s.median, "olympic_mean": s.olympic}
+        for env, s in result.summaries.items()
+    }
+    pairs = [
+        {
+            "env": p.env_a,
+            "baseline": p.env_b,
+            "metric": p.metric,
+            "ratio": p.stats.ratio,
+            "ci95": [p.stats.ci_low, p.stats.ci_high],
+            "mann_whitney_p": p.stats.p_value,
+            "runs": [p.stats.n_a, p.stats.n_b],
+        }
+        for p in result.pairs
+    ]
+    (out / "compare.json").write_text(
+        json.dumps(
+            {
+                "commit": sha,
+                "experiment": result.experiment,
+                "config_sha256": result.config_hashes,
+                "envs": summary,
+                "pairs": pairs,
+                "excluded": [{"env": e.env, "run_id": e.run_id, "reason": e.reason} for e in result.excluded],
+            },
+            indent=2,
+            sort_keys=True,
+        )
+        + "\n"
+    )
+    print(f"wrote {out / 'compare.md'}, runs.csv, compare.json")

@@ -65,6 +65,14 @@ def write_run(results: Path, spec: RunSpec) -> Path:
     rng = np.random.default_rng(spec.seed)
     run_dir = Path(results) / spec.env / spec.run_id
     run_dir.mkdir(parents=True, exist_ok=True)
+    n, end, gpu_info = _write_samples(run_dir, spec, rng)
+    _write_train_log(run_dir, spec, rng)
+    write_json_atomic(run_dir / "run.json", _run_json(run_dir, spec, n, end, gpu_info))
+    return run_dir
+
+
+def _write_samples(run_dir: Path, spec: RunSpec, rng: np.random.Generator) -> tuple[int, float, list[dict]]:
+    """samples-<host>.csv; returns (rows, last sample time, run.json hardware.gpus)."""
     n = max(2, int(spec.duration_s / spec.interval_s) + 1)
     t = spec.start + np.arange(n) * spec.interval_s
     cols: dict[str, np.ndarray] = {
@@ -107,7 +115,10 @@ def write_run(results: Path, spec: RunSpec) -> Path:
     matrix = np.column_stack([cols[col] for col in header])
     fmts = ["%.3f"] + ["%.6g"] * (len(header) - 1)
     np.savetxt(run_dir / samples_name(spec.host), matrix, delimiter=",", fmt=fmts, header=",".join(header), comments="")
+    return n, float(t[-1]), gpu_info
 
+
+def _write_train_log(run_dir: Path, spec: RunSpec, rng: np.random.Generator) -> None:
     lines = []
     t0 = spec.start + 2.0
     lines.append(
@@ -155,49 +166,46 @@ def write_run(results: Path, spec: RunSpec) -> Path:
     )
     (run_dir / "train.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
 
-    end = float(t[-1])
-    write_json_atomic(
-        run_dir / "run.json",
-        {
-            "schema_version": SCHEMA_VERSION,
-            "run_id": spec.run_id,
-            "env": spec.env,
-            "experiment": "smoke",
-            "config": CONFIG,
-            "config_sha256": spec.config_sha256,
-            "git": {"sha": spec.sha, "dirty": spec.dirty},
-            "image": {"ref": None, "digest": None},
-            "hosts": [spec.host],
-            "hardware": {
-                "cpu_model": "Synthetic CPU",
-                "cpu_cores_logical": 8,
-                "cpu_cores_physical": 4,
-                "cpu_affinity_cores": 8,
-                "memory_bytes": 64e9,
-                "cgroup": {"version": 2, "cpu_limit_cores": 4.0, "memory_limit_bytes": 16e9},
-                "gpus": gpu_info,
-            },
-            "software": {"python": "3.11.7", "platform": "synthetic", "torch": "2.13.0", "cuda": None, "cudnn": None},
-            "command": ["python", "-m", "workflows.biggan", "--experiment", "smoke", "--run-dir", str(run_dir)],
-            "scheduler": {
-                "kind": "synthetic",
-                "job_id": None,
-                "submit_time": spec.start - spec.queue_wait_s,
-                "start_time": spec.start,
-                "end_time": end,
-                "queue_wait_s": spec.queue_wait_s,
-            },
-            "exit": {"status": spec.status, "code": 0 if spec.status == "success" else 1, "signal": None},
-            "resumed_from": None,
-            "sampler_errors": [],
-            "sample_interval_s": spec.interval_s,
-            "samples_file": samples_name(spec.host),
-            "samples_rows": n,
+
+def _run_json(run_dir: Path, spec: RunSpec, n: int, end: float, gpu_info: list[dict]) -> dict:
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "run_id": spec.run_id,
+        "env": spec.env,
+        "experiment": "smoke",
+        "config": CONFIG,
+        "config_sha256": spec.config_sha256,
+        "git": {"sha": spec.sha, "dirty": spec.dirty},
+        "image": {"ref": None, "digest": None},
+        "hosts": [spec.host],
+        "hardware": {
+            "cpu_model": "Synthetic CPU",
+            "cpu_cores_logical": 8,
+            "cpu_cores_physical": 4,
+            "cpu_affinity_cores": 8,
+            "memory_bytes": 64e9,
+            "cgroup": {"version": 2, "cpu_limit_cores": 4.0, "memory_limit_bytes": 16e9},
+            "gpus": gpu_info,
+        },
+        "software": {"python": "3.11.7", "platform": "synthetic", "torch": "2.13.0", "cuda": None, "cudnn": None},
+        "command": ["python", "-m", "workflows.biggan", "--experiment", "smoke", "--run-dir", str(run_dir)],
+        "scheduler": {
+            "kind": "synthetic",
+            "job_id": None,
+            "submit_time": spec.start - spec.queue_wait_s,
             "start_time": spec.start,
             "end_time": end,
-            "previous_attempts": [],
-            "bench_version": "synthetic",
-            **({"environment": synthetic_environment(spec)} if spec.environment else {}),
+            "queue_wait_s": spec.queue_wait_s,
         },
-    )
-    return run_dir
+        "exit": {"status": spec.status, "code": 0 if spec.status == "success" else 1, "signal": None},
+        "resumed_from": None,
+        "sampler_errors": [],
+        "sample_interval_s": spec.interval_s,
+        "samples_file": samples_name(spec.host),
+        "samples_rows": n,
+        "start_time": spec.start,
+        "end_time": end,
+        "previous_attempts": [],
+        "bench_version": "synthetic",
+        **({"environment": synthetic_environment(spec)} if spec.environment else {}),
+    }

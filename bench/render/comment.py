@@ -9,10 +9,56 @@ from __future__ import annotations
 from pathlib import Path
 
 from bench.errors import AtlasError
+from bench.render.escape import code, md
 
 
 def _sha_matches(run_sha: str | None, wanted: str) -> bool:
     return bool(run_sha) and (run_sha.startswith(wanted) or wanted.startswith(run_sha))
+
+
+def _env_section(
+    env: str, runs: list, head: str, base: str, thresholds: dict[str, float]
+) -> tuple[list[str], list[str]]:
+    """(Markdown lines of one environment's table and notes, its regressions)."""
+    from bench.analysis.comparable import own_reason
+    from bench.analysis.metrics import HEADLINE, METRIC_BY_KEY, fmt, run_metrics
+    from bench.analysis.regression import HIGHER_IS_BETTER, REGRESSION, judge
+
+    rows: dict[str, list[dict]] = {"base": [], "head": []}
+    for r in runs:
+        side = "head" if _sha_matches(r.git_sha, head) else "base" if _sha_matches(r.git_sha, base) else None
+        if r.env == env and side and not own_reason(r, allow_dirty=False):  # successful, clean, intact
+            rows[side].append(run_metrics(r).as_dict())
+    lines = [
+        f"### {md(env)}",
+        "",
+        f"{len(rows['head'])} run(s) of the PR, {len(rows['base'])} of the merge-base.",
+        "",
+        "| metric | merge-base (median) | PR (median) | change | verdict |",
+        "|---|---:|---:|---:|---|",
+    ]
+    notes, regressions = [], []
+    for key in (m for m in HEADLINE if m in HIGHER_IS_BETTER):
+        base_vals, head_vals = [row[key] for row in rows["base"]], [row[key] for row in rows["head"]]
+        if all(v is None for v in base_vals + head_vals):
+            continue  # nobody measured it here (e.g. GPU figures on a CPU runner)
+        v = judge(env, key, base_vals, head_vals, threshold=thresholds.get(key, 0.05))
+        metric = METRIC_BY_KEY[key]
+        change = "—" if v.change is None else f"{v.change:+.1%}"
+        verdict = f"**{v.status}**" if v.status == REGRESSION else v.status
+        lines.append(
+            f"| {metric.label} ({metric.unit}) | {fmt(v.baseline_median)} | {fmt(v.candidate_median)} "
+            f"| {change} | {verdict} |"
+        )
+        if v.status == REGRESSION:
+            regressions.append(md(v.describe(), 600))
+        elif v.note:
+            notes.append(md(v.note, 600))
+    lines.append("")
+    lines += [f"- {n}" for n in dict.fromkeys(notes)]
+    if notes:
+        lines.append("")
+    return lines, regressions
 
 
 def render_pr_body(
@@ -27,64 +73,23 @@ def render_pr_body(
 
     Verdicts compare each environment with its own runs at the base commit only.
     """
-    from bench.analysis.comparable import own_reason
-    from bench.analysis.metrics import HEADLINE, METRIC_BY_KEY, fmt, run_metrics
-    from bench.analysis.regression import HIGHER_IS_BETTER, REGRESSION, judge
     from bench.records.read import find_runs
 
     runs = find_runs(results, envs or None)
     if not runs:
         raise AtlasError(f"no runs under {results}: run `bench run` at the PR head and at the merge-base first")
-    from bench.render.escape import code, md
-
-    lines = [f"## Benchmark: `{code(head[:12])}` vs merge-base `{code(base[:12])}`", ""]
-    judged = [m for m in HEADLINE if m in HIGHER_IS_BETTER]
+    body: list[str] = []
     regressions: list[str] = []
     for env in sorted({r.env for r in runs}):
-        rows = {"base": [], "head": []}
-        for r in runs:
-            if r.env != env or own_reason(r, allow_dirty=False):
-                continue  # only successful, clean, intact runs are judged
-            side = "head" if _sha_matches(r.git_sha, head) else "base" if _sha_matches(r.git_sha, base) else None
-            if side:
-                rows[side].append(run_metrics(r).as_dict())
-        lines += [
-            f"### {md(env)}",
-            "",
-            f"{len(rows['head'])} run(s) of the PR, {len(rows['base'])} of the merge-base.",
-            "",
-            "| metric | merge-base (median) | PR (median) | change | verdict |",
-            "|---|---:|---:|---:|---|",
-        ]
-        notes = []
-        for key in judged:
-            base_vals = [row[key] for row in rows["base"]]
-            head_vals = [row[key] for row in rows["head"]]
-            if all(v is None for v in base_vals + head_vals):
-                continue  # nobody measured it here (e.g. GPU figures on a CPU runner)
-            v = judge(env, key, base_vals, head_vals, threshold=(thresholds or {}).get(key, 0.05))
-            metric = METRIC_BY_KEY[key]
-            change = "—" if v.change is None else f"{v.change:+.1%}"
-            verdict = f"**{v.status}**" if v.status == REGRESSION else v.status
-            lines.append(
-                f"| {metric.label} ({metric.unit}) | {fmt(v.baseline_median)} | {fmt(v.candidate_median)} "
-                f"| {change} | {verdict} |"
-            )
-            if v.status == REGRESSION:
-                regressions.append(md(v.describe(), 600))
-            if v.note and v.status != REGRESSION:
-                notes.append(md(v.note, 600))
-        lines.append("")
-        lines += [f"- {n}" for n in dict.fromkeys(notes)]
-        if notes:
-            lines.append("")
+        lines, found = _env_section(env, runs, head, base, thresholds or {})
+        body += lines
+        regressions += found
     head_line = (
         (f"**{len(regressions)} regression(s)**: " + "; ".join(regressions))
         if regressions
         else "No regression found (each environment is compared with its own merge-base runs only)."
     )
-    lines.insert(2, head_line)
-    lines.insert(3, "")
+    lines = [f"## Benchmark: `{code(head[:12])}` vs merge-base `{code(base[:12])}`", "", head_line, "", *body]
     custom = ", ".join(f"{k} {v:.0%}" for k, v in sorted((thresholds or {}).items()))
     lines.append(
         f"A regression is a change past the threshold (5 %{'; ' + custom if custom else ''}) that is also "

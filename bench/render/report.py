@@ -13,11 +13,13 @@ import shutil
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 import jinja2
+import numpy as np
+import pandas as pd
 
 from bench.analysis.advisor import advise
 from bench.analysis.compare import CompareResult, compare_runs
@@ -43,6 +45,43 @@ class ReportResult:
 
 def _utc(t: float | None, fmt_: str = "%Y-%m-%d %H:%M") -> str:
     return time.strftime(fmt_, time.gmtime(t)) if t is not None else "unknown"
+
+
+def _chart_order(runs: list[RunData], result: CompareResult) -> dict[str, list[RunData]]:
+    """Per env, its compared runs ordered from the median images/s outwards: a chart
+    takes the first that recorded its series, so no environment is dropped because the
+    median run happens to lack it."""
+    rep = _representative(runs, result)
+    ips = {(m.env, m.run_id): m.images_per_s for m in result.runs}
+    out: dict[str, list[RunData]] = {}
+    for env in result.envs:
+        first = rep.get(env)
+        centre = ips.get((env, first.run_id)) if first is not None else None
+        ranked = []
+        for r in (r for r in runs if r.env == env):
+            v = ips.get((env, r.run_id))
+            far = abs(v - centre) if v is not None and centre is not None else float("inf")
+            ranked.append((r is not first, far, r.run_id, r))
+        out[env] = [t[-1] for t in sorted(ranked, key=lambda t: t[:3])]
+    return out
+
+
+def _series_per_env(
+    order: dict[str, list[RunData]], key: str
+) -> tuple[dict[str, tuple[Any, Any]], dict[str, str], list[str]]:
+    """(env -> series, env -> run id drawn, envs with no run that has the series)."""
+    lines: dict[str, tuple[Any, Any]] = {}
+    used: dict[str, str] = {}
+    lacking: list[str] = []
+    for env, candidates in sorted(order.items()):
+        for run in candidates:
+            x, y = charts.series(run, key)
+            if len(x) and bool(np.isfinite(np.asarray(y, dtype=float)).any()):
+                lines[env], used[env] = (x, y), run.run_id
+                break
+        else:
+            lacking.append(env)
+    return lines, used, lacking
 
 
 def _representative(runs: list[RunData], result: CompareResult) -> dict[str, RunData]:
@@ -136,6 +175,112 @@ def _history(
     return [(env, order[sha], sha[:7], float(median(v) or 0.0)) for (env, sha), v in by_key.items()]
 
 
+def _select(all_runs: list[RunData], commit: str | None, only: set[Path] | None, results: Path):
+    """(sha, runs): one commit's runs, or exactly the run folders in `only`."""
+    if only is None:
+        return commit_runs(all_runs, commit)
+    wanted = {Path(p).resolve() for p in only}
+    runs = [r for r in all_runs if r.path.resolve() in wanted]
+    if not runs:
+        raise AtlasError(f"none of the {len(wanted)} requested run folder(s) is under {results}")
+    shas = Counter(r.git_sha for r in runs if r.git_sha)
+    return (sorted(shas.items(), key=lambda kv: (-kv[1], kv[0]))[0][0] if shas else None), runs
+
+
+def _draw_charts(
+    folder: Path, runs: list[RunData], all_runs: list[RunData], result: CompareResult
+) -> tuple[list[dict[str, str]], list[str]]:
+    """Every chart of the catalogue that has data, the summary bars and the history: (drawn, missing)."""
+    for old in folder.glob("*.png"):
+        old.unlink()
+    order = _chart_order(runs, result)
+    chart_list, missing = [], []
+    for key, metric in charts.SERIES.items():
+        title = metric.timeseries.title
+        lines, used, lacking = _series_per_env(order, key)
+        if not charts.timeseries_chart(lines, key, folder / f"{key}.png"):
+            missing.append(title)
+            continue
+        note = (
+            "One line per environment (mean per time bucket; the band spans the bucket's min–max), "
+            "from its run with the median images/s that recorded this series: "
+            + ", ".join(f"{md(e)}: `{code(r)}`" for e, r in sorted(used.items()))
+            + "."
+        )
+        if lacking:
+            note += " Missing: " + "; ".join(f"{md(e)} (none of its compared runs recorded it)" for e in lacking) + "."
+        chart_list.append({"title": title, "file": f"{key}.png", "note": note})
+    bars = {
+        k: {env: [v for m in result.runs if m.env == env and (v := getattr(m, k)) is not None] for env in result.envs}
+        for k in HEADLINE
+    }
+    labels = {k: f"{METRIC_BY_KEY[k].label} ({METRIC_BY_KEY[k].unit})" for k in HEADLINE}
+    if charts.summary_bars(bars, labels, folder / "summary.png"):
+        chart_list.append(
+            {
+                "title": "Summary: median per environment, whiskers min–max",
+                "file": "summary.png",
+                "note": "Median per environment; whiskers span the fastest to the slowest run.",
+            }
+        )
+    known = {(m.env, m.run_id): m for m in result.runs}
+    if charts.history_chart(_history(all_runs, result.envs, known), folder / "history.png"):
+        chart_list.append({"title": "History of images/s across commits", "file": "history.png", "note": ""})
+    return chart_list, missing
+
+
+def _problems(runs: list[RunData], sha: str | None) -> list[tuple[str, list[str]]]:
+    problems = [
+        (code(f"{r.env}/{r.run_id}"), [md(p, 400) for p in r.problems])
+        for r in sorted(runs, key=lambda r: (r.env, r.run_id))
+        if r.problems
+    ]
+    if sha is None:
+        problems.insert(0, ("all runs", ["no git sha recorded: runs of every commit are mixed in this report"]))
+    return problems
+
+
+def _readme(name: str, sha: str | None, runs: list[RunData], result: CompareResult, results: Path, **parts: Any) -> str:
+    """The report's Markdown (templates.REPORT), blank-line runs squeezed."""
+    starts = [r.start_time for r in runs if r.start_time is not None]
+    cost_notes = [
+        (md(env), md("; ".join(sorted({m.cost_note for m in result.runs if m.env == env})), 600)) for env in result.envs
+    ]
+    env_tpl = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False)
+    text = env_tpl.from_string(_template()).render(
+        title=name,
+        commit=code(sha[:12]) if sha else "unknown",
+        experiment=code(result.experiment or "unknown"),
+        n_runs=len(runs),
+        n_compared=len(result.runs),
+        excluded_table=excluded_table(result.excluded),
+        envs=[md(e) for e in result.envs],
+        first_start=_utc(min(starts)) if starts else "unknown",
+        last_start=_utc(max(starts)) if starts else "unknown",
+        results=code(results.name),
+        summary=verdicts(result) or _single_env_summary(result),
+        pairs_table=pairs_table(result),
+        pairs_env=code(", ".join(e for e in result.envs if e != result.baseline)),
+        baseline=code(result.baseline),
+        resamples=BOOTSTRAP_RESAMPLES,
+        summary_table=summary_table(result),
+        cost_notes=cost_notes,
+        runs_table=runs_table(result),
+        advice=[(md(env), [md(n, 600) for n in notes]) for env, notes in sorted(advise(result).items())],
+        provenance=_provenance(runs, result.envs),
+        **parts,
+    )
+    text = "\n".join(line.rstrip() for line in text.splitlines()).rstrip() + "\n"
+    while "\n\n\n" in text:
+        text = text.replace("\n\n\n", "\n\n")
+    return text
+
+
+def _dirty(run: RunData) -> bool:
+    git = run.meta.get("git")
+    return isinstance(git, dict) and git.get("dirty") is True
+
+
 def write_report(
     results: Path,
     out: Path,
@@ -155,141 +300,66 @@ def write_report(
             f"no runs under {results} (expected {results}/<env>/<run_id>/run.json); "
             "run `bench run` or `bench collect` first"
         )
-    if only is not None:
-        wanted = {Path(p).resolve() for p in only}
-        runs = [r for r in all_runs if r.path.resolve() in wanted]
-        if not runs:
-            raise AtlasError(f"none of the {len(wanted)} requested run folder(s) is under {results}")
-        shas = Counter(r.git_sha for r in runs if r.git_sha)
-        sha = sorted(shas.items(), key=lambda kv: (-kv[1], kv[0]))[0][0] if shas else None
-    else:
-        sha, runs = commit_runs(all_runs, commit)
+    sha, runs = _select(all_runs, commit, only, results)
     result = compare_runs(runs, allow_different=allow_different, baseline=baseline, allow_dirty=allow_dirty)
     compared = {(m.env, m.run_id) for m in result.runs}
     chosen = [r for r in runs if (r.env, r.run_id) in compared]
     starts = [r.start_time for r in runs if r.start_time is not None]
-    date = _utc(max(starts), "%Y-%m-%d") if starts else "undated"
-    name = f"{date}-{sha[:7] if sha else 'nogit'}"
+    name = f"{_utc(max(starts), '%Y-%m-%d') if starts else 'undated'}-{sha[:7] if sha else 'nogit'}"
     final = out / name
     try:
         with locked(out):  # one report at a time per folder: a second one waits, then rewrites it
             sweep_temp_dirs(out)  # left by a report killed half-way
             folder = temp_dir(final)  # built aside, renamed into place whole (never a 0-byte README.md)
             try:
-                readme, index = _write_folder(folder, final, name, sha, runs, all_runs, chosen, result, results, starts)
+                _write_folder(folder, name, sha, runs, all_runs, chosen, result, results, starts)
+                replace_dir(folder, final)
+                index = write_index(out)
             finally:
                 shutil.rmtree(folder, ignore_errors=True)
     except OSError as exc:
         if is_disk_full(exc):
             raise disk_full_error(exc, final) from None
         raise
-    return ReportResult(final, readme, index, result)
+    return ReportResult(final, final / "README.md", index, result)
 
 
 def _write_folder(
     folder: Path,
-    final: Path,
     name: str,
     sha: str | None,
     runs: list[RunData],
     all_runs: list[RunData],
     chosen: list[RunData],
-    result: Any,
+    result: CompareResult,
     results: Path,
     starts: list[float],
-) -> tuple[Path, Path]:
-    """Fill the hidden `folder`, put it in place of `final` and regenerate the index
-    (the caller holds the reports lock); returns the final README.md and the index."""
-    experiments = [result.experiment] if result.experiment else []
-
-    reps = _representative(chosen, result)
-    chart_list, missing = [], []
-    for key, metric in charts.SERIES.items():
-        title = metric.timeseries.title
-        lines = {env: charts.series(run, key) for env, run in reps.items()}
-        file = f"{key}.png"
-        if charts.timeseries_chart(lines, key, folder / file):
-            note = (
-                "One line per environment: its run with the median images/s ("
-                + ", ".join(f"{md(e)}: `{code(r.run_id)}`" for e, r in sorted(reps.items()))
-                + ")."
-                if not chart_list
-                else ""
-            )
-            chart_list.append({"title": title, "file": file, "note": note})
-        else:
-            missing.append(title)
-    bars = {
-        k: {
-            env: [getattr(m, k) for m in result.runs if m.env == env and getattr(m, k) is not None]
-            for env in result.envs
-        }
-        for k in HEADLINE
-    }
-    if charts.summary_bars(
-        bars, {k: f"{METRIC_BY_KEY[k].label} ({METRIC_BY_KEY[k].unit})" for k in HEADLINE}, folder / "summary.png"
-    ):
-        chart_list.append(
-            {
-                "title": "Summary: median per environment, whiskers min–max",
-                "file": "summary.png",
-                "note": "Median per environment; whiskers span the fastest to the slowest run.",
-            }
+) -> None:
+    """Every file of one report, into the hidden `folder` (the caller renames it into place)."""
+    chart_list, missing = _draw_charts(folder, chosen, all_runs, result)
+    problems = _problems(runs, sha)
+    (folder / "README.md").write_text(
+        _readme(
+            name,
+            sha,
+            runs,
+            result,
+            results,
+            charts=chart_list,
+            missing_charts=missing,
+            problems=problems,
+            dirty=any(_dirty(r) for r in chosen),
         )
-    known = {(m.env, m.run_id): m for m in result.runs}
-    if charts.history_chart(_history(all_runs, result.envs, known), folder / "history.png"):
-        chart_list.append({"title": "History of images/s across commits", "file": "history.png", "note": ""})
-
-    problems = [
-        (code(f"{r.env}/{r.run_id}"), [md(p, 400) for p in r.problems])
-        for r in sorted(runs, key=lambda r: (r.env, r.run_id))
-        if r.problems
-    ]
-    if sha is None:
-        problems.insert(0, ("all runs", ["no git sha recorded: runs of every commit are mixed in this report"]))
-    cost_notes = []
-    for env in result.envs:
-        notes = sorted({m.cost_note for m in result.runs if m.env == env})
-        cost_notes.append((md(env), md("; ".join(notes), 600)))
-    others = [e for e in result.envs if e != result.baseline]
-    env_tpl = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False)
-    text = env_tpl.from_string(_template()).render(
-        title=name,
-        commit=code(sha[:12]) if sha else "unknown",
-        dirty=any((r.meta.get("git") or {}).get("dirty") for r in chosen if isinstance(r.meta.get("git"), dict)),
-        experiment=code(result.experiment or "unknown"),
-        n_compared=len(result.runs),
-        excluded_table=excluded_table(result.excluded),
-        n_runs=len(runs),
-        envs=[md(e) for e in result.envs],
-        first_start=_utc(min(starts)) if starts else "unknown",
-        last_start=_utc(max(starts)) if starts else "unknown",
-        results=code(results.name),
-        summary=verdicts(result) or _single_env_summary(result),
-        pairs_table=pairs_table(result),
-        pairs_env=code(", ".join(others)),
-        baseline=code(result.baseline),
-        resamples=BOOTSTRAP_RESAMPLES,
-        summary_table=summary_table(result),
-        cost_notes=cost_notes,
-        runs_table=runs_table(result),
-        charts=chart_list,
-        missing_charts=missing,
-        advice=[(md(env), [md(n, 600) for n in notes]) for env, notes in sorted(advise(result).items())],
-        provenance=_provenance(runs, result.envs),
-        problems=problems,
     )
-    text = "\n".join(line.rstrip() for line in text.splitlines()).rstrip() + "\n"
-    while "\n\n\n" in text:
-        text = text.replace("\n\n\n", "\n\n")
-    (folder / "README.md").write_text(text)
     result.frame().to_csv(folder / "runs.csv", index=False, float_format="%.6g")
+    excluded = pd.DataFrame([asdict(e) for e in result.excluded], columns=["env", "run_id", "reason"])
+    excluded.to_csv(folder / "excluded.csv", index=False)
     summary = {
         "folder": name,
         "commit": sha,
         "envs": result.envs,
         "runs": len(runs),
-        "experiment": experiments,
+        "experiment": [result.experiment] if result.experiment else [],
         "problems": sum(len(p) for _, p in problems),
         "images_per_s": {e: result.summaries[e].median["images_per_s"] for e in result.envs},
         "time_to_train_s": {e: result.summaries[e].median["time_to_train_s"] for e in result.envs},
@@ -297,8 +367,6 @@ def _write_folder(
     }
     (folder / SUMMARY_JSON).write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
     os.chmod(folder, 0o755)  # mkdtemp makes 0700; a report folder is for everyone to read
-    replace_dir(folder, final)
-    return final / "README.md", write_index(final.parent)
 
 
 def _template() -> str:

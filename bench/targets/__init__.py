@@ -1,13 +1,16 @@
 """Target registry: `clusters/<env>/env.yaml` names a `kind`, the kind names a class.
 
-Each kind lives in its own module (local, container, slurm, kubernetes, openshift) and registers
-itself with `@register`. Modules are imported lazily so that, say, the OpenShift
-client library is only needed by people who use OpenShift.
+Each kind lives in its own module named after it (`bench/targets/<kind>.py`: local,
+container, slurm, kubernetes, openshift) and registers itself with `@register("kind")`,
+as ReFrame's scheduler back-ends do; a new kind is that one module and nothing else.
+Modules are imported when their kind is asked for, and they import their client
+libraries lazily, so the OpenShift client is only needed by people who use OpenShift.
 """
 
 from __future__ import annotations
 
 import importlib
+import pkgutil
 from collections.abc import Callable
 from typing import TypeVar
 
@@ -15,16 +18,7 @@ from bench.envs import Environment, load_env
 from bench.errors import ConfigError
 from bench.targets.base import JobSpec, RunState, RunStatus, Target
 
-__all__ = ["JobSpec", "RunState", "RunStatus", "Target", "register", "target_for", "KINDS"]
-
-# kind -> module that defines it
-KINDS: dict[str, str] = {
-    "local": "bench.targets.local",
-    "slurm": "bench.targets.slurm",
-    "kubernetes": "bench.targets.kubernetes",
-    "openshift": "bench.targets.openshift",
-    "container": "bench.targets.container",
-}
+__all__ = ["JobSpec", "RunState", "RunStatus", "Target", "known_kinds", "register", "target_class", "target_for"]
 
 _REGISTRY: dict[str, type[Target]] = {}
 T = TypeVar("T", bound=type[Target])
@@ -46,19 +40,29 @@ def register(kind: str) -> Callable[[T], T]:
     return deco
 
 
-def target_class(kind: str) -> type[Target]:
-    if kind not in KINDS:
-        raise ConfigError(f"unknown target kind {kind!r} (known kinds: {', '.join(sorted(KINDS))})")
-    if kind not in _REGISTRY:
+def known_kinds() -> list[str]:
+    """Every kind a module of this package registers (helper modules register none)."""
+    for info in pkgutil.iter_modules(__path__):
         try:
-            importlib.import_module(KINDS[kind])
+            importlib.import_module(f"{__name__}.{info.name}")
+        except ImportError:
+            continue  # a kind whose module cannot load is named by target_class when asked for
+    return sorted(_REGISTRY)
+
+
+def target_class(kind: str) -> type[Target]:
+    if kind not in _REGISTRY and isinstance(kind, str) and kind.isidentifier():
+        module = f"{__name__}.{kind}"
+        try:
+            importlib.import_module(module)
         except ModuleNotFoundError as exc:
-            raise ConfigError(
-                f"target kind {kind!r} needs the Python module {exc.name!r}: "
-                f"install it with `make setup` (or pip install '.[{kind}]')"
-            ) from exc
+            if exc.name != module:
+                raise ConfigError(
+                    f"target kind {kind!r} needs the Python module {exc.name!r}: "
+                    f"install it with `make setup` (or pip install '.[{kind}]')"
+                ) from exc
     if kind not in _REGISTRY:
-        raise ConfigError(f"target kind {kind!r} is not implemented yet ({KINDS[kind]} registers nothing)")
+        raise ConfigError(f"unknown target kind {kind!r} (known kinds: {', '.join(known_kinds())})")
     return _REGISTRY[kind]
 
 

@@ -19,18 +19,16 @@ import subprocess
 import time
 from datetime import datetime
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
-from bench.envs import REPO_ROOT
 from bench.errors import AtlasError, ConfigError
-from bench.records.contract import CANCEL_MARK, EXIT_RUNNING, EXIT_WORDS, RUN_JSON
-from bench.records.jobfiles import copy_record, read_json, write_bytes
+from bench.records.contract import EXIT_RUNNING, EXIT_WORDS, RUN_JSON
+from bench.records.jobfiles import copy_record, read_json
 from bench.records.place import SKIPPED
 from bench.targets import register
-from bench.targets.base import JobSpec, RunState, RunStatus, Target
+from bench.targets.base import JobSpec, RunState, RunStatus
+from bench.targets.folder import JOB_LOG, SUBMIT_JSON, FolderTarget
 
-SUBMIT_JSON = "submit.json"
-JOB_LOG = "job.log"
 CONTAINER_KEYS = {
     "kind",
     "description",
@@ -91,11 +89,10 @@ def podman_time(value: str | None) -> float | None:
 
 
 @register("container")
-class ContainerTarget(Target):
+class ContainerTarget(FolderTarget):
     """One container environment: an image, a UID, limits (clusters/<env>/env.yaml)."""
 
     # Containers on this machine compete for its cores: run them one after another.
-    runs_share_host: ClassVar[bool] = True
 
     def check_settings(self) -> None:
         s, where = self.env.settings, self.env.folder / "env.yaml"
@@ -137,12 +134,6 @@ class ContainerTarget(Target):
     @property
     def image(self) -> str:
         return str(self.env.settings["image"])
-
-    @property
-    def runs_dir(self) -> Path:
-        configured = self.env.get("runs_dir")
-        base = Path(configured) if configured else REPO_ROOT / ".atlas" / "runs"
-        return (base if base.is_absolute() else REPO_ROOT / base) / self.env.name
 
     def container_name(self, run_id: str) -> str:
         return f"atlas-{self.env.name}-{run_id}"
@@ -246,8 +237,9 @@ class ContainerTarget(Target):
         command = self.run_command(job, run_dir, digest, commit, str(labels.get("atlas.dirty", "")))
         submit_time = time.time()
         container_id = self._podman(*command).stdout.strip()
-        write_bytes(
-            run_dir / SUBMIT_JSON,
+        self.write_own(
+            job.run_id,
+            SUBMIT_JSON,
             (
                 json.dumps(
                     {
@@ -278,20 +270,13 @@ class ContainerTarget(Target):
             return None
         return json.loads(proc.stdout)[0]
 
-    def _submit_info(self, run_id: str) -> dict[str, Any]:
-        try:
-            info = read_json(self.runs_dir / run_id / SUBMIT_JSON)
-        except (OSError, ValueError):
-            return {}
-        return info if isinstance(info, dict) else {}
-
     def status(self, run_id: str) -> RunStatus:
         run_dir = self.runs_dir / run_id
         if not run_dir.is_dir():
             raise AtlasError(f"no run {run_id!r} in environment {self.env.name} (looked in {run_dir})")
-        info = self._submit_info(run_id)
+        info = self.submit_info(run_id)
         commit, job_id = info.get("commit"), (info.get("container") or "")[:12] or None
-        cancelled = (run_dir / CANCEL_MARK).exists()
+        cancelled = self.was_cancelled(run_id)
         state = self._inspect(run_id)
         if state is not None:
             st = state.get("State", {})
@@ -320,6 +305,8 @@ class ContainerTarget(Target):
         # The container is gone (removed after collect, or by hand): the record decides.
         try:
             record = read_json(run_dir / RUN_JSON)
+            if not isinstance(record, dict):
+                raise ValueError("not an object")
         except (OSError, ValueError):
             return RunStatus(
                 run_id,
@@ -328,7 +315,7 @@ class ContainerTarget(Target):
                 job_id,
                 commit,
             )
-        exit_info = record.get("exit") if isinstance(record, dict) and isinstance(record.get("exit"), dict) else {}
+        exit_info = record.get("exit") if isinstance(record.get("exit"), dict) else {}
         if exit_info.get("status") == EXIT_RUNNING:
             return RunStatus(run_id, RunState.FAILED, "the container is gone but run.json says running", job_id, commit)
         if cancelled:
@@ -342,22 +329,13 @@ class ContainerTarget(Target):
             commit,
         )
 
-    def list_runs(self, commit: str | None = None) -> list[RunStatus]:
-        if not self.runs_dir.is_dir():
-            return []
-        runs = [
-            self.status(p.name) for p in sorted(self.runs_dir.iterdir()) if p.is_dir() and not p.name.startswith(".")
-        ]
-        return [r for r in runs if not commit or (r.commit or "").startswith(commit)]
-
-    def fetch(self, run_id: str, into: Path) -> dict[str, Any]:
-        """Copy the record and the container's log, return podman's times, remove the container.
+    def copy_run(self, run_id: str, into: Path) -> dict[str, Any]:
+        """The record and podman's log; returns podman's times; then the container is removed.
 
         The container could write its run folder, so nothing of ours is written there:
-        podman's log goes straight into `into` (our fresh folder), and the record files
-        are copied without following links (`jobfiles.copy_record`).
+        podman's log goes straight into `into` (collect's own fresh folder), and the record
+        files are copied without following links (`jobfiles.copy_record`).
         """
-        self.require_finished(self.status(run_id))
         src = self.runs_dir / run_id
         state = self._inspect(run_id)
         skipped = copy_record(src, into)
@@ -374,7 +352,7 @@ class ContainerTarget(Target):
                     timeout=120,
                     check=False,
                 )
-        info = self._submit_info(run_id)
+        info = self.submit_info(run_id)
         sched: dict[str, Any] = {
             "kind": "container",
             "job_id": (info.get("container") or "")[:12] or None,
@@ -389,9 +367,6 @@ class ContainerTarget(Target):
 
     def cancel(self, run_id: str) -> None:
         """SIGTERM (podman stop): the recorder forwards it, the workload checkpoints, exits 75."""
-        run_dir = self.runs_dir / run_id
-        if not run_dir.is_dir():
-            raise AtlasError(f"no run {run_id!r} in environment {self.env.name}")
-        write_bytes(run_dir / CANCEL_MARK, f"{time.time()}\n".encode())
+        self.mark_cancelled(run_id)
         if self._inspect(run_id) is not None:
             self._podman("stop", "--time", "120", self.container_name(run_id), check=False, timeout=180)

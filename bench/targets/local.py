@@ -23,14 +23,13 @@ from typing import Any, ClassVar
 
 from bench.envs import REPO_ROOT
 from bench.errors import AtlasError, ConfigError
-from bench.records.contract import CANCEL_MARK, EXIT_RUNNING, FINISHED_OK, RUN_JSON, STATUS_PREEMPTED, TRAIN_JSONL
-from bench.records.jobfiles import copy_record, read_json, write_bytes
+from bench.records.contract import EXIT_RUNNING, FINISHED_OK, RUN_JSON, STATUS_PREEMPTED, TRAIN_JSONL
+from bench.records.jobfiles import copy_record, read_json
 from bench.records.place import SKIPPED
 from bench.targets import register
-from bench.targets.base import JobSpec, RunState, RunStatus, Target, recorded_command
+from bench.targets.base import JobSpec, RunState, RunStatus, recorded_command
+from bench.targets.folder import JOB_LOG, SUBMIT_JSON, FolderTarget
 
-SUBMIT_JSON = "submit.json"  # written by submit(): pid, times, commit, command
-JOB_LOG = "job.log"  # the job's stdout + stderr
 LOCAL_KEYS = {"kind", "description", "local", "hardware", "cost", "runs_dir", "interval_s"}
 
 
@@ -43,9 +42,9 @@ def valid_pid(value: Any) -> int | None:
 
 
 @register("local")
-class LocalTarget(Target):
+class LocalTarget(FolderTarget):
     # Runs on this machine compete for its cores: run them one after another.
-    runs_share_host: ClassVar[bool] = True
+    runs_dir_variable: ClassVar[str | None] = "ATLAS_RUNS_DIR"
     _children: ClassVar[dict[int, subprocess.Popen[bytes]]] = {}
 
     def check_settings(self) -> None:
@@ -62,14 +61,6 @@ class LocalTarget(Target):
         interval = self.env.get("interval_s", 1.0)
         if isinstance(interval, bool) or not isinstance(interval, (int, float)) or interval <= 0:
             raise ConfigError(f"{where}: interval_s must be a number of seconds > 0, got {interval!r}")
-
-    @property
-    def runs_dir(self) -> Path:
-        configured = os.environ.get("ATLAS_RUNS_DIR") or self.env.get("runs_dir")
-        base = Path(configured) if configured else REPO_ROOT / ".atlas" / "runs"
-        if not base.is_absolute():
-            base = REPO_ROOT / base
-        return base / self.env.name
 
     def available(self) -> str | None:
         if importlib.util.find_spec("torch") is None:
@@ -103,8 +94,9 @@ class LocalTarget(Target):
                 start_new_session=True,
             )
         self._children[proc.pid] = proc
-        write_bytes(
-            run_dir / SUBMIT_JSON,
+        self.write_own(
+            job.run_id,
+            SUBMIT_JSON,
             (
                 json.dumps(
                     {
@@ -123,13 +115,11 @@ class LocalTarget(Target):
         )
         return RunStatus(job.run_id, RunState.PENDING, "started", str(proc.pid), job.commit)
 
-    def _submit_info(self, run_dir: Path) -> dict[str, Any]:
-        try:
-            info = read_json(run_dir / SUBMIT_JSON)
-        except (OSError, ValueError):
-            return {}
-        if not isinstance(info, dict):
-            return {}
+    def submit_info(self, run_id: str) -> dict[str, Any]:
+        """submit.json with its pid checked: a pid that is not a process id (a text, 10^30,
+        -1, 0, 1) is dropped and named in `problem`, so status never crashes on it and cancel
+        never signals it (os.kill(-1) would signal every process of the user)."""
+        info = super().submit_info(run_id)
         if "pid" in info and valid_pid(info["pid"]) is None:
             info["problem"] = f"{SUBMIT_JSON} pid {str(info['pid'])[:40]!r} is not a process id (an integer > 1)"
             info["pid"] = None
@@ -179,7 +169,7 @@ class LocalTarget(Target):
         run_dir = self.runs_dir / run_id
         if not run_dir.is_dir():
             raise AtlasError(f"no run {run_id!r} in environment {self.env.name} (looked in {run_dir})")
-        info = self._submit_info(run_dir)
+        info = self.submit_info(run_id)
         pid = info.get("pid")
         alive = self._alive(pid)
         commit = info.get("commit")
@@ -190,7 +180,7 @@ class LocalTarget(Target):
             record = None
         if not isinstance(record, dict):
             record = None
-        cancelled = (run_dir / CANCEL_MARK).exists()
+        cancelled = self.was_cancelled(run_id)
         if record is None:
             if alive:
                 return RunStatus(run_id, RunState.PENDING, "starting", job_id, commit)
@@ -227,23 +217,10 @@ class LocalTarget(Target):
             detail += f" (a checkpoint was saved: run the same command again in {run_dir} to resume)"
         return RunStatus(run_id, RunState.FAILED, detail, job_id, commit)
 
-    def list_runs(self, commit: str | None = None) -> list[RunStatus]:
-        if not self.runs_dir.is_dir():
-            return []
-        out = []
-        for run_dir in sorted(p for p in self.runs_dir.iterdir() if p.is_dir() and not p.name.startswith(".")):
-            st = self.status(run_dir.name)
-            if commit and not (st.commit or "").startswith(commit):
-                continue
-            out.append(st)
-        return out
-
-    def fetch(self, run_id: str, into: Path) -> dict[str, Any]:
-        """Copy the record (run.json, samples, train.jsonl, job.log); the submit time is ours."""
-        self.require_finished(self.status(run_id))
-        run_dir = self.runs_dir / run_id
-        skipped = copy_record(run_dir, into, extra_files=(JOB_LOG,))
-        info = self._submit_info(run_dir)
+    def copy_run(self, run_id: str, into: Path) -> dict[str, Any]:
+        """run.json, samples, train.jsonl and job.log; the submit time and pid are ours."""
+        skipped = copy_record(self.runs_dir / run_id, into, extra_files=(JOB_LOG,))
+        info = self.submit_info(run_id)
         pid = info.get("pid")
         return {
             "kind": "local",
@@ -254,10 +231,8 @@ class LocalTarget(Target):
 
     def cancel(self, run_id: str) -> None:
         """SIGTERM to the recorder, which forwards it: the workload checkpoints and exits 75."""
-        run_dir = self.runs_dir / run_id
-        info = self._submit_info(run_dir)
-        pid = valid_pid(info.get("pid"))
-        write_bytes(run_dir / CANCEL_MARK, f"{time.time()}\n".encode())
+        pid = valid_pid(self.submit_info(run_id).get("pid"))
+        self.mark_cancelled(run_id)
         if pid is not None and self._alive(pid):
             try:
                 os.kill(pid, signal.SIGTERM)

@@ -71,6 +71,22 @@ class OpenShiftTarget(KubernetesTarget):
         listed = self._call(
             "listing builds", builds.get, namespace=self.namespace, label_selector=f"buildconfig={bc_name}"
         )
+        build = self._newest_build(listed, commit, bcs, bc_name)
+        build = self._wait_build(builds, build["metadata"]["name"])
+        status = build.get("status", {})
+        digest = ((status.get("output") or {}).get("to") or {}).get("imageDigest")
+        if not digest:
+            raise AtlasError(
+                f"{self.env.name}: build {build['metadata']['name']} completed without an image digest "
+                "(status.output.to.imageDigest): is the output an ImageStreamTag?"
+            )
+        repo = status.get("outputDockerImageReference") or ""
+        if ":" in repo.rsplit("/", 1)[-1]:
+            repo = repo.rsplit(":", 1)[0]
+        return f"{repo}@{digest}" if repo else digest, digest, build["metadata"]["name"]
+
+    def _newest_build(self, listed: Any, commit: str, bcs: Any, bc_name: str) -> dict[str, Any]:
+        """The newest usable Build of `commit` (else its newest failed one), else a new one."""
         mine = [
             b
             for b in listed.to_dict().get("items", [])
@@ -98,18 +114,7 @@ class OpenShiftTarget(KubernetesTarget):
                 name=bc_name,
                 namespace=self.namespace,
             ).to_dict()
-        build = self._wait_build(builds, build["metadata"]["name"])
-        status = build.get("status", {})
-        digest = ((status.get("output") or {}).get("to") or {}).get("imageDigest")
-        if not digest:
-            raise AtlasError(
-                f"{self.env.name}: build {build['metadata']['name']} completed without an image digest "
-                "(status.output.to.imageDigest): is the output an ImageStreamTag?"
-            )
-        repo = status.get("outputDockerImageReference") or ""
-        if ":" in repo.rsplit("/", 1)[-1]:
-            repo = repo.rsplit(":", 1)[0]
-        return f"{repo}@{digest}" if repo else digest, digest, build["metadata"]["name"]
+        return build
 
     def _wait_build(self, builds: Any, name: str) -> dict[str, Any]:
         deadline = time.monotonic() + float(self.env.get("build_timeout_s", 3600))

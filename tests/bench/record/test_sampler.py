@@ -25,8 +25,9 @@ def test_tree_is_summed_and_a_vanished_process_is_not_an_error(tmp_path: Path) -
     try:
         tree = ProcessTree(parent.pid)
         deadline = time.monotonic() + 20
-        count = 0
-        while time.monotonic() < deadline and count < 3:
+        count, rss = 0, None
+        # until the children exist *and* hold their memory (under load they allocate late)
+        while time.monotonic() < deadline and not (count == 3 and (rss or 0) > 40_000_000):
             _, rss, count = tree.sample()
             time.sleep(0.2)
         assert count == 3 and rss > 40_000_000  # both children hold 20 MB each

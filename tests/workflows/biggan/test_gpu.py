@@ -9,7 +9,7 @@ import torch
 
 from workflows.biggan.config import resolve
 from workflows.biggan.distributed import World
-from workflows.biggan.train import Trainer
+from workflows.biggan.trainer import Trainer
 
 pytestmark = [
     pytest.mark.gpu,

@@ -12,7 +12,7 @@ from workflows.biggan.distributed import World
 from workflows.biggan.layers import SelfAttention, SNLinear
 from workflows.biggan.losses import d_hinge, g_hinge, ortho_penalty
 from workflows.biggan.models import build_models
-from workflows.biggan.train import Trainer
+from workflows.biggan.trainer import Trainer
 
 TINY = ["model.g_ch=2", "model.d_ch=2", "model.shared_dim=8", "model.n_classes=3"]
 

@@ -1,0 +1,27 @@
+"""bench/analysis/stats.py: medians, olympic means and the comparison of two samples."""
+
+from __future__ import annotations
+
+import math
+
+from bench.analysis.stats import compare_samples, median, olympic_mean
+
+
+def test_median_and_olympic_mean_skip_missing_values():
+    assert median([3.0, None, 1.0, float("nan"), 2.0]) == 2.0
+    assert median([None]) is None
+    assert olympic_mean([1.0, 2.0, 3.0, 100.0]) == 2.5  # fastest and slowest dropped
+    assert olympic_mean([1.0, 3.0]) == 2.0  # fewer than 3: plain mean
+
+
+def test_a_clear_difference_has_a_ci_excluding_one_and_the_smallest_exact_p():
+    c = compare_samples([20.0, 21.0, 22.0], [10.0, 10.5, 11.0])
+    assert math.isclose(c.ratio, 21.0 / 10.5)
+    assert c.ci_low > 1 and c.p_value == 0.1 and (c.n_a, c.n_b) == (3, 3)
+    assert compare_samples([20.0, 21.0, 22.0], [10.0, 10.5, 11.0]) == c  # seeded: same answer
+
+
+def test_too_few_runs_or_a_zero_baseline_give_no_test():
+    assert compare_samples([1.0], [2.0]).p_value is None
+    assert compare_samples([1.0, 2.0], [0.0, 0.0]).ratio is None
+    assert compare_samples([], [1.0]).n_a == 0

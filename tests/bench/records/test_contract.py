@@ -1,0 +1,27 @@
+"""bench/records/contract.py: names, samples columns, exit codes and status words, queue wait."""
+
+from __future__ import annotations
+
+from bench.records import contract as c
+
+
+def test_exit_status_from_signal_run_stop_or_code():
+    assert c.exit_status(None, "SIGKILL", "success") == c.STATUS_KILLED
+    assert c.exit_status(1, None, "max_seconds") == "max_seconds"  # the workload's last word wins
+    assert c.exit_status(c.EXIT_OK) == c.STATUS_SUCCESS
+    assert c.exit_status(c.EXIT_PREEMPTED) == c.STATUS_PREEMPTED
+    assert c.exit_status(c.EXIT_CONFIG) == c.STATUS_FAILED
+    assert c.EXIT_WORDS[c.EXIT_PREEMPTED].startswith("preempted")
+
+
+def test_queue_wait_is_never_negative_and_needs_both_times():
+    assert c.queue_wait_s(100.0, 130.25) == 30.25
+    assert c.queue_wait_s(100.0, 99.0) == 0.0
+    assert c.queue_wait_s(None, 5.0) is None and c.queue_wait_s(True, 5.0) is None
+
+
+def test_samples_columns():
+    assert c.gpu_columns(2)[: len(c.FIELD_NAMES)] == [f"gpu0_{n}" for n in c.FIELD_NAMES]
+    assert c.gpu_ids(["time", "gpu10_" + c.GPU_UTIL, "gpu2_" + c.GPU_UTIL, "gpu_note"]) == ["gpu2", "gpu10"]
+    assert c.BASE_COLUMNS[0] == "time" and len(set(c.FIELD_NAMES)) == len(c.FIELD_NAMES)
+    assert c.samples_name("node 1/a") == "samples-node_1_a.csv"

@@ -1,0 +1,29 @@
+"""bench/cli.py: the commands in workflow order, and one clear line for a user error."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from bench.cli import COMMAND_ORDER, main
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_help_lists_every_command_in_workflow_order():
+    p = subprocess.run([sys.executable, "-m", "bench", "--help"], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    listed = re.findall(r"^    (\w+)\s", p.stdout, flags=re.M)
+    assert listed == COMMAND_ORDER
+    assert COMMAND_ORDER.index("run") < COMMAND_ORDER.index("collect") < COMMAND_ORDER.index("report")
+    assert COMMAND_ORDER.index("report") < COMMAND_ORDER.index("publish")
+    assert (ROOT / "bench" / "commands").is_dir() and all(
+        (ROOT / "bench" / "commands" / f"{name}.py").is_file() for name in COMMAND_ORDER
+    )
+
+
+def test_a_user_error_is_one_line_and_exit_2(capsys):
+    assert main(["status", "--env", "no-such-env"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and err.startswith("bench status: error: unknown environment 'no-such-env'")
