@@ -38,7 +38,7 @@ demo: setup
 # The Slurm tests start their own cluster; the podman tests need podman set up (root).
 # Where that cannot be done they are skipped with the reason, never faked.
 # pytest exits 5 when it collected no test; that is not a failure of the suite.
-test: setup lint
+test: setup lint lint-workflows
 	@if [ "$$(id -u)" = 0 ]; then scripts/podman-setup.sh || echo "make test: podman could not be set up (above); its tests will be skipped"; fi
 	$(PY) -m pytest $(PYTEST_ARGS); rc=$$?; if [ $$rc -eq 5 ]; then echo "pytest: no tests collected"; rc=0; fi; exit $$rc
 
@@ -72,11 +72,18 @@ moc-render:
 # through environment variables and are written to files only, never echoed. Nothing here
 # names an environment: CI's jobs come from `bench envs` (ci-matrix), a Slurm login host
 # from the environment's inventory (ci-ssh ENV=NAME).
-.PHONY: lint-workflows lint-ansible ci-matrix ci-setup ci-kubeconfig ci-ssh
-KUBECONFIG_OUT ?= $(HOME)/.kube/config
+.PHONY: lint-workflows lint-ansible ci-matrix ci-setup ci-kubeconfig ci-ssh ci-clean
+# In CI (RUNNER_TEMP set) credentials go under the job's temporary folder, removed by
+# `make ci-clean` in an always() step; on a workstation, where you would keep them.
+CI_CREDENTIALS := $(if $(RUNNER_TEMP),$(RUNNER_TEMP)/atlas-ci)
+KUBECONFIG_OUT ?= $(if $(CI_CREDENTIALS),$(CI_CREDENTIALS)/kubeconfig,$(HOME)/.kube/config)
+SSH_DIR ?= $(if $(CI_CREDENTIALS),$(CI_CREDENTIALS)/ssh,$(HOME)/.ssh)
 
+# actionlint, and zizmor offline: no finding of medium or high severity (accepted ones are
+# marked in the workflow with a reason and listed in .github/workflows/README.md).
 lint-workflows: setup
 	$(VENV)/bin/actionlint
+	$(VENV)/bin/zizmor --offline --min-severity medium .github/workflows
 
 lint-ansible: setup
 	$(VENV)/bin/ansible-lint --offline --nocolor ansible/
@@ -104,6 +111,7 @@ ci-kubeconfig:
 	  printf '%s\n' 'users:' '- name: atlas-ci' '  user:' "    token: \"$$OPENSHIFT_TOKEN\"" 'contexts:' \
 	    '- name: atlas-ci' '  context: {cluster: cluster, user: atlas-ci}' 'current-context: atlas-ci'; \
 	} > "$(KUBECONFIG_OUT)"
+	@if [ -n "$$GITHUB_ENV" ]; then echo "KUBECONFIG=$(KUBECONFIG_OUT)" >> "$$GITHUB_ENV"; fi
 	@echo "ci-kubeconfig: wrote $(KUBECONFIG_OUT) (mode 600)"
 
 # SSH to a Slurm environment's login host (read from clusters/$(ENV)/inventory.yml). Without
@@ -114,12 +122,19 @@ ci-ssh:
 	test -n "$$SSH_KNOWN_HOSTS" || { echo "ci-ssh: set SSH_KNOWN_HOSTS (the login node's pinned host key line)" >&2; exit 2; }; \
 	test -n "$$SSH_USER" || { echo "ci-ssh: set SSH_USER (the cluster account)" >&2; exit 2; }; \
 	host=$$($(VENV)/bin/bench envs --host "$(ENV)" $(if $(CLUSTERS),--clusters "$(CLUSTERS)")) || exit 2; \
-	umask 077; mkdir -p "$(HOME)/.ssh" && printf '%s\n' "$$SSH_KEY" > "$(HOME)/.ssh/atlas_$(ENV)" && \
-	  printf '%s\n' "$$SSH_KNOWN_HOSTS" > "$(HOME)/.ssh/atlas_known_hosts_$(ENV)" && \
-	  if ! grep -qs "^# atlas ci-ssh $(ENV)$$" "$(HOME)/.ssh/config"; then printf '%s\n' "# atlas ci-ssh $(ENV)" \
-	    "Host $$host" "  User $$SSH_USER" "  IdentityFile $(HOME)/.ssh/atlas_$(ENV)" '  IdentitiesOnly yes' \
-	    '  StrictHostKeyChecking yes' "  UserKnownHostsFile $(HOME)/.ssh/atlas_known_hosts_$(ENV)" >> "$(HOME)/.ssh/config"; fi; \
-	echo "ci-ssh: key and pinned host key for $$host ($(ENV)) written under $(HOME)/.ssh"
+	umask 077; mkdir -p "$(SSH_DIR)" && printf '%s\n' "$$SSH_KEY" > "$(SSH_DIR)/atlas_$(ENV)" && \
+	  printf '%s\n' "$$SSH_KNOWN_HOSTS" > "$(SSH_DIR)/atlas_known_hosts_$(ENV)" && \
+	  if ! grep -qs "^# atlas ci-ssh $(ENV)$$" "$(SSH_DIR)/config"; then printf '%s\n' "# atlas ci-ssh $(ENV)" \
+	    "Host $$host" "  User $$SSH_USER" "  IdentityFile $(SSH_DIR)/atlas_$(ENV)" '  IdentitiesOnly yes' \
+	    '  StrictHostKeyChecking yes' "  UserKnownHostsFile $(SSH_DIR)/atlas_known_hosts_$(ENV)" >> "$(SSH_DIR)/config"; fi; \
+	if [ -n "$$GITHUB_ENV" ] && [ "$(SSH_DIR)" != "$(HOME)/.ssh" ]; then \
+	  echo "ANSIBLE_SSH_ARGS=-F $(SSH_DIR)/config -o ControlMaster=auto -o ControlPersist=60s" >> "$$GITHUB_ENV"; fi; \
+	echo "ci-ssh: key and pinned host key for $$host ($(ENV)) written under $(SSH_DIR)"
+
+# Remove what ci-kubeconfig / ci-ssh wrote under the job's temporary folder (CI's always() step).
+ci-clean:
+	@test -n "$(CI_CREDENTIALS)" || { echo "ci-clean: RUNNER_TEMP is not set (only CI writes credentials there)" >&2; exit 2; }
+	rm -rf "$(CI_CREDENTIALS)"
 
 # The local single-node Slurm behind env local-slurm (installs Debian's packages if
 # missing; needs root). State, config and logs live in .slurm/.

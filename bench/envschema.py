@@ -133,8 +133,12 @@ def _validator(kind: str) -> Draft202012Validator:
     return Draft202012Validator(schema)
 
 
-def settings_problems(settings: Any, kind: str) -> list[str]:
-    """One line per way `settings` breaks its kind's schema, naming the key; [] when clean."""
+def settings_problems(settings: Any, kind: str, keys_only: bool = False) -> list[str]:
+    """One line per way `settings` breaks its kind's schema, naming the key; [] when clean.
+
+    `keys_only`: only unknown and `ansible_*` keys (a target's check_settings words the
+    value problems itself).
+    """
     problems = []
     for err in sorted(_validator(kind).iter_errors(settings), key=lambda e: list(map(str, e.absolute_path))):
         where = ".".join(str(p) for p in err.absolute_path) or "(top level)"
@@ -147,6 +151,6 @@ def settings_problems(settings: Any, kind: str) -> list[str]:
                 f"{where}: key {err.instance!r} is refused: ansible_* variables may not come from env.yaml "
                 "(they choose how Ansible connects and what it runs; set them in the inventory)"
             )
-        else:
+        elif not keys_only:
             problems.append(f"{where}: {err.message}")
     return problems

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from bench.analysis.comparable import Excluded, select_comparable
-from bench.analysis.metrics import HEADLINE, METRICS, RunMetrics, run_metrics
+from bench.analysis.metrics import HEADLINE, METRIC_BY_KEY, METRICS, RunMetrics, run_metrics
 from bench.analysis.stats import Comparison, compare_samples, median, olympic_mean
 from bench.errors import AtlasError
 from bench.records.read import RunData
@@ -24,6 +24,19 @@ from bench.records.read import RunData
 # Mann-Whitney p is at most 0.10: the smallest p an exact test can reach with 3 vs 3 runs
 # is 0.10, so a stricter cut would never call a winner with the default 3 runs.
 SIGNIFICANT_P = 0.10
+CLOCK_RESOLUTION_S = 1.0  # Slurm accounting and Kubernetes timestamps count whole seconds
+RESOLUTION_FACTOR = 10  # below 10 ticks a median is too coarse for a ratio to mean much
+
+
+def at_clock_resolution(values: list[float | None]) -> bool:
+    """True when every value is a whole number of seconds and their median is under
+    RESOLUTION_FACTOR seconds: such values come from a 1 s clock, not from a measurement
+    fine enough to compare (a 1 s queue wait against 0.07 s is not "14x longer")."""
+    vals = [float(v) for v in values if v is not None]
+    if not any(vals):  # none, or all exactly 0: nothing a clock tick could distort
+        return False
+    whole = all(abs(v / CLOCK_RESOLUTION_S - round(v / CLOCK_RESOLUTION_S)) < 1e-9 for v in vals)
+    return whole and (median(vals) or 0.0) < RESOLUTION_FACTOR * CLOCK_RESOLUTION_S
 
 
 @dataclass
@@ -41,6 +54,14 @@ class PairResult:
     env_b: str
     metric: str
     stats: Comparison
+    # Environments whose values of this metric sit at a clock's resolution (whole seconds,
+    # e.g. Slurm's accounting) with a median below RESOLUTION_FACTOR ticks: the ratio then
+    # measures the clock, not the environment, and no winner is called.
+    coarse: tuple[str, ...] = ()
+
+    @property
+    def clear(self) -> bool:
+        return not self.coarse and is_clear(self.stats)
 
 
 @dataclass
@@ -104,7 +125,9 @@ def compare_runs(
         for key in HEADLINE:
             a = [getattr(m, key) for m in metrics if m.env == env]
             b = [getattr(m, key) for m in metrics if m.env == base]
-            pairs.append(PairResult(env, base, key, compare_samples(a, b)))
+            timed = METRIC_BY_KEY[key].unit == "s"
+            coarse = tuple(e for e, vals in ((env, a), (base, b)) if timed and at_clock_resolution(vals))
+            pairs.append(PairResult(env, base, key, compare_samples(a, b), coarse))
     return CompareResult(metrics, envs, summaries, pairs, hashes, base, selection.excluded, selection.experiment)
 
 

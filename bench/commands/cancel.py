@@ -1,7 +1,8 @@
-"""Cancel runs on any environment: each is marked cancelled (a `CANCELLED` file in its
-run folder) before its job is stopped, so nothing resubmits it (the Slurm batch script
-checks the mark) and its record says `cancelled`, not `preempted`. The workload still
-checkpoints on the way down; collect the run as usual.
+"""Cancel runs on any environment. Local, container and Slurm runs are marked cancelled
+(a `CANCELLED` file in the run folder) before the job is stopped, so nothing resubmits
+them (the Slurm batch script checks the mark) and the record says `cancelled`, not
+`preempted`; a Kubernetes/OpenShift Job is deleted. The workload still checkpoints on
+the way down; collect the run as usual.
 
 Runs already finished are left alone. `--run` or `--commit` chooses the runs; `--all`
 cancels every unfinished run of the environment."""

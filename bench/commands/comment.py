@@ -6,7 +6,10 @@ comparison of the PR's runs with the merge-base's runs from a results tree (`--r
 --head --base`, verdicts within each environment's own history) to `--out` and post that.
 The Markdown is on disk before anything is sent, so an API failure (bad token, fork
 token, rate limit) loses nothing: fix the cause and post the same file again. The token
-comes from GITHUB_TOKEN and is never printed.
+comes from GITHUB_TOKEN and is never printed. Only a comment that carries the marker AND
+was written by the token's own account (GET /user; an Actions GITHUB_TOKEN writes as
+github-actions[bot]; ATLAS_COMMENT_LOGIN names another account) is edited: a comment
+anyone else planted the marker in is left alone.
 """
 
 from __future__ import annotations

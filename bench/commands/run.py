@@ -62,7 +62,7 @@ def check_before_running(env: str, experiment: str) -> None:
     if not problems:
         problems = check_experiments([experiment])[1]
     if problems:
-        raise ConfigError("; ".join(problems) + f" (fix it, then check with `bench validate {env}`)")
+        raise ConfigError("; ".join(problems) + f" (nothing submitted; fix it, then check with `bench validate {env}`)")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -120,7 +120,8 @@ def read_samples(path: Path) -> tuple[pd.DataFrame | None, list[str]]:
         backwards = times < np.maximum.accumulate(np.concatenate(([-np.inf], times[:-1])))
         if backwards.any():
             problems.append(
-                f"{name}: {int(backwards.sum())} row(s) earlier than a row before them (clock went backwards); dropped"
+                f"{name}: sample time goes backwards: {int(backwards.sum())} row(s) earlier than a row before them "
+                "(clock stepped back?); those rows dropped"
             )
             df = df[~backwards]
     if df.empty:
@@ -129,21 +130,11 @@ def read_samples(path: Path) -> tuple[pd.DataFrame | None, list[str]]:
     return df.reset_index(drop=True), problems
 
 
-def load_run(run_dir: Path, env: str | None = None, collected: bool = True) -> RunData:
-    """Read a run folder; every problem (schema, checks, damage) lands in `problems`.
-
-    `collected`: the record sits in a results tree, so collection's frozen
-    `environment` facts are expected.
-    """
-    run_dir = Path(run_dir)
-    data = RunData(run_id=run_dir.name, env=env or run_dir.parent.name, path=run_dir)
-    meta_path = run_dir / RUN_JSON
-    if not run_dir.is_dir():
-        data.problems.append(f"run folder {run_dir} is missing")
-        return data
+def _read_meta(data: RunData, collected: bool) -> dict[str, Any]:
+    """`run.json` checked against the schema and the record checks; {} when unusable."""
     parsed = False
     try:
-        meta = numbers.loads(read_bytes(meta_path, numbers.MAX_JSON_BYTES))
+        meta = numbers.loads(read_bytes(data.path / RUN_JSON, numbers.MAX_JSON_BYTES))
         if not isinstance(meta, dict):
             raise ValueError(f"top level is {type(meta).__name__}, not an object")
         parsed = True
@@ -173,10 +164,25 @@ def load_run(run_dir: Path, env: str | None = None, collected: bool = True) -> R
             )
         if isinstance(meta.get("run_id"), str) and meta["run_id"] and meta["run_id"] != data.run_id:
             data.problems.append(f"{RUN_JSON} names run_id {meta['run_id']!r} but its folder is {data.run_id!r}")
-        data.problems.extend(meta_problems(meta, run_dir, collected))
+        data.problems.extend(meta_problems(meta, data.path, collected))
         start, end = numbers.finite(meta.get("start_time")), numbers.finite(meta.get("end_time"))
         if start is not None and end is not None and end < start:
             del meta["end_time"]  # times out of order: the duration (and its cost) is unknown, not negative
+    return meta
+
+
+def load_run(run_dir: Path, env: str | None = None, collected: bool = True) -> RunData:
+    """Read a run folder; every problem (schema, checks, damage) lands in `problems`.
+
+    `collected`: the record sits in a results tree, so collection's frozen
+    `environment` facts are expected.
+    """
+    run_dir = Path(run_dir)
+    data = RunData(run_id=run_dir.name, env=env or run_dir.parent.name, path=run_dir)
+    if not run_dir.is_dir():
+        data.problems.append(f"run folder {run_dir} is missing")
+        return data
+    meta = _read_meta(data, collected)
     files = samples_files(run_dir)
     if not files:
         data.problems.append("no samples-<host>.csv (no CPU, memory or GPU figures)")

@@ -2,7 +2,9 @@
 
 Deterministic on purpose: same input, same bytes (no "Software"/date metadata, fixed
 size and DPI), so CI commits of `reports/` are clean diffs. Long time series are
-averaged into at most MAX_POINTS buckets so a 48-hour run stays a small file.
+averaged into at most MAX_POINTS buckets so a 48-hour run stays a small file; the
+bucket's min–max is drawn as a band behind the mean, so a stall to 0 % still shows as
+one. Y axes start at zero (every series here is a rate, a share or an amount).
 """
 
 from __future__ import annotations
@@ -30,17 +32,30 @@ SERIES = {m.timeseries.name: m for m in METRICS if m.timeseries is not None}
 
 def downsample(x: np.ndarray, y: np.ndarray, max_points: int = MAX_POINTS) -> tuple[np.ndarray, np.ndarray]:
     """Bucket means over equal time spans (keeps the shape, bounds the size)."""
+    bx, mean, _, _ = downsample_band(x, y, max_points)
+    return bx, mean
+
+
+def downsample_band(
+    x: np.ndarray, y: np.ndarray, max_points: int = MAX_POINTS
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(x, mean, min, max) per bucket of equal time span: the mean keeps the shape, the
+    min–max keeps what a mean would hide (a stall to 0 %, a spike)."""
     ok = np.isfinite(x) & np.isfinite(y)
     x, y = x[ok], y[ok]
     if x.size <= max_points:
-        return x, y
+        return x, y, y, y
     edges = np.linspace(x[0], x[-1], max_points + 1)
     idx = np.clip(np.searchsorted(edges, x, side="right") - 1, 0, max_points - 1)
     counts = np.bincount(idx, minlength=max_points)
     sx = np.bincount(idx, weights=x, minlength=max_points)
     sy = np.bincount(idx, weights=y, minlength=max_points)
+    lo = np.full(max_points, np.inf)
+    hi = np.full(max_points, -np.inf)
+    np.minimum.at(lo, idx, y)
+    np.maximum.at(hi, idx, y)
     keep = counts > 0
-    return sx[keep] / counts[keep], sy[keep] / counts[keep]
+    return sx[keep] / counts[keep], sy[keep] / counts[keep], lo[keep], hi[keep]
 
 
 def series(run: RunData, name: str) -> tuple[np.ndarray, np.ndarray]:
@@ -67,21 +82,27 @@ def _save(fig: plt.Figure, path: Path) -> None:
 def timeseries_chart(
     lines: dict[str, tuple[np.ndarray, np.ndarray]], name: str, path: Path, title: str | None = None
 ) -> bool:
-    """One line per environment; False (and no file) when no environment has data."""
-    lines = {env: downsample(*xy) for env, xy in sorted(lines.items())}
-    lines = {env: xy for env, xy in lines.items() if xy[0].size}
-    if not lines:
+    """One line per environment (bucket mean) over its min–max band; False (and no file)
+    when no environment has data. The y axis starts at zero unless a value is negative,
+    and then the axis label says so."""
+    bands = {env: downsample_band(*xy) for env, xy in sorted(lines.items())}
+    bands = {env: b for env, b in bands.items() if b[0].size}
+    if not bands:
         return False
     title, ylabel = title or SERIES[name].timeseries.title, SERIES[name].timeseries.ylabel
+    hours = max(float(b[0][-1]) for b in bands.values()) > 3 * 3600
+    scale = 3600.0 if hours else 1.0
     fig, ax = plt.subplots(figsize=SIZE)
-    for env, (x, y) in lines.items():
-        span = x[-1] if x.size else 0
-        if span > 3 * 3600:
-            ax.plot(x / 3600, y, label=env, linewidth=1)
-            ax.set_xlabel("hours since job start")
-        else:
-            ax.plot(x, y, label=env, linewidth=1)
-            ax.set_xlabel("seconds since job start")
+    for i, (env, (x, mean, lo, hi)) in enumerate(bands.items()):
+        color = f"C{i}"
+        ax.fill_between(x / scale, lo, hi, color=color, alpha=0.2, linewidth=0)
+        ax.plot(x / scale, mean, label=env, linewidth=1, color=color)
+    ax.set_xlabel("hours since job start" if hours else "seconds since job start")
+    lowest = min(float(np.min(b[2])) for b in bands.values())
+    if lowest >= 0:
+        ax.set_ylim(bottom=0)
+    else:
+        ylabel += " (axis does not start at zero)"
     ax.set_title(title)
     ax.set_ylabel(ylabel)
     ax.grid(True, alpha=0.3)
@@ -135,6 +156,7 @@ def history_chart(points: Iterable[tuple[str, int, str, float]], path: Path) -> 
     ax.set_xticks(sorted(ticks), [ticks[k] for k in sorted(ticks)], rotation=45, fontsize="small")
     ax.set_title("images/s per environment across commits (median of runs)")
     ax.set_ylabel("images/s")
+    ax.set_ylim(bottom=0)
     ax.grid(True, alpha=0.3)
     ax.legend(loc="best", fontsize="small")
     fig.tight_layout()

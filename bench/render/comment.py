@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from bench.errors import AtlasError
+from bench.render.escape import code, md
 
 
 def _sha_matches(run_sha: str | None, wanted: str) -> bool:
@@ -22,14 +23,11 @@ def _env_section(
     from bench.analysis.comparable import own_reason
     from bench.analysis.metrics import HEADLINE, METRIC_BY_KEY, fmt, run_metrics
     from bench.analysis.regression import HIGHER_IS_BETTER, REGRESSION, judge
-    from bench.render.escape import md
 
     rows: dict[str, list[dict]] = {"base": [], "head": []}
     for r in runs:
-        if r.env != env or own_reason(r, allow_dirty=False):
-            continue  # only successful, clean, intact runs are judged
         side = "head" if _sha_matches(r.git_sha, head) else "base" if _sha_matches(r.git_sha, base) else None
-        if side:
+        if r.env == env and side and not own_reason(r, allow_dirty=False):  # successful, clean, intact
             rows[side].append(run_metrics(r).as_dict())
     lines = [
         f"### {md(env)}",
@@ -76,7 +74,6 @@ def render_pr_body(
     Verdicts compare each environment with its own runs at the base commit only.
     """
     from bench.records.read import find_runs
-    from bench.render.escape import code
 
     runs = find_runs(results, envs or None)
     if not runs:

@@ -88,9 +88,10 @@ def report_folders(out: Path) -> list[Path]:
 
 
 def reported_runs(reports: Path) -> set[tuple[str, str]]:
-    """(env, run_id) of every run some report already covers (its `runs.csv`)."""
+    """(env, run_id) of every run some report already covers: compared (`runs.csv`) or
+    listed as excluded with its reason (`excluded.csv`)."""
     seen: set[tuple[str, str]] = set()
-    for table in Path(reports).glob("*/runs.csv"):
+    for table in [*Path(reports).glob("*/runs.csv"), *Path(reports).glob("*/excluded.csv")]:
         try:
             with table.open(newline="") as f:
                 for row in csv.DictReader(f):

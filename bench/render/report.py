@@ -15,11 +15,13 @@ import stat
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 import jinja2
+import numpy as np
+import pandas as pd
 
 from bench.analysis.advisor import advise
 from bench.analysis.compare import CompareResult, compare_runs
@@ -45,6 +47,43 @@ class ReportResult:
 
 def _utc(t: float | None, fmt_: str = "%Y-%m-%d %H:%M") -> str:
     return time.strftime(fmt_, time.gmtime(t)) if t is not None else "unknown"
+
+
+def _chart_order(runs: list[RunData], result: CompareResult) -> dict[str, list[RunData]]:
+    """Per env, its compared runs ordered from the median images/s outwards: a chart
+    takes the first that recorded its series, so no environment is dropped because the
+    median run happens to lack it."""
+    rep = _representative(runs, result)
+    ips = {(m.env, m.run_id): m.images_per_s for m in result.runs}
+    out: dict[str, list[RunData]] = {}
+    for env in result.envs:
+        first = rep.get(env)
+        centre = ips.get((env, first.run_id)) if first is not None else None
+        ranked = []
+        for r in (r for r in runs if r.env == env):
+            v = ips.get((env, r.run_id))
+            far = abs(v - centre) if v is not None and centre is not None else float("inf")
+            ranked.append((r is not first, far, r.run_id, r))
+        out[env] = [t[-1] for t in sorted(ranked, key=lambda t: t[:3])]
+    return out
+
+
+def _series_per_env(
+    order: dict[str, list[RunData]], key: str
+) -> tuple[dict[str, tuple[Any, Any]], dict[str, str], list[str]]:
+    """(env -> series, env -> run id drawn, envs with no run that has the series)."""
+    lines: dict[str, tuple[Any, Any]] = {}
+    used: dict[str, str] = {}
+    lacking: list[str] = []
+    for env, candidates in sorted(order.items()):
+        for run in candidates:
+            x, y = charts.series(run, key)
+            if len(x) and bool(np.isfinite(np.asarray(y, dtype=float)).any()):
+                lines[env], used[env] = (x, y), run.run_id
+                break
+        else:
+            lacking.append(env)
+    return lines, used, lacking
 
 
 def _representative(runs: list[RunData], result: CompareResult) -> dict[str, RunData]:
@@ -153,26 +192,32 @@ def _select(all_runs: list[RunData], commit: str | None, only: set[Path] | None,
 def _draw_charts(
     folder: Path, runs: list[RunData], all_runs: list[RunData], result: CompareResult
 ) -> tuple[list[dict[str, str]], list[str]]:
-    """Every chart of the catalogue that has data, the summary bars and the history: (drawn, missing).
-
-    `runs` are the compared runs: each environment's line comes from one of them."""
-    reps = _representative(runs, result)
+    """Every chart of the catalogue that has data, the summary bars and the history: (drawn, missing)."""
+    for old in folder.glob("*.png"):
+        old.unlink()
+    order = _chart_order(runs, result)
     chart_list, missing = [], []
     for key, metric in charts.SERIES.items():
         title = metric.timeseries.title
+        lines, used, lacking = _series_per_env(order, key)
         # A run with only the whole machine's columns (imports) draws a line labelled "(host)".
-        lines = {f"{e} (host)" if charts.from_host(r, key) else e: charts.series(r, key) for e, r in reps.items()}
-        if any(label.endswith(" (host)") for label in lines):
+        drawn = {e: next(r for r in order[e] if r.run_id == run_id) for e, run_id in used.items()}
+        host = {e for e, r in drawn.items() if charts.from_host(r, key)}
+        lines = {f"{e} (host)" if e in host else e: xy for e, xy in lines.items()}
+        if host:
             title = f"{title}; lines marked (host): the whole machine"
         if not charts.timeseries_chart(lines, key, folder / f"{key}.png", title=title):
             missing.append(title)
             continue
         note = (
-            "One line per environment: its run with the median images/s ("
-            + ", ".join(f"{md(e)}: `{code(r.run_id)}`" for e, r in sorted(reps.items()))
-            + ")."
+            "One line per environment (mean per time bucket; the band spans the bucket's min–max), "
+            "from its run with the median images/s that recorded this series: "
+            + ", ".join(f"{md(e)}: `{code(r)}`" for e, r in sorted(used.items()))
+            + "."
         )
-        chart_list.append({"title": title, "file": f"{key}.png", "note": "" if chart_list else note})
+        if lacking:
+            note += " Missing: " + "; ".join(f"{md(e)} (none of its compared runs recorded it)" for e in lacking) + "."
+        chart_list.append({"title": title, "file": f"{key}.png", "note": note})
     bars = {
         k: {env: [v for m in result.runs if m.env == env and (v := getattr(m, k)) is not None] for env in result.envs}
         for k in HEADLINE
@@ -203,16 +248,8 @@ def _problems(runs: list[RunData], sha: str | None) -> list[tuple[str, list[str]
     return problems
 
 
-def _readme(
-    name: str,
-    sha: str | None,
-    runs: list[RunData],
-    chosen: list[RunData],
-    result: CompareResult,
-    results: Path,
-    **parts: Any,
-) -> str:
-    """The report's Markdown (templates.REPORT), every record string escaped, blank-line runs squeezed."""
+def _readme(name: str, sha: str | None, runs: list[RunData], result: CompareResult, results: Path, **parts: Any) -> str:
+    """The report's Markdown (templates.REPORT), blank-line runs squeezed."""
     starts = [r.start_time for r in runs if r.start_time is not None]
     cost_notes = [
         (md(env), md("; ".join(sorted({m.cost_note for m in result.runs if m.env == env})), 600)) for env in result.envs
@@ -221,11 +258,10 @@ def _readme(
     text = env_tpl.from_string(_template()).render(
         title=name,
         commit=code(sha[:12]) if sha else "unknown",
-        dirty=any((r.meta.get("git") or {}).get("dirty") for r in chosen if isinstance(r.meta.get("git"), dict)),
         experiment=code(result.experiment or "unknown"),
+        n_runs=len(runs),
         n_compared=len(result.runs),
         excluded_table=excluded_table(result.excluded),
-        n_runs=len(runs),
         envs=[md(e) for e in result.envs],
         first_start=_utc(min(starts)) if starts else "unknown",
         last_start=_utc(max(starts)) if starts else "unknown",
@@ -246,6 +282,11 @@ def _readme(
     while "\n\n\n" in text:
         text = text.replace("\n\n\n", "\n\n")
     return text
+
+
+def _dirty(run: RunData) -> bool:
+    git = run.meta.get("git")
+    return isinstance(git, dict) and git.get("dirty") is True
 
 
 def write_report(
@@ -269,6 +310,8 @@ def write_report(
         )
     sha, runs = _select(all_runs, commit, only, results)
     result = compare_runs(runs, allow_different=allow_different, baseline=baseline, allow_dirty=allow_dirty)
+    compared = {(m.env, m.run_id) for m in result.runs}
+    chosen = [r for r in runs if (r.env, r.run_id) in compared]
     starts = [r.start_time for r in runs if r.start_time is not None]
     name = f"{_utc(max(starts), '%Y-%m-%d') if starts else 'undated'}-{sha[:7] if sha else 'nogit'}"
     if not starts or not sha:
@@ -281,40 +324,50 @@ def write_report(
             sweep_temp_dirs(out)  # left by a report killed half-way
             folder = temp_dir(final)  # built aside, renamed into place whole (never a 0-byte README.md)
             try:
-                readme, index = _write_folder(folder, final, sha, runs, all_runs, result, results)
+                _write_folder(folder, name, sha, runs, all_runs, chosen, result, results, starts)
+                replace_dir(folder, final)
+                index = write_index(out)
             finally:
                 shutil.rmtree(folder, ignore_errors=True)
     except OSError as exc:
         if is_disk_full(exc):
             raise disk_full_error(exc, final) from None
         raise
-    return ReportResult(final, readme, index, result)
+    return ReportResult(final, final / "README.md", index, result)
 
 
 def _write_folder(
     folder: Path,
-    final: Path,
+    name: str,
     sha: str | None,
     runs: list[RunData],
     all_runs: list[RunData],
+    chosen: list[RunData],
     result: CompareResult,
     results: Path,
-) -> tuple[Path, Path]:
-    """Fill the hidden `folder`, put it in place of `final` and regenerate the index
-    (the caller holds the reports lock); returns the final README.md and the index."""
-    compared = {(m.env, m.run_id) for m in result.runs}
-    chosen = [r for r in runs if (r.env, r.run_id) in compared]
+    starts: list[float],
+) -> None:
+    """Every file of one report, into the hidden `folder` (the caller renames it into place)."""
     chart_list, missing = _draw_charts(folder, chosen, all_runs, result)
     problems = _problems(runs, sha)
     (folder / "README.md").write_text(
         _readme(
-            final.name, sha, runs, chosen, result, results, charts=chart_list, missing_charts=missing, problems=problems
+            name,
+            sha,
+            runs,
+            result,
+            results,
+            charts=chart_list,
+            missing_charts=missing,
+            problems=problems,
+            dirty=any(_dirty(r) for r in chosen),
         )
     )
     result.frame().to_csv(folder / "runs.csv", index=False, float_format="%.6g")
-    starts = [r.start_time for r in runs if r.start_time is not None]
+    excluded = pd.DataFrame([asdict(e) for e in result.excluded], columns=["env", "run_id", "reason"])
+    excluded.to_csv(folder / "excluded.csv", index=False)
     summary = {
-        "folder": final.name,
+        "folder": name,
         "commit": sha,
         "envs": result.envs,
         "runs": len(runs),
@@ -326,8 +379,6 @@ def _write_folder(
     }
     (folder / SUMMARY_JSON).write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
     os.chmod(folder, 0o755)  # mkdtemp makes 0700; a report folder is for everyone to read
-    replace_dir(folder, final)
-    return final / "README.md", write_index(final.parent)
 
 
 def content_hash(runs: list[RunData]) -> str:

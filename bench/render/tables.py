@@ -9,25 +9,44 @@ from __future__ import annotations
 import math
 
 from bench.analysis.comparable import Excluded
-from bench.analysis.compare import CompareResult, is_clear
+from bench.analysis.compare import CLOCK_RESOLUTION_S, RESOLUTION_FACTOR, SIGNIFICANT_P, CompareResult
 from bench.analysis.metrics import METRIC_BY_KEY, METRICS, Metric, RunMetrics, fmt
+from bench.analysis.stats import Comparison
 from bench.render.escape import md
 
 
-def _ratio_words(metric: Metric, ratio: float) -> tuple[str, float]:
-    """('faster'/'slower'..., factor >= 1) for `env_a` relative to `env_b`."""
-    factor = ratio if ratio >= 1 else 1 / ratio
+def _words(metric: Metric) -> tuple[str, str]:
+    """(word when the ratio is above 1, word when below) for a metric's unit."""
     if metric.unit == "s":  # a duration
-        word = "longer" if ratio > 1 else "shorter"
-    elif metric.unit == "img/s":  # a rate of work
-        word = "faster" if ratio > 1 else "slower"
-    else:
-        word = "higher" if ratio > 1 else "lower"
-    return word, factor
+        return "longer", "shorter"
+    if metric.unit == "img/s":  # a rate of work
+        return "faster", "slower"
+    return "higher", "lower"
+
+
+def change_words(metric: Metric, ratio: float) -> str:
+    """The ratio as a change of env_a against env_b, the same way round as the ratio,
+    in % of the baseline: 0.923 -> "7.7 % lower", 1.5 -> "50 % higher", 3.2 -> "220 % higher"."""
+    up, down = _words(metric)
+    pct = abs(ratio - 1) * 100
+    return f"{fmt(pct, 2)} % {up if ratio > 1 else down}"
+
+
+def ratio_text(st: Comparison) -> str:
+    """`ratio R, 95 % CI L–H`: the table's numbers, in the table's direction (a ÷ b)."""
+    parts = [f"ratio {fmt(st.ratio)}"]
+    if st.ci_low is not None and st.ci_high is not None:
+        parts.append(f"95 % CI {fmt(st.ci_low)}–{fmt(st.ci_high)}")
+    return ", ".join(parts)
 
 
 def verdicts(result: CompareResult) -> list[str]:
-    """Plain-language sentences: who won on what, by how much, and how sure we are."""
+    """Plain-language sentences, one per row of the differences table, saying exactly it.
+
+    One direction rule: the ratio is env ÷ baseline, the change is said that way round,
+    and the interval printed is that ratio's. One "wins" rule: Mann–Whitney p at most
+    SIGNIFICANT_P AND an interval that excludes 1 (and values finer than a clock tick).
+    """
     out: list[str] = []
     for p in result.pairs:
         metric = METRIC_BY_KEY[p.metric]
@@ -36,35 +55,31 @@ def verdicts(result: CompareResult) -> list[str]:
         vb = result.summaries[p.env_b].median[p.metric]
         if va is None or vb is None:
             continue
+        head = f"{metric.label}: {md(p.env_a)} vs {md(p.env_b)}"
         if st.ratio is None or st.ratio <= 0 or not math.isfinite(st.ratio):
             out.append(
-                f"{metric.label}: {md(p.env_a)} {fmt(va, metric.digits)} {metric.unit} vs "
-                f"{md(p.env_b)} {fmt(vb, metric.digits)} {metric.unit} (median; no ratio with a zero)."
+                f"{head}: {fmt(va, metric.digits)} vs {fmt(vb, metric.digits)} {metric.unit} "
+                "(median; no ratio with a zero)."
             )
             continue
-        if abs(st.ratio - 1) < 1e-9:
-            out.append(f"{metric.label}: {md(p.env_a)} and {md(p.env_b)} are the same (median).")
-            continue
-        word, factor = _ratio_words(metric, st.ratio)
-        better = None
-        if metric.higher_is_better is not None:
-            better = p.env_a if (st.ratio > 1) == metric.higher_is_better else p.env_b
-        sure = []
-        if st.ci_low is not None and st.ci_high is not None:
-            sure.append(f"95% CI of the ratio {fmt(st.ci_low)}–{fmt(st.ci_high)}")
+        change = "the same median" if abs(st.ratio - 1) < 1e-9 else change_words(metric, st.ratio)
+        sure = [ratio_text(st)]
         if st.p_value is not None:
             sure.append(f"Mann–Whitney p = {fmt(st.p_value, 2)}")
+        if p.coarse:
+            verdict = (
+                f"not comparable: {', '.join(p.coarse)}'s values sit at the clock's {CLOCK_RESOLUTION_S:g} s resolution"
+            )
+        elif st.p_value is None:
+            verdict = f"no test: too few runs ({st.n_a} vs {st.n_b}; need 3 each)"
+        elif p.clear and metric.higher_is_better is not None:
+            better = p.env_a if (st.ratio > 1) == metric.higher_is_better else p.env_b
+            verdict = f"{md(better)} wins (p ≤ {SIGNIFICANT_P:g} and the interval excludes 1)"
+        elif p.clear:
+            verdict = f"a clear difference (p ≤ {SIGNIFICANT_P:g} and the interval excludes 1)"
         else:
-            sure.append(f"too few runs for a test ({st.n_a} vs {st.n_b}; need 3 each)")
-        significant = is_clear(st)
-        verdict = (
-            f" — {md(better)} wins"
-            if better and significant
-            else (" — not a clear difference" if st.p_value is not None else "")
-        )
-        out.append(
-            f"{metric.label}: {md(p.env_a)} is {fmt(factor)}× {word} than {md(p.env_b)} ({'; '.join(sure)}){verdict}."
-        )
+            verdict = f"not a clear difference (needs p ≤ {SIGNIFICANT_P:g} and an interval excluding 1)"
+        out.append(f"{head}: {change} ({'; '.join(sure)}) — {verdict}.")
     return out
 
 
@@ -118,9 +133,16 @@ def pairs_table(result: CompareResult) -> str:
     for p in result.pairs:
         st = p.stats
         ci = f"{fmt(st.ci_low)}–{fmt(st.ci_high)}" if st.ci_low is not None else "—"
+        mark = " ‡" if p.coarse else ""
         rows.append(
-            f"| {METRIC_BY_KEY[p.metric].label} | {md(p.env_a)} | {md(p.env_b)} | {fmt(st.ratio)} | {ci} | "
+            f"| {METRIC_BY_KEY[p.metric].label}{mark} | {md(p.env_a)} | {md(p.env_b)} | {fmt(st.ratio)} | {ci} | "
             f"{fmt(st.p_value, 2)} | {st.n_a} vs {st.n_b} |"
+        )
+    if any(p.coarse for p in result.pairs):
+        rows.append("")
+        rows.append(
+            f"‡ values at a clock's {CLOCK_RESOLUTION_S:g} s resolution (medians under "
+            f"{RESOLUTION_FACTOR} ticks): the ratio measures the clock, not the environment."
         )
     return "\n".join(rows)
 

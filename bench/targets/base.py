@@ -75,7 +75,7 @@ class Target(ABC):
         from bench.names import check_name
 
         check_name(env.name, "environment")  # a folder, a label, a shell word: whoever built `env`
-        problems = settings_problems(env.settings, env.kind)  # the kind's allow-list, no ansible_* key
+        problems = settings_problems(env.settings, env.kind, keys_only=True)  # allow-list, no ansible_* key
         if problems:
             raise ConfigError(f"{env.folder / 'env.yaml'}: " + "; ".join(problems))
         self.env = env

@@ -23,7 +23,7 @@ from typing import Any
 
 from bench.errors import AtlasError, ConfigError
 from bench.records.contract import EXIT_RUNNING, EXIT_WORDS, RUN_JSON
-from bench.records.jobfiles import copy_record, read_json, write_bytes
+from bench.records.jobfiles import copy_record, read_json
 from bench.records.place import SKIPPED
 from bench.targets import register
 from bench.targets.base import JobSpec, RunState, RunStatus
@@ -91,6 +91,8 @@ def podman_time(value: str | None) -> float | None:
 @register("container")
 class ContainerTarget(FolderTarget):
     """One container environment: an image, a UID, limits (clusters/<env>/env.yaml)."""
+
+    # Containers on this machine compete for its cores: run them one after another.
 
     def check_settings(self) -> None:
         s, where = self.env.settings, self.env.folder / "env.yaml"
@@ -235,8 +237,9 @@ class ContainerTarget(FolderTarget):
         command = self.run_command(job, run_dir, digest, commit, str(labels.get("atlas.dirty", "")))
         submit_time = time.time()
         container_id = self._podman(*command).stdout.strip()
-        write_bytes(
-            run_dir / SUBMIT_JSON,
+        self.write_own(
+            job.run_id,
+            SUBMIT_JSON,
             (
                 json.dumps(
                     {
@@ -302,6 +305,8 @@ class ContainerTarget(FolderTarget):
         # The container is gone (removed after collect, or by hand): the record decides.
         try:
             record = read_json(run_dir / RUN_JSON)
+            if not isinstance(record, dict):
+                raise ValueError("not an object")
         except (OSError, ValueError):
             return RunStatus(
                 run_id,
@@ -310,7 +315,7 @@ class ContainerTarget(FolderTarget):
                 job_id,
                 commit,
             )
-        exit_info = record.get("exit") if isinstance(record, dict) and isinstance(record.get("exit"), dict) else {}
+        exit_info = record.get("exit") if isinstance(record.get("exit"), dict) else {}
         if exit_info.get("status") == EXIT_RUNNING:
             return RunStatus(run_id, RunState.FAILED, "the container is gone but run.json says running", job_id, commit)
         if cancelled:
@@ -325,11 +330,11 @@ class ContainerTarget(FolderTarget):
         )
 
     def copy_run(self, run_id: str, into: Path) -> dict[str, Any]:
-        """Copy the record and the container's log, return podman's times, remove the container.
+        """The record and podman's log; returns podman's times; then the container is removed.
 
         The container could write its run folder, so nothing of ours is written there:
-        podman's log goes straight into `into` (our fresh folder), and the record files
-        are copied without following links (`jobfiles.copy_record`).
+        podman's log goes straight into `into` (collect's own fresh folder), and the record
+        files are copied without following links (`jobfiles.copy_record`).
         """
         src = self.runs_dir / run_id
         state = self._inspect(run_id)

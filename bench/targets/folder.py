@@ -1,12 +1,10 @@
 """Shared base of the targets whose runs live in a folder on this machine (local, container).
 
 Each run is `<runs_dir>/<env>/<run_id>/`: the job writes its record there, `submit.json`
-says how it was started, `job.log` holds its output and a `CANCELLED` marker says it was
-stopped on purpose. The job can write that folder, so our own files are read and written
-through `records.jobfiles` (no link followed, sizes capped). Listing, the fetch preamble
-(finished runs only) and the cancel marker are the same for both kinds; how a job starts,
-how its state is read and which files and scheduler facts a fetch adds are each kind's own.
-Placing the record into the results tree (once, atomically) is `records.place.place_run`'s.
+says how it was started, `job.log` holds its output and a `cancelled` marker says it was
+stopped on purpose. Listing, the fetch preamble (finished runs only; bench.records.place
+places the record once) and the cancel marker are the same for both; how a job starts, how
+its state is read and what collection adds are each kind's own.
 """
 
 from __future__ import annotations
@@ -24,6 +22,7 @@ from bench.records.jobfiles import read_json, write_bytes
 from bench.targets.base import RunStatus, Target
 
 SUBMIT_JSON = "submit.json"  # written by submit(): pid or container, times, commit, command
+CANCELLED = CANCEL_MARK  # marker file written by cancel(); the recorder and the Slurm script read the same name
 JOB_LOG = "job.log"  # the job's stdout + stderr
 
 
@@ -42,21 +41,26 @@ class FolderTarget(Target):
         return (base if base.is_absolute() else REPO_ROOT / base) / self.env.name
 
     def submit_info(self, run_id: str) -> dict[str, Any]:
-        """The run's submit.json, or {} when it is missing, unreadable or not a JSON object."""
+        """submit.json, read as a job's file (the job can write its folder): no link followed."""
         try:
             info = read_json(self.runs_dir / run_id / SUBMIT_JSON)
         except (OSError, ValueError):
             return {}
         return info if isinstance(info, dict) else {}
 
+    def write_own(self, run_id: str, name: str, data: bytes) -> None:
+        """Write one of bench's files (submit.json, the cancel marker) into the run folder,
+        never through a link the job planted under that name (jobfiles.write_bytes)."""
+        write_bytes(self.runs_dir / run_id / name, data)
+
     def was_cancelled(self, run_id: str) -> bool:
-        return (self.runs_dir / run_id / CANCEL_MARK).exists()
+        return (self.runs_dir / run_id / CANCELLED).exists()
 
     def mark_cancelled(self, run_id: str) -> Path:
         run_dir = self.runs_dir / run_id
         if not run_dir.is_dir():
             raise AtlasError(f"no run {run_id!r} in environment {self.env.name}")
-        write_bytes(run_dir / CANCEL_MARK, f"{time.time()}\n".encode())
+        write_bytes(run_dir / CANCELLED, f"{time.time()}\n".encode())
         return run_dir
 
     def list_runs(self, commit: str | None = None) -> list[RunStatus]:
@@ -68,11 +72,11 @@ class FolderTarget(Target):
         return [r for r in runs if not commit or (r.commit or "").startswith(commit)]
 
     def fetch(self, run_id: str, into: Path) -> dict[str, Any]:
-        """Copy a finished run's record files into `into`; return the scheduler's facts."""
+        """Copy a finished run's record files into `into`; return the scheduler facts."""
         self.require_finished(self.status(run_id))
         return self.copy_run(run_id, Path(into))
 
     @abstractmethod
     def copy_run(self, run_id: str, into: Path) -> dict[str, Any]:
-        """Copy the finished run's files into the fresh `into` (`jobfiles.copy_record`) and
-        return the `scheduler` facts the job did not record (see `Target.fetch`)."""
+        """Copy the finished run's record files into the empty folder `into` (bench.records.place
+        places it) and return what this kind knows of the scheduler: submit/start/end, job id."""

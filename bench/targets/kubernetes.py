@@ -67,6 +67,32 @@ def api_error(exc: Exception, doing: str, env: str, api: str = "Kubernetes", log
     )
 
 
+def own_run_folder(pod_spec: dict[str, Any], train: dict[str, Any], mount: str, run_id: str) -> None:
+    """The training container mounts only `<mount>/<run_id>` of the results volume (subPath).
+
+    A pod of one run then cannot read or rewrite another run's record. The folder is made
+    by a small init container that mounts the whole volume and runs `mkdir` only (a
+    subPath the kubelet creates itself is root's, which the pod's arbitrary UID cannot
+    write), with the pod's security settings and tiny resources.
+    """
+    mounts = train.get("volumeMounts") or []
+    results = next((m for m in mounts if m.get("mountPath", "").rstrip("/") == mount), None)
+    if results is None:
+        return
+    results["mountPath"], results["subPath"] = f"{mount}/{run_id}", run_id
+    small = {"cpu": "100m", "memory": "64Mi"}
+    init = {
+        "name": "run-folder",
+        "image": train["image"],
+        "command": ["mkdir", "-p", f"{mount}/{run_id}"],
+        "resources": {"requests": small, "limits": small},
+        "volumeMounts": [{"name": results["name"], "mountPath": mount}],
+        "securityContext": dict(train.get("securityContext") or {}),
+    }
+    pod_spec["initContainers"] = [c for c in pod_spec.get("initContainers", []) if c.get("name") != "run-folder"]
+    pod_spec["initContainers"].append(init)
+
+
 @register("kubernetes")
 class KubernetesTarget(JobStatusReader, RecordCopier, Target):
     """One namespace of a Kubernetes cluster described by `clusters/<env>/env.yaml`."""
@@ -226,6 +252,7 @@ class KubernetesTarget(JobStatusReader, RecordCopier, Target):
         }
         env = [e for e in train.get("env", []) if e.get("name") not in values]
         train["env"] = env + [{"name": k, "value": v} for k, v in values.items()]
+        own_run_folder(pod["spec"], train, s["results_mount"].rstrip("/"), job.run_id)
         self._validate(manifest)
         return manifest
 

@@ -24,7 +24,7 @@ from typing import Any, ClassVar
 from bench.envs import REPO_ROOT
 from bench.errors import AtlasError, ConfigError
 from bench.records.contract import EXIT_RUNNING, FINISHED_OK, RUN_JSON, STATUS_PREEMPTED, TRAIN_JSONL
-from bench.records.jobfiles import copy_record, read_json, write_bytes
+from bench.records.jobfiles import copy_record, read_json
 from bench.records.place import SKIPPED
 from bench.targets import register
 from bench.targets.base import JobSpec, RunState, RunStatus, recorded_command
@@ -43,6 +43,7 @@ def valid_pid(value: Any) -> int | None:
 
 @register("local")
 class LocalTarget(FolderTarget):
+    # Runs on this machine compete for its cores: run them one after another.
     runs_dir_variable: ClassVar[str | None] = "ATLAS_RUNS_DIR"
     _children: ClassVar[dict[int, subprocess.Popen[bytes]]] = {}
 
@@ -93,8 +94,9 @@ class LocalTarget(FolderTarget):
                 start_new_session=True,
             )
         self._children[proc.pid] = proc
-        write_bytes(
-            run_dir / SUBMIT_JSON,
+        self.write_own(
+            job.run_id,
+            SUBMIT_JSON,
             (
                 json.dumps(
                     {
@@ -114,7 +116,9 @@ class LocalTarget(FolderTarget):
         return RunStatus(job.run_id, RunState.PENDING, "started", str(proc.pid), job.commit)
 
     def submit_info(self, run_id: str) -> dict[str, Any]:
-        """submit.json, its pid None (and a `problem` said) when it is not one we may signal."""
+        """submit.json with its pid checked: a pid that is not a process id (a text, 10^30,
+        -1, 0, 1) is dropped and named in `problem`, so status never crashes on it and cancel
+        never signals it (os.kill(-1) would signal every process of the user)."""
         info = super().submit_info(run_id)
         if "pid" in info and valid_pid(info["pid"]) is None:
             info["problem"] = f"{SUBMIT_JSON} pid {str(info['pid'])[:40]!r} is not a process id (an integer > 1)"
@@ -214,7 +218,7 @@ class LocalTarget(FolderTarget):
         return RunStatus(run_id, RunState.FAILED, detail, job_id, commit)
 
     def copy_run(self, run_id: str, into: Path) -> dict[str, Any]:
-        """Copy the record (run.json, samples, train.jsonl, job.log); the submit time is ours."""
+        """run.json, samples, train.jsonl and job.log; the submit time and pid are ours."""
         skipped = copy_record(self.runs_dir / run_id, into, extra_files=(JOB_LOG,))
         info = self.submit_info(run_id)
         pid = info.get("pid")

@@ -88,6 +88,21 @@ def _unsafe(value: Any) -> Any:
     return value
 
 
+def ansible_variables(env_name: str, settings: dict[str, Any]) -> dict[str, Any]:
+    """The env.yaml settings the playbooks read, each under an `atlas_` name.
+
+    Only these reach Ansible (as extra vars, the highest precedence): a key of env.yaml
+    can never set one of Ansible's own variables (`ansible_ssh_common_args`, ...).
+    """
+    return {
+        "atlas_env_name": env_name,
+        "atlas_env_slurm": dict(settings.get("slurm") or {}),
+        "atlas_env_runtime": dict(settings.get("runtime") or {}),
+        "atlas_env_hardware": dict(settings.get("hardware") or {}),
+        "atlas_data_path": str(settings.get("data_path") or ""),
+    }
+
+
 def extravars_yaml(extravars: dict[str, Any]) -> str:
     """YAML for ansible-runner's env/extravars, every templatable string tagged `!unsafe`."""
     return yaml.dump(_unsafe(extravars), Dumper=_UnsafeDumper, default_flow_style=False, sort_keys=True)
@@ -186,18 +201,7 @@ class SlurmTarget(Target):
 
     # -- Ansible -------------------------------------------------------------------
     def ansible_variables(self) -> dict[str, Any]:
-        """The env.yaml settings the playbooks read, each under an `atlas_` name.
-
-        Only these reach Ansible (as extra vars, the highest precedence): a key of env.yaml
-        can never set one of Ansible's own variables (`ansible_ssh_common_args`, ...).
-        """
-        return {
-            "atlas_env_name": self.env.name,
-            "atlas_env_slurm": dict(self.env.get("slurm") or {}),
-            "atlas_env_runtime": dict(self.env.get("runtime") or {}),
-            "atlas_data_path": str(self.env.get("data_path") or ""),
-            "atlas_env_hardware": dict(self.env.get("hardware") or {}),
-        }
+        return ansible_variables(self.env.name, self.env.settings)
 
     def _run(self, playbook: str, extravars: dict[str, Any], timeout_s: int = 600) -> dict[str, Any]:
         """Run one playbook; return its set_stats data, or raise AtlasError naming the failed task."""

@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from bench.targets.base import JobSpec, recorded_command
-from bench.targets.slurm import extravars_yaml
+from bench.targets.slurm import ansible_variables, extravars_yaml
 
 REPO = Path(__file__).resolve().parents[2]
 SATORI = yaml.safe_load((REPO / "clusters" / "satori" / "env.yaml").read_text())
@@ -37,7 +37,7 @@ def render(tmp_path: Path, env: dict, **run: object) -> tuple[subprocess.Complet
             }
         )
     )
-    variables = {k: v for k, v in env.items() if k != "local"}
+    variables = ansible_variables("satori", env)  # exactly what the slurm target passes: atlas_* only
     variables.update(
         {
             "atlas_env_name": "satori",
@@ -48,7 +48,8 @@ def render(tmp_path: Path, env: dict, **run: object) -> tuple[subprocess.Complet
             "atlas_root": str(root),
         }
     )
-    variables.update(run)
+    sections = {"slurm": "atlas_env_slurm", "runtime": "atlas_env_runtime"}
+    variables.update({sections.get(k, k): v for k, v in run.items()})
     extra = tmp_path / "extravars.yml"
     extra.write_text(extravars_yaml(variables))  # exactly what the slurm target hands ansible-runner
     proc = subprocess.run(

@@ -44,7 +44,10 @@ def test_overlay_renders_and_validates(objects):
         "Namespace",
         "PersistentVolumeClaim",
         "PersistentVolumeClaim",
+        "Role",
         "RoleBinding",
+        "RoleBinding",
+        "ServiceAccount",
         "ServiceAccount",
     ]
     assert "DeploymentConfig" not in kinds
@@ -58,9 +61,8 @@ def test_buildconfig_triggers_and_output(objects):
     assert bc["strategy"]["type"] == "Docker" and bc["source"]["contextDir"] == "."
     assert bc["output"]["to"] == {"kind": "ImageStreamTag", "name": "atlas-biggan:latest"}
     triggers = {t["type"]: t for t in bc["triggers"]}
-    assert set(triggers) == {"GitHub", "Generic", "ConfigChange"}
-    assert triggers["GitHub"]["github"]["secretReference"] == {"name": "atlas-biggan-webhook"}
-    assert triggers["Generic"]["generic"]["secretReference"] == {"name": "atlas-biggan-webhook"}
+    assert set(triggers) == {"GitHub", "ConfigChange"}  # no Generic webhook: bench instantiates through the API
+    assert triggers["GitHub"]["github"]["secretReference"] == {"name": "atlas-biggan-github-webhook"}
     assert objects["ImageStream/atlas-biggan"]["spec"]["lookupPolicy"]["local"] is True
     rb = objects["RoleBinding/atlas-biggan-webhook"]
     assert rb["roleRef"]["name"] == "system:webhook"
@@ -155,3 +157,34 @@ def test_bench_validate_renders_the_overlay(tmp_path: Path, capsys):
     pvc.write_text(pvc.read_text().replace("accessModes:", "accessMode: oops\n  accessModes:", 1))
     assert main(["validate", "--clusters", str(tmp_path), "--no-experiments", "moc"]) == 1
     assert "accessMode" in capsys.readouterr().out
+
+
+def test_ci_role_grants_only_what_the_target_calls(objects):
+    """The CI account: namespaced Role (not a ClusterRole), no wildcard, exactly these rights."""
+    role = objects["Role/atlas-ci"]
+    granted = {
+        (g, r, v) for rule in role["rules"] for g in rule["apiGroups"] for r in rule["resources"] for v in rule["verbs"]
+    }
+    expected = {
+        ("build.openshift.io", "buildconfigs", "get"),
+        ("build.openshift.io", "buildconfigs/instantiate", "create"),
+        *{("build.openshift.io", "builds", v) for v in ("get", "list")},
+        *{("batch", "jobs", v) for v in ("create", "get", "list", "delete")},
+        *{("", "pods", v) for v in ("create", "get", "list", "delete")},
+        *{("", "pods/exec", v) for v in ("create", "get")},
+    }
+    assert granted == expected
+    assert not any("*" in x for g in granted for x in g)
+    binding = objects["RoleBinding/atlas-ci"]
+    assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "atlas-ci"}
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "atlas-ci", "namespace": "atlas-biggan"}]
+    assert objects["ServiceAccount/atlas-ci"]["automountServiceAccountToken"] is False
+    assert not [k for k in objects if k.startswith("ClusterRole")]
+
+
+def test_job_template_root_filesystem_read_only_and_data_read_only():
+    job = load_job_template(MOC / "job.yaml")
+    (train,) = job["spec"]["template"]["spec"]["containers"]
+    assert train["securityContext"]["readOnlyRootFilesystem"] is True
+    mounts = {m["name"]: m for m in train["volumeMounts"]}
+    assert mounts["data"]["readOnly"] is True and mounts["tmp"]["mountPath"] == "/tmp"

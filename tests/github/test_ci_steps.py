@@ -13,7 +13,11 @@ KEY = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAAsecretKEYbod
 
 
 def make(target: str, *args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
-    clean = {k: v for k, v in os.environ.items() if not k.startswith(("OPENSHIFT_", "SSH_"))}
+    clean = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("OPENSHIFT_", "SSH_")) and k not in ("RUNNER_TEMP", "GITHUB_ENV", "KUBECONFIG")
+    }
     return subprocess.run(
         ["make", "--no-print-directory", target, *args],
         cwd=ROOT,
@@ -92,3 +96,26 @@ def test_ci_matrix_lists_the_switched_on_remote_environments(tmp_path: Path):
     assert out.read_text() == "matrix=[]\n"
     p = make("ci-matrix", env={"GITHUB_OUTPUT": str(out), "DEPLOY_ENVS": "nowhere"})
     assert p.returncode != 0 and "unknown environment(s) nowhere" in p.stderr
+
+
+def test_in_ci_credentials_live_under_runner_temp_and_ci_clean_removes_them(tmp_path: Path):
+    """RUNNER_TEMP set (a CI job): nothing is written to HOME; the next steps find the
+    files through GITHUB_ENV; `make ci-clean` (the always() step) removes them."""
+    temp, home, github_env = tmp_path / "runner-temp", tmp_path / "home", tmp_path / "github-env"
+    temp.mkdir()
+    home.mkdir()
+    ci = {"RUNNER_TEMP": str(temp), "GITHUB_ENV": str(github_env), "HOME": str(home)}
+    ssh_env = {"SSH_KEY": KEY, "SSH_KNOWN_HOSTS": "satori-login-001.mit.edu ssh-ed25519 AAAAC3Nza", "SSH_USER": "u"}
+    assert make("ci-ssh", "ENV=satori", env={**ci, **ssh_env}).returncode == 0
+    kube_env = {"OPENSHIFT_SERVER": "https://api.example:6443", "OPENSHIFT_TOKEN": TOKEN}
+    assert make("ci-kubeconfig", env={**ci, **kube_env}).returncode == 0
+    creds = temp / "atlas-ci"
+    assert (creds / "ssh" / "atlas_satori").read_text().strip() == KEY
+    assert TOKEN in (creds / "kubeconfig").read_text()
+    assert list(home.iterdir()) == []
+    exported = github_env.read_text()
+    assert f"KUBECONFIG={creds / 'kubeconfig'}" in exported
+    assert f"ANSIBLE_SSH_ARGS=-F {creds / 'ssh' / 'config'}" in exported
+    p = make("ci-clean", env=ci)
+    assert p.returncode == 0 and not creds.exists()
+    assert make("ci-clean", env={"HOME": str(home)}).returncode != 0  # outside CI it refuses

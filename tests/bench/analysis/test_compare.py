@@ -79,7 +79,8 @@ def test_compare_two_envs_finds_the_faster_one(tmp_path: Path) -> None:
     assert ips.env_a == "satori" and ips.stats.ratio == pytest.approx(2.0, rel=0.05)
     assert ips.stats.ci_low > 1 and ips.stats.p_value == pytest.approx(0.1)
     text = "\n".join(verdicts(result))
-    assert "images/s (steady, median): satori is 2.0" in text and "satori wins" in text
+    assert "images/s (steady, median): satori vs moc: " in text and "% faster" in text
+    assert "satori wins (p ≤ 0.1 and the interval excludes 1)" in text
 
 
 def test_runs_of_another_config_are_excluded_unless_allowed(tmp_path: Path) -> None:

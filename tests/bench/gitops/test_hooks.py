@@ -187,8 +187,17 @@ def test_deploy_to_an_unreachable_env_is_a_clear_error(capsys):
 )
 def test_a_failed_run_is_still_reported_and_published(tmp_path: Path):
     bare = bare_repo(tmp_path)
-    # a setting the workload rejects: the job exits 2 at once, its record is collected
-    p = bench_hooks("install", str(bare), "--foreground", "--set", "train.no_such_key=1")
+    # valid settings whose data is missing: the job fails at start, its record is collected
+    # (a setting the workload rejects is refused before submitting: nothing to report)
+    p = bench_hooks(
+        "install",
+        str(bare),
+        "--foreground",
+        "--set",
+        "data.source=imagefolder",
+        "--set",
+        "data.path=/nonexistent-atlas-data",
+    )
     assert p.returncode == 0, p.stderr
     work = tmp_path / "dev"
     git(tmp_path, "clone", "--quiet", str(bare), str(work))
@@ -201,5 +210,6 @@ def test_a_failed_run_is_still_reported_and_published(tmp_path: Path):
     out = push.stdout + push.stderr
     assert push.returncode == 0, out
     assert "did not complete" in out and "published" in out, out
+    assert "the workload said: biggan: error: data.path '/nonexistent-atlas-data'" in out, out
     subjects = git(bare, "log", "--format=%s", "main").splitlines()
     assert len(subjects) == 2 and subjects[0].endswith("[skip ci]")

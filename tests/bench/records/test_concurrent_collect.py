@@ -24,10 +24,11 @@ def finished_runs(runs: Path, count: int) -> list[str]:
         run_dir = runs / run_id
         cmd = [sys.executable, "-m", "bench", "record", "--run-dir", str(run_dir), "--env", "local"]
         cmd += ["--interval", "0.05", "--", sys.executable, str(WORKLOAD), str(run_dir), "--iters", "3"]
+        submitted = time.time()
         proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=60)
         assert proc.returncode == 0, proc.stderr
         (run_dir / "job.log").write_text("log\n")
-        submit = {"run_id": run_id, "pid": 999999, "submit_time": time.time() - 5, "commit": "abc"}
+        submit = {"run_id": run_id, "pid": 999999, "submit_time": submitted, "commit": "abc"}
         (run_dir / "submit.json").write_text(json.dumps(submit))
         ids.append(run_id)
     return ids

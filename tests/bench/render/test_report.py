@@ -85,7 +85,7 @@ def test_report_contents(tmp_path: Path) -> None:
         "## Data problems",
     ):
         assert heading in text
-    assert "satori is 3.3" in text and "faster than moc" in text  # 200 vs 60 images/s
+    assert "images/s (steady, median): satori vs moc: 236 % faster (ratio 3.36" in text  # 200 vs 60 images/s
     for chart in (
         "cpu.png",
         "memory.png",

@@ -30,4 +30,5 @@ def test_tables_follow_the_catalogue(tmp_path: Path):
 
 def test_verdicts_name_the_winner_with_the_numbers(tmp_path: Path):
     (line,) = [v for v in verdicts(result(tmp_path)) if v.startswith("images/s")]
-    assert "b is 1.3" in line and "faster than a" in line and "b wins" in line and "Mann–Whitney p = 0.1" in line
+    assert line.startswith("images/s (steady, median): b vs a: 3") and "% faster (ratio 1.3" in line
+    assert "b wins (p ≤ 0.1 and the interval excludes 1)" in line and "Mann–Whitney p = 0.10" in line

@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
 
 from bench.envs import CLUSTERS_DIR, Environment
 from bench.errors import AtlasError
-from bench.records.contract import CANCEL_MARK
 from bench.targets import target_class
 from bench.targets.base import RunState
-from bench.targets.folder import FolderTarget
+from bench.targets.folder import CANCELLED, FolderTarget
+from bench.targets.runner import collect_run
 
 
 def local_target(tmp_path: Path) -> FolderTarget:
@@ -34,7 +33,7 @@ def test_both_kinds_share_the_base():
     assert issubclass(target_class("local"), FolderTarget) and issubclass(target_class("container"), FolderTarget)
 
 
-def test_list_fetch_finished_only_and_cancel_marker(tmp_path: Path, monkeypatch):
+def test_list_collect_once_and_cancel_marker(tmp_path: Path, monkeypatch):
     monkeypatch.delenv("ATLAS_RUNS_DIR", raising=False)
     target = local_target(tmp_path)
     assert target.runs_dir == tmp_path / "runs" / "here" and target.list_runs() == []
@@ -42,17 +41,23 @@ def test_list_fetch_finished_only_and_cancel_marker(tmp_path: Path, monkeypatch)
     finished_run(target, "r2", "b" * 40)
     assert [r.run_id for r in target.list_runs("aaaa")] == ["r1"]
     assert target.status("r1").state is RunState.COMPLETED
-    into = tmp_path / "fetched"
-    into.mkdir()
-    sched = target.fetch("r2", into)
-    assert sched["kind"] == "local" and sorted(p.name for p in into.iterdir()) == ["run.json", "train.jsonl"]
-    running = finished_run(target, "r3", "c" * 40)  # its recorder (this process) still alive
-    (running / "submit.json").write_text(json.dumps({"pid": os.getpid(), "commit": "c" * 40}))
-    (running / "run.json").write_text(json.dumps({"schema_version": 1, "exit": {"status": "running"}}))
-    with pytest.raises(AtlasError, match="collect it once it has finished"):
-        target.fetch("r3", tmp_path / "never")
+    stray = tmp_path / "results" / "here" / "r1"
+    stray.mkdir(parents=True)
+    (stray / "notes.txt").write_text("by hand")
+    with pytest.raises(AtlasError, match="exists but holds no run.json"):
+        collect_run(target, "r1", tmp_path / "results")
+    dest = collect_run(target, "r2", tmp_path / "results")
+    assert dest == tmp_path / "results" / "here" / "r2"
+    (target.runs_dir / "r2" / "run.json").write_text("{}")  # the source changes ...
+    assert (
+        collect_run(target, "r2", tmp_path / "results") == dest and json.loads((dest / "run.json").read_text())["exit"]
+    )  # ... not the copy
+    facts = target.fetch("r1", tmp_path / "empty") if (tmp_path / "empty").mkdir() is None else None
+    # what the scheduler knows, and which of the job's files were refused (none here)
+    assert facts == {"kind": "local", "job_id": None, "submit_time": None, "skipped_files": []}
+    assert sorted(p.name for p in (tmp_path / "empty").iterdir()) == ["run.json", "train.jsonl"]
     target.mark_cancelled("r1")
-    assert (target.runs_dir / "r1" / CANCEL_MARK).exists() and target.was_cancelled("r1")
+    assert (target.runs_dir / "r1" / CANCELLED).exists() and target.was_cancelled("r1")
     with pytest.raises(AtlasError, match="no run 'r9'"):
         target.mark_cancelled("r9")
 

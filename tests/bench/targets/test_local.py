@@ -77,6 +77,32 @@ def test_cancel_preempts_the_job(tmp_path: Path) -> None:
     assert st.state == RunState.CANCELLED
     meta = json.loads((run_dir / "run.json").read_text())
     assert meta["exit"]["code"] == 75 and meta["exit"]["signals_forwarded"] == ["SIGTERM"]
+    assert meta["exit"]["status"] == "cancelled"  # not "preempted": nothing is to resume it
+
+
+def test_cli_cancel_stops_a_running_run_and_leaves_finished_ones(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from bench.cli import main
+
+    monkeypatch.setenv("ATLAS_RUNS_DIR", str(tmp_path / "runs"))
+    target = target_for("local")
+    job = JobSpec(new_run_id("abc"), "smoke", "abc", overrides=("train.max_iters=100000",))
+    target.submit(job)
+    run_dir = target.runs_dir / job.run_id
+    end = time.monotonic() + 180
+    while time.monotonic() < end and '"run_start"' not in (
+        (run_dir / "train.jsonl").read_text() if (run_dir / "train.jsonl").exists() else ""
+    ):
+        time.sleep(0.3)
+    assert main(["cancel", "--env", "local"]) == 2  # which runs? never all by default
+    assert main(["cancel", "--env", "local", "--run", job.run_id]) == 0
+    assert f"cancelled: local/{job.run_id}" in capsys.readouterr().out
+    wait_finished(target, job.run_id)
+    assert target.status(job.run_id).state == RunState.CANCELLED
+    assert json.loads((run_dir / "run.json").read_text())["exit"]["status"] == "cancelled"
+    assert main(["cancel", "--env", "local", "--all"]) == 0
+    assert f"already finished: local/{job.run_id}" in capsys.readouterr().out
 
 
 def test_bad_settings_name_the_key(tmp_path: Path) -> None:
@@ -130,8 +156,9 @@ def test_cli_run_status_collect(
     assert run_id in status and "completed" in status
     assert main(["collect", "--env", "local", "--results", str(results)]) == 0
     assert f"already collected: {results / 'local' / run_id}" in capsys.readouterr().out
-    assert main(["run", "--env", "local", "--experiment", "no-such", "--results", str(results)]) == 1
-    assert "failed (failed, exit code 2)" in capsys.readouterr().out
+    # an unknown experiment is refused before anything is submitted (issue 11)
+    assert main(["run", "--env", "local", "--experiment", "no-such", "--results", str(results)]) == 2
+    assert "no-such" in capsys.readouterr().err and [p.name for p in (results / "local").iterdir()] == [run_id]
 
 
 @pytest.mark.parametrize(

@@ -313,3 +313,17 @@ def test_collect_after_the_job_expired(tmp_path, submitted, double):
     assert json.loads((dest / "run.json").read_text())["run_id"] == RUN_ID
     (pod,) = posts(double, "/pods")
     assert pod["spec"]["containers"][0]["image"] == "atlas-biggan:latest"
+
+
+def test_each_job_mounts_only_its_own_run_folder(submitted, double):
+    """subPath <run_id> at /results/<run_id>: one run's pod cannot rewrite another's record."""
+    (job,) = posts(double, "/jobs")
+    spec = job["spec"]["template"]["spec"]
+    (train,) = spec["containers"]
+    results = next(m for m in train["volumeMounts"] if m["name"] == "results")
+    assert results == {"name": "results", "mountPath": f"/results/{RUN_ID}", "subPath": RUN_ID}
+    assert {"name": "ATLAS_RUN_DIR", "value": f"/results/{RUN_ID}"} in train["env"]
+    (init,) = spec["initContainers"]
+    assert init["command"] == ["mkdir", "-p", f"/results/{RUN_ID}"] and init["image"] == train["image"]
+    assert init["securityContext"]["readOnlyRootFilesystem"] is True
+    assert next(m for m in train["volumeMounts"] if m["name"] == "data")["readOnly"] is True
