@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import copy
 import os
-import random
-import signal
 import sys
 import time
 from contextlib import nullcontext
@@ -17,20 +15,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
-import numpy as np
 import torch
 
 from workflows.biggan import checkpoint as ckpt
+from workflows.biggan import runtime
 from workflows.biggan.config import config_sha256, nested
-from workflows.biggan.data import build_dataset, build_loader
+from workflows.biggan.data import Batches, build_dataset, device_batches
 from workflows.biggan.distributed import World, any_rank, average_gradients, barrier, gather_states, init_world, same_on_all_ranks
 from workflows.biggan.errors import WorkloadConfigError
 from workflows.biggan.losses import d_hinge, g_hinge, ortho_penalty
 from workflows.biggan.models import Generator, build_models
+from workflows.biggan.progress import Progress, line
+from workflows.biggan.samples import write_samples
+from workflows.biggan.stop import StopRequest
 from workflows.biggan.trainlog import TrainLog
 
 EXIT_OK, EXIT_FAILED, EXIT_CONFIG, EXIT_PREEMPTED = 0, 1, 2, 75
-STOP_SIGNALS = ("SIGTERM", "SIGUSR1", "SIGINT")
 
 
 @dataclass
@@ -44,56 +44,17 @@ class Outcome:
         return {"success": EXIT_OK, "max_seconds": EXIT_OK, "preempted": EXIT_PREEMPTED}.get(self.status, EXIT_FAILED)
 
 
-def _flag(value: str, on_cuda: bool) -> bool:
-    return on_cuda if value == "auto" else value == "true"
-
-
-def resolve_device(c: dict[str, Any]) -> torch.device:
-    want = c["runtime.device"]
-    if want == "cuda" and not torch.cuda.is_available():
-        raise WorkloadConfigError(
-            "runtime.device=cuda but PyTorch sees no CUDA device (torch.cuda.is_available() is False); "
-            "use runtime.device=auto or runtime.device=cpu")
-    if want == "cpu" or not torch.cuda.is_available():
-        return torch.device("cpu")
-    return torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
-
-
-def seed_everything(seed: int) -> None:
-    random.seed(seed)
-    np.random.seed(seed % 2**32)
-    torch.manual_seed(seed)
-
-
-def set_deterministic(warn_only: bool, compiling: bool) -> None:
-    """Deterministic kernels (warn-only on CUDA, where a few ops have none).
-
-    The public call also imports TorchInductor's config, which costs seconds of start-up;
-    without torch.compile the flag of the core library is all that matters.
-    """
-    setter = getattr(torch._C, "_set_deterministic_algorithms", None)
-    if compiling or setter is None:
-        torch.use_deterministic_algorithms(True, warn_only=warn_only)
-    else:
-        setter(True, warn_only=warn_only)
-
-
 class Trainer:
     """Owns the models, optimizers, data stream and counters of one training process."""
 
     def __init__(self, c: dict[str, Any], run_dir: Path, experiment: str, world: World | None = None) -> None:
         self.c, self.run_dir, self.experiment = c, run_dir, experiment
-        self.device = resolve_device(c)
+        self.device = runtime.resolve_device(c)
         cuda = self.device.type == "cuda"
         if c["runtime.threads"]:
             torch.set_num_threads(c["runtime.threads"])
-        if c["runtime.deterministic"]:
-            if cuda:
-                os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
-            set_deterministic(warn_only=cuda, compiling=c["runtime.compile"] and cuda)
-            torch.backends.cudnn.benchmark = False
-        elif cuda:
-            torch.backends.cudnn.benchmark = True
+        compiling = runtime.flag(c["runtime.compile"], cuda)
+        self.deterministic = runtime.configure_kernels(c, self.device, compiling)
         self.world = world or init_world(self.device.type)
         if c["train.batch_size"] % self.world.world_size:
             raise WorkloadConfigError(
@@ -102,33 +63,77 @@ class Trainer:
         self.local_batch = c["train.batch_size"] // self.world.world_size
         precision = c["runtime.precision"]
         self.amp_dtype = torch.bfloat16 if (precision == "bf16" or (precision == "auto" and cuda)) else None
-        self.channels_last = _flag(c["runtime.channels_last"], cuda)
+        self.channels_last = runtime.flag(c["runtime.channels_last"], cuda)
+        self.fmt = torch.channels_last if self.channels_last else torch.contiguous_format
         self.sha = config_sha256(c)
 
-        seed_everything(c["train.seed"])  # identical initial weights on every rank
+        runtime.seed_everything(c["train.seed"])  # identical initial weights on every rank
         self.G, self.D = build_models(c)
         self.G_ema: Generator | None = copy.deepcopy(self.G) if c["train.ema"] else None
-        fmt = torch.channels_last if self.channels_last else torch.contiguous_format
         for m in (self.G, self.D, self.G_ema):
             if m is not None:
-                m.to(self.device, memory_format=fmt)
+                m.to(self.device, memory_format=self.fmt)
+        self.g_params, self.d_params = list(self.G.parameters()), list(self.D.parameters())
         if self.G_ema is not None:
             self.G_ema.eval().requires_grad_(False)
-        fused = _flag(c["runtime.fused_adam"], cuda) and cuda
-        adam = dict(betas=(c["train.beta1"], c["train.beta2"]), eps=c["train.adam_eps"], **({"fused": True} if fused else {}))
-        self.g_opt = torch.optim.Adam(self.G.parameters(), lr=c["train.g_lr"], **adam)
-        self.d_opt = torch.optim.Adam(self.D.parameters(), lr=c["train.d_lr"], **adam)
-        self.G_fwd, self.D_fwd = self.G, self.D
-        if c["runtime.compile"] and cuda:
-            self.G_fwd, self.D_fwd = torch.compile(self.G), torch.compile(self.D)  # type: ignore[assignment]
+            self._ema = (list(self.G_ema.parameters()), self.g_params, list(self.G_ema.buffers()), list(self.G.buffers()))
+        # one kernel per optimizer step (CPU and CUDA) instead of a dozen operators per tensor
+        adam = dict(betas=(c["train.beta1"], c["train.beta2"]), eps=c["train.adam_eps"],
+                    **({"fused": True} if runtime.flag(c["runtime.fused_adam"], True) else {}))
+        self.g_opt = torch.optim.Adam(self.g_params, lr=c["train.g_lr"], **adam)
+        self.d_opt = torch.optim.Adam(self.d_params, lr=c["train.d_lr"], **adam)
         self.z_gen = torch.Generator(device=self.device).manual_seed(c["train.seed"] * 1000 + 17 + self.world.rank)
 
         self.iteration = 0
         self.data_position = 0  # global batches consumed
         self.resumed_from: str | None = None
         self.dataset = build_dataset(c)
-        self._loss_sums = torch.zeros(3, device=self.device)  # g, d_real, d_fake since last log
-        self._loss_counts = torch.zeros(3, device=self.device)
+        self._loss_sums = [torch.zeros((), device=self.device) for _ in range(3)]  # g, d_real, d_fake since last log
+        self._loss_counts = [0, 0, 0]
+        self.G_fwd, self.D_fwd = self.G, self.D
+        self.compile = runtime.CompileState(enabled=compiling)
+        if compiling:
+            self._compile()
+
+    def _compile(self) -> None:
+        n_params = sum(p.numel() for p in self.g_params + self.d_params)
+        self.compile.mode = runtime.compile_mode(self.c, n_params, self.device.type == "cuda")
+        self.compile.backend = self.c["runtime.compile_backend"]
+        self.compile.cache_dir = runtime.use_cache_dir(self.c, self.run_dir)
+        self.G_fwd, self.D_fwd = runtime.compile_with_fallback([self.G, self.D], self._probe, self.compile)
+
+    def _probe(self, fwd: list[Any]) -> None:
+        """One D and one G step's calls through `fwd` (compiles them); the models are left as found."""
+        g_fwd, d_fwd = fwd
+        saved = {id(b): b.clone() for m in (self.G, self.D) for b in m.buffers()}  # BN stats, SN u
+        gen = torch.Generator(device=self.device).manual_seed(1)
+        z = torch.randn(self.local_batch, self.G.dim_z, generator=gen, device=self.device)
+        y = torch.randint(self.c["model.n_classes"], (self.local_batch,), generator=gen, device=self.device)
+        res = self.c["model.resolution"]
+        x = torch.zeros(self.local_batch, 3, res, res, device=self.device)
+        try:
+            self._mark_step()
+            with self._autocast():
+                with torch.no_grad():
+                    fake = g_fwd(z, y)
+                logits = d_fwd(torch.cat([x.contiguous(memory_format=self.fmt), fake.to(x.dtype)]), torch.cat([y, y]))
+            logits.float().sum().backward()
+            self._mark_step()
+            self.D.requires_grad_(False)
+            with self._autocast():
+                out = d_fwd(g_fwd(z, y), y)
+            out.float().sum().backward()
+        finally:
+            self.D.requires_grad_(True)
+            for m in (self.G, self.D):
+                m.zero_grad(set_to_none=True)
+                for b in m.buffers():
+                    b.copy_(saved[id(b)])
+
+    def _mark_step(self) -> None:
+        """Tell CUDA graphs (compile's reduce-overhead mode) that earlier outputs are dead."""
+        if self.compile.enabled:
+            torch.compiler.cudagraph_mark_step_begin()
 
     # ---- checkpoints -------------------------------------------------------------
     def bundle(self) -> dict[str, Any]:
@@ -200,145 +205,87 @@ class Trainer:
         y = torch.randint(self.c["model.n_classes"], (self.local_batch,), generator=self.z_gen, device=self.device)
         return z, y
 
-    def batches(self) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
-        loader = build_loader(self.dataset, self.c, self.world.rank, self.world.world_size,
-                              self.data_position, self.device.type == "cuda")
-        fmt = torch.channels_last if self.channels_last else torch.contiguous_format
-        for x, y in loader:
-            yield x.to(self.device, non_blocking=True).contiguous(memory_format=fmt), y.to(self.device, non_blocking=True)
+    def batches(self) -> Batches:
+        return device_batches(self.dataset, self.c, self.world.rank, self.world.world_size,
+                              self.data_position, self.device, self.fmt)
 
     def step(self, real: Iterator[tuple[torch.Tensor, torch.Tensor]]) -> None:
-        """One G iteration (D steps, G step, EMA); losses are accumulated for the log."""
+        """One G iteration (D steps, G step, EMA); losses are summed on the device for the log.
+
+        Nothing here waits for the device: no `.item()`, no branch on a tensor's value,
+        so the host queues the next kernels while the GPU runs the current ones.
+        """
         c, acc = self.c, self.c["train.accumulate"]
-        self.G.train()
-        self.D.train()
-        d_params, g_params = list(self.D.parameters()), list(self.G.parameters())
+        if not self.G.training or not self.D.training:
+            self.G.train()
+            self.D.train()
         for _ in range(c["train.d_steps"]):
             self.d_opt.zero_grad(set_to_none=True)
             for _ in range(acc):
                 x, y = next(real)
                 self.data_position += 1
                 z, yf = self._sample()
+                self._mark_step()
                 with self._autocast():
                     with torch.no_grad():
                         fake = self.G_fwd(z, yf)
                     logits = self.D_fwd(torch.cat([x, fake.to(x.dtype)]), torch.cat([y, yf])).float()
                 loss_real, loss_fake = d_hinge(logits[: x.shape[0]], logits[x.shape[0]:])
-                ((loss_real + loss_fake) / acc).backward()
-                self._loss_sums[1:] += torch.stack([loss_real.detach(), loss_fake.detach()])
-                self._loss_counts[1:] += 1
-            average_gradients(d_params, self.world)
+                loss = loss_real + loss_fake
+                (loss / acc if acc > 1 else loss).backward()
+                torch._foreach_add_(self._loss_sums[1:], [loss_real.detach(), loss_fake.detach()])
+            self._loss_counts[1] += acc
+            self._loss_counts[2] += acc
+            average_gradients(self.d_params, self.world)  # once per optimizer step, not per micro-batch
             self.d_opt.step()
 
-        self.D.requires_grad_(False)
+        for p in self.d_params:
+            p.requires_grad_(False)
         self.g_opt.zero_grad(set_to_none=True)
         for _ in range(acc):
             z, yf = self._sample()
+            self._mark_step()
             with self._autocast():
                 loss = g_hinge(self.D_fwd(self.G_fwd(z, yf), yf).float())
-            (loss / acc).backward()
-            self._loss_sums[0] += loss.detach()
-            self._loss_counts[0] += 1
+            (loss / acc if acc > 1 else loss).backward()
+            self._loss_sums[0].add_(loss.detach())
+        self._loss_counts[0] += acc
         if c["train.ortho_reg"] > 0:
             (c["train.ortho_reg"] * ortho_penalty(self.G, skip=(self.G.shared.weight,))).backward()
-        average_gradients(g_params, self.world)
+        average_gradients(self.g_params, self.world)
         self.g_opt.step()
-        self.D.requires_grad_(True)
+        for p in self.d_params:
+            p.requires_grad_(True)
         self.iteration += 1
         self._update_ema()
 
     @torch.no_grad()
     def _update_ema(self) -> None:
+        """G_ema <- lerp(G_ema, G, 1 - decay) and G's buffers copied: two multi-tensor operators."""
         if self.G_ema is None:
             return
         decay = self.c["train.ema_decay"] if self.iteration >= self.c["train.ema_start"] else 0.0
-        for e, p in zip(self.G_ema.parameters(), self.G.parameters()):
-            e.lerp_(p, 1.0 - decay)
-        for e, b in zip(self.G_ema.buffers(), self.G.buffers()):
-            e.copy_(b)
+        ema_params, params, ema_buffers, buffers = self._ema
+        torch._foreach_lerp_(ema_params, params, 1.0 - decay)
+        torch._foreach_copy_(ema_buffers, buffers)
 
     def take_losses(self) -> dict[str, float | None]:
         """Mean losses since the last call (one device sync per log line, not per step)."""
-        counts = self._loss_counts.clamp(min=1)
-        g, dr, df = (self._loss_sums / counts).tolist()
-        empty = (self._loss_counts == 0).tolist()
-        self._loss_sums.zero_()
-        self._loss_counts.zero_()
-        return {"g_loss": None if empty[0] else g, "d_loss_real": None if empty[1] else dr,
-                "d_loss_fake": None if empty[2] else df}
+        sums = torch.stack(self._loss_sums).tolist()
+        means = [s / n if n else None for s, n in zip(sums, self._loss_counts)]
+        for t in self._loss_sums:
+            t.zero_()
+        self._loss_counts = [0, 0, 0]
+        return {"g_loss": means[0], "d_loss_real": means[1], "d_loss_fake": means[2]}
 
     def g_sha256(self) -> str:
         return ckpt.state_sha256(self.G.state_dict())
 
 
-class _StopRequest:
-    """Turns SIGTERM/SIGUSR1/SIGINT into a flag checked after each iteration."""
-
-    def __init__(self) -> None:
-        self.signal_name: str | None = None
-        self._previous: dict[int, Any] = {}
-
-    def install(self) -> None:
-        for name in STOP_SIGNALS:
-            sig = getattr(signal, name, None)
-            if sig is not None:
-                try:
-                    self._previous[sig] = signal.signal(sig, self._handle)
-                except ValueError:  # not the main thread
-                    pass
-
-    def _handle(self, signum: int, _frame: Any) -> None:
-        self.signal_name = signal.Signals(signum).name
-
-    def uninstall(self) -> None:
-        for sig, handler in self._previous.items():
-            signal.signal(sig, handler)
-
-
-class _Progress:
-    """tqdm bar on a terminal, plain lines on stderr otherwise (batch jobs, CI)."""
-
-    def __init__(self, mode: str, total: int, start: int, enabled: bool) -> None:
-        self.enabled = enabled
-        use_bar = mode == "bar" or (mode == "auto" and sys.stderr.isatty())
-        self.bar = None
-        if enabled and use_bar:
-            try:
-                from tqdm import tqdm
-
-                self.bar = tqdm(total=total, initial=start, unit="it", dynamic_ncols=True, file=sys.stderr)
-            except ImportError:
-                self.bar = None
-
-    def advance(self, record: dict[str, Any] | None) -> None:
-        if not self.enabled:
-            return
-        if self.bar is not None:
-            self.bar.update(1)
-            if record is not None:
-                self.bar.set_postfix(g=_fmt(record["g_loss"]), d=_fmt(record["d_loss_real"]),
-                                     img_s=_fmt(record["images_per_s"]), refresh=False)
-        elif record is not None:
-            line(f"iter {record['iteration']} images {record['images_seen']} "
-                 f"{_fmt(record['images_per_s'])} img/s g_loss {_fmt(record['g_loss'])} "
-                 f"d_loss_real {_fmt(record['d_loss_real'])} d_loss_fake {_fmt(record['d_loss_fake'])}")
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.close()
-
-
-def _fmt(v: Any) -> str:
-    return "nan" if v is None else f"{v:.4g}"
-
-
-def line(msg: str) -> None:
-    print(f"biggan: {msg}", file=sys.stderr, flush=True)
-
-
 def train(c: dict[str, Any], run_dir: Path, experiment: str) -> Outcome:
     """Run (or resume) one training job in `run_dir`; returns how it ended."""
-    stop = _StopRequest()
+    process_start = runtime.process_start_time()
+    stop = StopRequest()
     stop.install()  # before the (possibly slow) set-up: a signal then still ends cleanly
     try:
         try:
@@ -357,7 +304,7 @@ def train(c: dict[str, Any], run_dir: Path, experiment: str) -> Outcome:
     world = trainer.world
     log = TrainLog(run_dir, enabled=world.main)
     max_iters, log_every = c["train.max_iters"], c["train.log_every"]
-    progress: _Progress | None = None
+    progress: Progress | None = None
     started = False
     outcome = Outcome("failed", trainer.iteration, "")
     extra: dict[str, Any] = {}
@@ -372,15 +319,23 @@ def train(c: dict[str, Any], run_dir: Path, experiment: str) -> Outcome:
         if world.main:
             line(f"run_start {experiment} at iteration {trainer.iteration}/{max_iters} on {trainer.device} "
                  f"x{world.world_size}" + (f", resumed from {trainer.resumed_from}" if trainer.resumed_from else ""))
-        progress = _Progress(c["runtime.progress"], max_iters, trainer.iteration, world.main)
+        if trainer.compile.warning:
+            log.write("warning", iteration=trainer.iteration, what="compile", message=trainer.compile.warning)
+            if world.main:
+                line(f"warning: {trainer.compile.warning}")
+        progress = Progress(c["runtime.progress"], max_iters, trainer.iteration, world.main)
         t_start = last_t = start["time"]
         last_images, last_iter, saved_at = trainer.images_seen, trainer.iteration, trainer.iteration
         status = "success"
+        first = True
         while trainer.iteration < max_iters:
             trainer.step(real)
+            if first:
+                _log_warmup(trainer, log, process_start, start["time"])
+                first = False
             now = time.time()
             time_up = c["train.max_seconds"] is not None and now - t_start >= c["train.max_seconds"]
-            signalled, time_up = any_rank((stop.signal_name is not None, time_up), world, trainer.device)
+            signalled, time_up = any_rank((stop.signal_name is not None, time_up), world)
             stopping = signalled or time_up
             record = None
             if trainer.iteration % log_every == 0 or trainer.iteration == max_iters or stopping:
@@ -403,7 +358,7 @@ def train(c: dict[str, Any], run_dir: Path, experiment: str) -> Outcome:
             trainer.save_checkpoint(log)
         if status == "success":
             if c["train.sample_grid"] and world.main:
-                _write_samples(trainer, run_dir / "samples.png")
+                write_samples(trainer, run_dir / "samples.png")
             if c["eval.at_end"]:
                 _evaluate(trainer, log)
         outcome = Outcome(status, trainer.iteration, trainer.g_sha256())
@@ -434,37 +389,26 @@ def train(c: dict[str, Any], run_dir: Path, experiment: str) -> Outcome:
         stop.uninstall()
 
 
+def _log_warmup(t: Trainer, log: TrainLog, process_start: float, run_start: float) -> None:
+    """Start-up cost of this process: from its start to its first finished iteration.
+
+    A cloud pod pays it on every restart, so it is logged once per segment, with whether
+    the compiler's cache made it a warm start. Waits for the device once, here only.
+    """
+    if t.device.type == "cuda":
+        torch.cuda.synchronize(t.device)
+    now = time.time()
+    log.write("warmup", iteration=t.iteration, warmup_s=round(now - process_start, 3),
+              setup_s=round(run_start - process_start, 3), first_iteration_s=round(now - run_start, 3),
+              deterministic=t.deterministic, **t.compile.record())
+
+
 def _train_record(t: Trainer, now: float, t_start: float, last_t: float, last_images: int, last_iter: int) -> dict[str, Any]:
     dt = max(now - last_t, 1e-9)
     return {"iteration": t.iteration, "images_seen": t.images_seen,
             "images_per_s": round((t.images_seen - last_images) / dt, 3),
             "g_iters_per_s": round((t.iteration - last_iter) / dt, 4),
             **t.take_losses(), "wall_s": round(now - t_start, 4)}
-
-
-@torch.no_grad()
-def _write_samples(t: Trainer, path: Path) -> None:
-    """An 8x8 grid from fixed z (seeded), classes in order, drawn by G_ema (or G)."""
-    try:
-        from PIL import Image
-    except ImportError:
-        line("Pillow is not installed: no samples.png")
-        return
-    g = t.G_ema if t.G_ema is not None else t.G
-    was_training = g.training
-    g.eval()
-    gen = torch.Generator().manual_seed(t.c["train.seed"] + 20_190_101)
-    n = 64
-    z = torch.randn(n, g.dim_z, generator=gen).to(t.device)
-    y = (torch.arange(n) % t.c["model.n_classes"]).to(t.device)
-    imgs = torch.cat([g(z[i: i + 16], y[i: i + 16]).float().cpu() for i in range(0, n, 16)])
-    g.train(was_training)
-    r = t.c["model.resolution"]
-    grid = imgs.view(8, 8, 3, r, r).permute(0, 3, 1, 4, 2).reshape(8 * r, 8 * r, 3)
-    arr = ((grid.clamp(-1, 1) + 1) * 127.5).round().to(torch.uint8).numpy()
-    tmp = path.with_suffix(".png.tmp")
-    Image.fromarray(arr).save(tmp, format="PNG")
-    os.replace(tmp, path)
 
 
 def _evaluate(t: Trainer, log: TrainLog) -> None:
