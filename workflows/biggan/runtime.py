@@ -23,6 +23,9 @@ from workflows.biggan.errors import WorkloadConfigError
 # mode: their whole step is a few milliseconds of GPU work, so kernel launches dominate.
 CUDA_GRAPHS_MAX_PARAMS = 30_000_000
 CACHE_DIR_NAME = ".torch-compile-cache"
+# The user's setting, read before inductor runs: inductor writes its default back to the
+# environment once it has chosen a folder.
+_ENV_CACHE_DIR = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
 
 
 def flag(value: str, on_cuda: bool) -> bool:
@@ -104,7 +107,9 @@ class CompileState:
 
     def record(self) -> dict[str, Any]:
         return {"compile": self.enabled, "compile_mode": self.mode, "compile_backend": self.backend,
-                "compile_s": self.seconds, "compile_cache": self.cache, "compile_cache_dir": self.cache_dir}
+                "compile_s": self.seconds, "compile_cache": self.cache, "compile_cache_dir": self.cache_dir,
+                "compile_cache_hits": self.counters.get("cache_hits"),
+                "compile_cache_misses": self.counters.get("cache_misses")}
 
 
 def compile_mode(c: dict[str, Any], n_params: int, cuda: bool) -> str:
@@ -122,9 +127,7 @@ def use_cache_dir(c: dict[str, Any], run_dir: Path) -> str:
     run and the next run in the same results folder (Slurm scratch, the OpenShift volume)
     then start warm.
     """
-    chosen = c["runtime.compile_cache_dir"]
-    if not chosen and os.environ.get("TORCHINDUCTOR_CACHE_DIR"):
-        return os.environ["TORCHINDUCTOR_CACHE_DIR"]
+    chosen = c["runtime.compile_cache_dir"] or _ENV_CACHE_DIR
     folder = Path(chosen).expanduser() if chosen else run_dir.resolve().parent / CACHE_DIR_NAME
     try:
         folder.mkdir(parents=True, exist_ok=True)
@@ -167,8 +170,11 @@ def compile_with_fallback(modules: list[torch.nn.Module], probe: Callable[[list[
 
     t0 = time.perf_counter()
     before = _cache_counts()
+    was_empty = not state.cache_dir or not any(Path(state.cache_dir).iterdir())
     try:
-        compiled = [torch.compile(m, mode=state.mode, backend=state.backend) for m in modules]
+        # static shapes: D sees two batch sizes (real + fake, then fake alone); one graph each
+        # suits CUDA graphs and avoids symbolic-shape code paths
+        compiled = [torch.compile(m, mode=state.mode, backend=state.backend, dynamic=False) for m in modules]
         probe(compiled)
     except torch.OutOfMemoryError:
         raise
@@ -183,5 +189,8 @@ def compile_with_fallback(modules: list[torch.nn.Module], probe: Callable[[list[
     after = _cache_counts()
     hits, misses = after["hit"] - before["hit"], after["miss"] - before["miss"]
     state.counters = {"cache_hits": hits, "cache_misses": misses}
-    state.cache = "warm" if hits and not misses else "cold" if misses and not hits else "partial" if hits else None
+    # a graph compiled earlier in this process may be found again (D at two batch sizes
+    # shares pieces), so an empty folder before the start is what makes a start cold
+    state.cache = ("warm" if hits and not misses else "cold" if was_empty or not hits
+                   else "partial") if hits or misses else None
     return compiled

@@ -54,6 +54,9 @@ class Trainer:
         if c["runtime.threads"]:
             torch.set_num_threads(c["runtime.threads"])
         compiling = runtime.flag(c["runtime.compile"], cuda)
+        self.compile = runtime.CompileState(enabled=compiling)
+        if compiling:  # before anything imports inductor, which settles on a folder
+            self.compile.cache_dir = runtime.use_cache_dir(c, run_dir)
         self.deterministic = runtime.configure_kernels(c, self.device, compiling)
         self.world = world or init_world(self.device.type)
         if c["train.batch_size"] % self.world.world_size:
@@ -91,7 +94,6 @@ class Trainer:
         self._loss_sums = [torch.zeros((), device=self.device) for _ in range(3)]  # g, d_real, d_fake since last log
         self._loss_counts = [0, 0, 0]
         self.G_fwd, self.D_fwd = self.G, self.D
-        self.compile = runtime.CompileState(enabled=compiling)
         if compiling:
             self._compile()
 
@@ -99,7 +101,6 @@ class Trainer:
         n_params = sum(p.numel() for p in self.g_params + self.d_params)
         self.compile.mode = runtime.compile_mode(self.c, n_params, self.device.type == "cuda")
         self.compile.backend = self.c["runtime.compile_backend"]
-        self.compile.cache_dir = runtime.use_cache_dir(self.c, self.run_dir)
         self.G_fwd, self.D_fwd = runtime.compile_with_fallback([self.G, self.D], self._probe, self.compile)
 
     def _probe(self, fwd: list[Any]) -> None:

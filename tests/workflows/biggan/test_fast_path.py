@@ -158,3 +158,21 @@ def test_synthetic_batches_are_made_whole_and_resume_exactly() -> None:
         assert int(yb[j]) == ds[i][1] == i % 4
     assert torch.equal(ds.batch(torch.arange(40))[0], SyntheticImages(40, 32, 4, seed=0).batch(torch.arange(40))[0])
     assert not torch.equal(ds.batch(idx)[0], SyntheticImages(40, 32, 4, seed=1).batch(idx)[0])
+
+
+@pytest.mark.slow
+def test_compiler_cache_next_to_the_runs_makes_the_second_start_warm(tmp_path: Path) -> None:
+    """Real inductor on the CPU (minutes): the second run in the same folder compiles nothing."""
+    job = ("runtime.compile=true", "train.max_iters=1", "train.sample_grid=false")
+    starts = []
+    for name in ("first", "second"):
+        proc = run_workload(tmp_path / name, *job, timeout=900)
+        assert proc.returncode == 0, proc.stderr
+        warm = last(events(tmp_path / name), "warmup")
+        assert warm["compile"] is True, proc.stderr  # inductor worked (else a warning said why)
+        starts.append(warm)
+    cache = tmp_path / runtime.CACHE_DIR_NAME
+    assert starts[0]["compile_cache_dir"] == starts[1]["compile_cache_dir"] == str(cache)
+    assert any(cache.iterdir())
+    assert starts[0]["compile_cache"] == "cold" and starts[0]["compile_cache_misses"] > 0
+    assert starts[1]["compile_cache"] == "warm" and starts[1]["compile_cache_misses"] == 0
