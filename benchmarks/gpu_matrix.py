@@ -130,8 +130,9 @@ def table(rows: list[dict[str, Any]], info: dict[str, Any]) -> str:
         ratio = f"{its / ref[r['preset']]:.2f}×" if its and ref.get(r["preset"]) and r["impl"] == "atlas" else ""
         peak = r.get("peak_gpu_memory_gib", r.get("peak_mem_gb"))
         startup = f"{r['startup_s']} ({r.get('compile_cache') or 'no compile'})" if r.get("startup_s") is not None else ""
-        lines.append(f"| {r['preset']} | {r['variant']} | {its} | {ratio} | {r.get('images_per_s')} | {peak} | "
-                     f"{r.get('gpu_util_percent_mean')} | {startup} |")
+        busy = r.get("gpu_util_percent_mean")
+        lines.append(f"| {r['preset']} | {r['variant']} | {its} | {ratio} | {r.get('images_per_s')} | "
+                     f"{'–' if peak is None else peak} | {'–' if busy is None else busy} | {startup} |")
     return "\n".join(lines)
 
 
