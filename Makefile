@@ -5,13 +5,14 @@ PY     := $(VENV)/bin/python
 EXTRAS := torch,train,slurm,openshift,github,dev
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 
-.PHONY: setup demo test lint format bench-train clean help slurm-up slurm-down
+.PHONY: setup demo test lint format bench-train bench-gpu clean help slurm-up slurm-down
 
 help:
 	@echo "make demo   - set up .venv and run the main job on the local environments"
 	@echo "make test   - set up .venv, lint (ruff) and run the whole test suite"
 	@echo "make lint / format - ruff check and format check / rewrite the tree with ruff format"
 	@echo "make bench-train ARGS='--experiment cifar' - training throughput benchmark (JSON)"
+	@echo "make bench-gpu [ARGS='--presets cifar --startup'] - GPU matrix: presets x variants, JSON lines + Markdown table"
 	@echo "make slurm-up / slurm-down - start / stop the local single-node Slurm (env local-slurm; root)"
 
 $(STAMP): pyproject.toml
@@ -53,6 +54,11 @@ format: setup
 
 bench-train: setup
 	$(PY) benchmarks/train_throughput.py $(ARGS)
+
+# Needs an NVIDIA GPU and a CUDA build of torch (without one it says so and exits 0).
+# REF_DIR=<extracted ajbrock/BigGAN-PyTorch> ARGS='--ref-script PATH' adds the reference.
+bench-gpu: setup
+	$(PY) benchmarks/gpu_matrix.py $(ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache

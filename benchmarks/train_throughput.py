@@ -3,10 +3,14 @@
     python benchmarks/train_throughput.py --experiment cifar --iters 5 --warmup 2 [--set KEY=VALUE ...]
 
 Builds the real trainer for a preset (plus overrides), runs `--warmup` G iterations
-untimed (allocator, cuDNN autotuning, torch.compile), then times `--iters` G iterations
-and prints G iterations/s and images/s. Images/s counts real images fed to D, as
-`images_per_s` in train.jsonl does. Nothing is written to disk. On CUDA it also reports
-peak GPU memory and, when NVML is available, the mean GPU utilisation while timing.
+untimed (allocator, cuDNN autotuning, CUDA graph recording), then times `--iters` G
+iterations and prints G iterations/s and images/s. Images/s counts real images fed to D,
+as `images_per_s` in train.jsonl does. Only the compiler cache is written to disk
+(`runtime.compile_cache_dir`, or `.torch-compile-cache` in a temporary folder). It also
+reports start-up: `setup_s` (building the trainer, torch.compile included), `first_iter_s`
+and `startup_s` (process start to the end of the first iteration), with `compile_cache`
+cold or warm. On CUDA: peak GPU memory and, when NVML is available, the mean GPU
+utilisation while timing.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ import torch  # noqa: E402
 from workflows.biggan.config import config_sha256, resolve  # noqa: E402
 from workflows.biggan.distributed import World  # noqa: E402
 from workflows.biggan.errors import WorkloadConfigError  # noqa: E402
+from workflows.biggan.runtime import process_start_time  # noqa: E402
 from workflows.biggan.trainer import Trainer  # noqa: E402
 
 
@@ -79,10 +84,29 @@ class GpuUtilSampler:
         return round(sum(self.values) / len(self.values), 1) if self.values else "no samples (loop too short)"
 
 
+def _how_it_ran(t: Trainer) -> dict[str, Any]:
+    """Device, kernels and compiler of the measured trainer (the figures depend on them)."""
+    cuda = t.device.type == "cuda"
+    return {
+        "device": str(t.device),
+        "device_name": torch.cuda.get_device_name(t.device) if cuda else cpu_model(),
+        "torch": torch.__version__,
+        "threads": torch.get_num_threads(),
+        "precision": str(t.amp_dtype or torch.float32).replace("torch.", ""),
+        "channels_last": t.channels_last,
+        "deterministic": t.deterministic,
+        **{k: v for k, v in t.compile.record().items() if k != "compile_cache_dir"},
+        "compile_warning": t.compile.warning,
+    }
+
+
 def measure(experiment: str, overrides: list[str], iters: int, warmup: int) -> dict[str, Any]:
     c = resolve(experiment, overrides)
+    process_start = process_start_time()
     with tempfile.TemporaryDirectory() as tmp:
-        t = Trainer(c, Path(tmp), experiment, world=World())
+        t0 = time.time()
+        t = Trainer(c, Path(tmp) / "run", experiment, world=World())  # compiles (probe) when compile is on
+        setup_s = time.time() - t0
         real = t.batches()
         cuda = t.device.type == "cuda"
 
@@ -90,8 +114,13 @@ def measure(experiment: str, overrides: list[str], iters: int, warmup: int) -> d
             if cuda:
                 torch.cuda.synchronize(t.device)
 
-        for _ in range(warmup):
+        first_iter_s = None
+        for i in range(warmup):
             t.step(real)
+            if i == 0:
+                sync()
+                first_iter_s = time.time() - t0 - setup_s
+        startup_s = time.time() - process_start if warmup else None
         sync()
         if cuda:
             torch.cuda.reset_peak_memory_stats(t.device)
@@ -108,13 +137,10 @@ def measure(experiment: str, overrides: list[str], iters: int, warmup: int) -> d
         "experiment": experiment,
         "overrides": overrides,
         "config_sha256": config_sha256(c),
-        "device": str(t.device),
-        "device_name": torch.cuda.get_device_name(t.device) if cuda else cpu_model(),
-        "torch": torch.__version__,
-        "threads": torch.get_num_threads(),
-        "precision": str(t.amp_dtype or torch.float32).replace("torch.", ""),
-        "channels_last": t.channels_last,
-        "compile": bool(c["runtime.compile"] and cuda),
+        **_how_it_ran(t),
+        "setup_s": round(setup_s, 3),
+        "first_iter_s": None if first_iter_s is None else round(first_iter_s, 3),
+        "startup_s": None if startup_s is None else round(startup_s, 3),
         "batch_size": c["train.batch_size"],
         "d_steps": c["train.d_steps"],
         "accumulate": c["train.accumulate"],

@@ -123,11 +123,38 @@ SETTINGS: dict[str, Setting] = {
         "auto", str, "channels_last memory format (auto = on with CUDA)", choices=("auto", "true", "false")
     ),
     "runtime.fused_adam": Setting(
-        "auto", str, "fused Adam kernels (auto = on with CUDA)", choices=("auto", "true", "false")
+        "auto",
+        str,
+        "fused Adam: one kernel per optimizer step (auto = on, CPU and CUDA)",
+        choices=("auto", "true", "false"),
     ),
-    "runtime.compile": Setting(False, bool, "torch.compile G and D (CUDA only; ignored on CPU)"),
+    "runtime.compile": Setting(
+        "auto",
+        str,
+        "torch.compile G and D (auto = on with CUDA); eager with a logged warning if it fails",
+        choices=("auto", "true", "false"),
+    ),
+    "runtime.compile_mode": Setting(
+        "auto",
+        str,
+        "torch.compile mode (auto = reduce-overhead, i.e. CUDA graphs, for models under 30M parameters "
+        "on CUDA, else default)",
+        choices=("auto", "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"),
+    ),
+    "runtime.compile_backend": Setting("inductor", str, "torch.compile backend (inductor; aot_eager etc. to debug)"),
+    "runtime.compile_cache_dir": Setting(
+        None,
+        str,
+        "compiler cache folder kept across runs (null = .torch-compile-cache next to the run dir)",
+        nullable=True,
+    ),
     "runtime.threads": Setting(0, int, "CPU threads for PyTorch (0 = its default)", check=_non_negative),
-    "runtime.deterministic": Setting(True, bool, "deterministic algorithms (bit-exact resume on CPU)"),
+    "runtime.deterministic": Setting(
+        "auto",
+        str,
+        "deterministic algorithms (auto = on for CPU, where resume is bit-exact; off on CUDA)",
+        choices=("auto", "true", "false"),
+    ),
     "runtime.progress": Setting(
         "auto", str, "progress bar: auto (when stderr is a terminal), bar or lines", choices=("auto", "bar", "lines")
     ),
@@ -149,6 +176,9 @@ RUNTIME_KEYS: frozenset[str] = frozenset(
         "runtime.channels_last",
         "runtime.fused_adam",
         "runtime.compile",
+        "runtime.compile_mode",
+        "runtime.compile_backend",
+        "runtime.compile_cache_dir",
         "runtime.deterministic",
         "runtime.threads",
         "runtime.progress",

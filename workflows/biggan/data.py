@@ -28,11 +28,24 @@ def to_tensor(img: np.ndarray) -> torch.Tensor:
     return torch.from_numpy(np.ascontiguousarray(img)).permute(2, 0, 1).float().div(127.5).sub(1.0)
 
 
+_M32 = 0xFFFFFFFF
+
+
+def _hash32(x: torch.Tensor) -> torch.Tensor:
+    """A 32-bit integer hash on int64 tensors (values < 2^32): the same on every device."""
+    x = (((x >> 16) ^ x) * 0x45D9F3B) & _M32
+    x = (((x >> 16) ^ x) * 0x45D9F3B) & _M32
+    return (x >> 16) ^ x
+
+
 class SyntheticImages(Dataset):
     """Deterministic class-conditional images made on the fly from (seed, index).
 
     Each class has its own colour and stripe orientation/frequency, so a conditional
     GAN has something class-dependent to learn; every image adds its own phase and noise.
+    The randomness is a counter-based hash of (seed, index, pixel) in integer arithmetic,
+    so a whole batch is made in one go on the training device, and image i is the same
+    on any device and in any batch.
     """
 
     def __init__(self, size: int, resolution: int, n_classes: int, seed: int) -> None:
@@ -41,19 +54,42 @@ class SyntheticImages(Dataset):
         self.colors = torch.rand(n_classes, 3, 1, 1, generator=g) * 2 - 1
         axis = torch.linspace(0, 1, resolution)
         self.yy, self.xx = torch.meshgrid(axis, axis, indexing="ij")
+        labels = torch.arange(n_classes)
+        angle = 2 * math.pi * labels / n_classes
+        self.freq = (1 + labels % 4).float()
+        self.dirs = torch.stack([torch.cos(angle), torch.sin(angle)], 1)
+        self._on: dict[torch.device, tuple[torch.Tensor, ...]] = {}
 
     def __len__(self) -> int:
         return self.size
 
     def __getitem__(self, i: int) -> tuple[torch.Tensor, int]:
-        label = i % self.n_classes
-        g = torch.Generator().manual_seed(self.seed * 1_000_003 + i)
-        angle = 2 * math.pi * label / self.n_classes
-        freq = 1 + label % 4
-        phase = float(torch.rand((), generator=g)) * 2 * math.pi
-        wave = torch.sin(2 * math.pi * freq * (self.xx * math.cos(angle) + self.yy * math.sin(angle)) + phase)
-        noise = torch.randn(3, self.res, self.res, generator=g)
-        img = self.colors[label] * (0.5 + 0.4 * wave.unsqueeze(0)) + 0.15 * noise
+        x, y = self.batch(torch.tensor([i]))
+        return x[0], int(y[0])
+
+    def _tables(self, device: torch.device) -> tuple[torch.Tensor, ...]:
+        if device not in self._on:
+            self._on[device] = tuple(t.to(device) for t in (self.colors, self.xx, self.yy, self.freq, self.dirs))
+        return self._on[device]
+
+    def batch(self, idx: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Images and labels for the int64 indices `idx`, made on `idx`'s device."""
+        colors, xx, yy, freq, dirs = self._tables(idx.device)
+        n, r = idx.shape[0], self.res
+        label = idx % self.n_classes
+        key = _hash32(_hash32(torch.full_like(idx, self.seed & _M32)) ^ (idx & _M32))  # per image
+        half = 3 * r * r // 2 + 1  # one hash gives two 16-bit uniforms -> two normals
+        counter = torch.arange(half + 1, device=idx.device)
+        bits = _hash32((key[:, None] + counter * 0x9E3779B9) & _M32)
+        u1 = ((bits >> 16).float() + 0.5) / 65536.0
+        u2 = ((bits & 0xFFFF).float() + 0.5) / 65536.0
+        phase = u1[:, 0] * (2 * math.pi)
+        radius, theta = torch.sqrt(-2.0 * torch.log(u1[:, 1:])), (2 * math.pi) * u2[:, 1:]
+        noise = torch.cat([radius * torch.cos(theta), radius * torch.sin(theta)], 1)[:, : 3 * r * r]
+        d = dirs[label]
+        proj = xx * d[:, 0, None, None] + yy * d[:, 1, None, None]
+        wave = torch.sin((2 * math.pi) * freq[label, None, None] * proj + phase[:, None, None])
+        img = colors[label] * (0.5 + 0.4 * wave.unsqueeze(1)) + 0.15 * noise.view(n, 3, r, r)
         return img.clamp(-1, 1), label
 
 
@@ -183,14 +219,19 @@ class BatchPlan(Sampler[list[int]]):
         return torch.randperm(self.n, generator=torch.Generator().manual_seed(self.seed * 7919 + epoch + 1))
 
     def __iter__(self) -> Iterator[list[int]]:
+        for idx in self.index_tensors(torch.device("cpu")):
+            yield idx.tolist()
+
+    def index_tensors(self, device: torch.device) -> Iterator[torch.Tensor]:
+        """The same batches as int64 tensors on `device`: one copy per epoch, none per batch."""
         k = self.start
-        epoch, perm = -1, torch.empty(0)
+        epoch, perm = -1, torch.empty(0, dtype=torch.long)
         while True:
             e, j = divmod(k, self.per_epoch)
             if e != epoch:
-                epoch, perm = e, self._perm(e)
+                epoch, perm = e, self._perm(e).to(device)
             lo = j * self.batch + self.rank * self.per_rank
-            yield perm[lo : lo + self.per_rank].tolist()
+            yield perm[lo : lo + self.per_rank]
             k += 1
 
     def __len__(self) -> int:  # endless; DataLoader only needs this for len()
@@ -208,3 +249,62 @@ def build_loader(
     if workers > 0:
         extra = {"prefetch_factor": c["data.prefetch_factor"], "persistent_workers": True}
     return DataLoader(dataset, batch_sampler=plan, num_workers=workers, pin_memory=pin, **extra)
+
+
+Batches = Iterator[tuple[torch.Tensor, torch.Tensor]]
+
+
+def device_batches(
+    dataset: Dataset,
+    c: dict[str, Any],
+    rank: int,
+    world_size: int,
+    start: int,
+    device: torch.device,
+    fmt: torch.memory_format,
+) -> Batches:
+    """Endless (images, labels) on `device` from data position `start`.
+
+    Synthetic images are made in whole batches on the device itself; files go through the
+    DataLoader (worker processes, pinned memory) and a one-batch device prefetch.
+    """
+    if isinstance(dataset, SyntheticImages):
+        plan = BatchPlan(len(dataset), c["train.batch_size"], c["train.seed"], rank, world_size, start)
+        return (_formatted(*dataset.batch(idx), fmt) for idx in plan.index_tensors(device))
+    loader = build_loader(dataset, c, rank, world_size, start, device.type == "cuda")
+    return prefetch(iter(loader), device, fmt)
+
+
+def _formatted(x: torch.Tensor, y: torch.Tensor, fmt: torch.memory_format) -> tuple[torch.Tensor, torch.Tensor]:
+    return x.contiguous(memory_format=fmt), y
+
+
+def prefetch(
+    batches: Iterator[tuple[torch.Tensor, torch.Tensor]], device: torch.device, fmt: torch.memory_format
+) -> Batches:
+    """Copy the next batch to the GPU on a side stream while the current one trains.
+
+    The copy is `non_blocking` (from pinned memory it does not wait for the GPU); the
+    training stream waits for it only when the batch is handed out, and `record_stream`
+    keeps the allocator from reusing its memory while the training stream still reads it.
+    """
+    if device.type != "cuda":
+        for x, y in batches:
+            yield _formatted(x.to(device), y.to(device), fmt)
+        return
+    side = torch.cuda.Stream(device)
+
+    def load() -> tuple[torch.Tensor, torch.Tensor]:
+        x, y = next(batches)
+        with torch.cuda.stream(side):
+            return _formatted(x.to(device, non_blocking=True), y.to(device, non_blocking=True), fmt)
+
+    nxt = load()
+    while True:
+        main = torch.cuda.current_stream(device)
+        main.wait_stream(side)
+        x, y = nxt
+        x.record_stream(main)
+        y.record_stream(main)
+        nxt = load()
+        yield x, y

@@ -2,13 +2,15 @@
 
 Gradients are averaged with one flattened all-reduce per optimizer step (instead of
 wrapping D in DistributedDataParallel, which does not fit GAN steps where D runs in G's
-backward without needing its own gradients). Rank 0 alone writes the log and checkpoints.
+backward without needing its own gradients), so accumulated micro-batches never
+synchronise, as under DDP's `no_sync`. Rank 0 alone writes the log and checkpoints.
 """
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 import torch.distributed as dist
@@ -19,6 +21,7 @@ class World:
     rank: int = 0
     world_size: int = 1
     local_rank: int = 0
+    host_group: Any = None  # a gloo group for host-side flags when the main group is NCCL
 
     @property
     def main(self) -> bool:
@@ -39,10 +42,18 @@ def init_world(device_type: str) -> World:
         torch.cuda.set_device(local)
     if not dist.is_initialized():
         dist.init_process_group(backend="nccl" if device_type == "cuda" else "gloo")
-    return World(rank, size, local)
+    # Stop flags are host values: agreeing on them over NCCL would make the host wait for
+    # the GPU every iteration (a CUDA tensor read back), so they travel over gloo.
+    host = dist.new_group(backend="gloo") if device_type == "cuda" else None
+    return World(rank, size, local, host)
 
 
 def average_gradients(params: list[torch.nn.Parameter], world: World) -> None:
+    """One all-reduce of every gradient, called once per optimizer step.
+
+    With `train.accumulate` > 1 the micro-batches' gradients add up locally and only the
+    sum is reduced, which is what DistributedDataParallel's `no_sync` achieves.
+    """
     if not world.active:
         return
     grads = [p.grad for p in params if p.grad is not None]
@@ -58,12 +69,15 @@ def average_gradients(params: list[torch.nn.Parameter], world: World) -> None:
         offset += n
 
 
-def any_rank(flags: tuple[bool, ...], world: World, device: torch.device) -> tuple[bool, ...]:
-    """Each flag true on every rank when it is true on at least one (signals, time limits)."""
+def any_rank(flags: tuple[bool, ...], world: World) -> tuple[bool, ...]:
+    """Each flag true on every rank when it is true on at least one (signals, time limits).
+
+    A CPU tensor over gloo: the host never waits for the GPU to agree on a flag.
+    """
     if not world.active:
         return flags
-    t = torch.tensor([1.0 if f else 0.0 for f in flags], device=device)
-    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    t = torch.tensor([1.0 if f else 0.0 for f in flags])
+    dist.all_reduce(t, op=dist.ReduceOp.MAX, group=world.host_group)
     return tuple(bool(v > 0) for v in t.tolist())
 
 

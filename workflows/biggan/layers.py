@@ -2,9 +2,13 @@
 
 Spectral norm is our own (one power iteration per training forward, u kept as a buffer)
 so that the state dict is plain tensors and a resumed run continues the same iteration.
+A model normalises all its layers at once (`SpectralNormModel`): a Python loop over
+layers costs more than the GPU work of small models.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -12,30 +16,85 @@ from torch import nn
 
 
 class _SpectralNorm:
-    """Mixin: divide the weight by its largest singular value, estimated by power iteration."""
+    """Mixin: divide the weight by its largest singular value, estimated by power iteration.
+
+    Inside a model that derives from `SpectralNormModel` the model computes every layer's
+    normalised weight at the start of its forward, one batch per weight shape, and the
+    layer reads it from `_sn_w`; called on its own, a layer normalises its weight alone.
+    """
 
     weight: torch.Tensor
     sn_eps: float
+    _sn_w: torch.Tensor | None
 
     def _init_sn(self, eps: float) -> None:
         self.sn_eps = eps
+        self._sn_w = None
         rows = self.weight.shape[0]
         u = torch.randn(1, rows)
         self.register_buffer("sn_u", F.normalize(u, dim=1, eps=eps))  # type: ignore[attr-defined]
 
     def sn_weight(self) -> torch.Tensor:
-        w = self.weight
-        with torch.autocast(device_type=w.device.type, enabled=False):
-            w_mat = w.float().reshape(w.shape[0], -1)
-            u = self.sn_u
-            if self.training:  # type: ignore[attr-defined]
-                with torch.no_grad():
-                    v = F.normalize(u @ w_mat, dim=1, eps=self.sn_eps)
-                    u = F.normalize(v @ w_mat.t(), dim=1, eps=self.sn_eps)
-                    self.sn_u.copy_(u)
-            v = F.normalize(u @ w_mat, dim=1, eps=self.sn_eps)
-            sigma = (u @ w_mat @ v.t()).squeeze()
-        return w / sigma.to(w.dtype)
+        return spectral_normalize([self], self.sn_eps, self.training)[0]  # type: ignore[attr-defined]
+
+    def _normalized_weight(self) -> torch.Tensor:
+        return self._sn_w if self._sn_w is not None else self.sn_weight()
+
+
+def spectral_normalize(layers: list[_SpectralNorm], eps: float, training: bool) -> list[torch.Tensor]:
+    """W / sigma(W) for layers whose weights share one shape, as one batch of matrices.
+
+    Per layer the math is the classic one (Miyato et al. 2018), unchanged from a
+    per-layer loop: in training one power iteration updates u (no gradient), then
+    v = normalize(u W) and sigma = u W v^T, with the gradient flowing through v and
+    sigma. Batching turns ~20 small operators per layer into ~20 per weight shape, with no
+    host synchronisation, so it also suits CUDA graphs.
+    """
+    w = torch.stack([layer.weight for layer in layers])
+    n, rows = w.shape[0], w.shape[1]
+    with torch.autocast(device_type=w.device.type, enabled=False):
+        mats = w.float().reshape(n, rows, -1)
+        u = torch.stack([layer.sn_u for layer in layers])  # type: ignore[attr-defined]
+        if training:
+            with torch.no_grad():
+                v = F.normalize(torch.bmm(u, mats), dim=2, eps=eps)
+                u = F.normalize(torch.bmm(v, mats.transpose(1, 2)), dim=2, eps=eps)
+                torch._foreach_copy_([layer.sn_u for layer in layers], list(u.unbind(0)))  # type: ignore[attr-defined]
+        v = F.normalize(torch.bmm(u, mats), dim=2, eps=eps)
+        sigma = torch.bmm(torch.bmm(u, mats), v.transpose(1, 2))  # (n, 1, 1)
+    return list((w / sigma.to(w.dtype).view(n, *([1] * (w.dim() - 1)))).unbind(0))
+
+
+class SpectralNormModel(nn.Module):
+    """A model whose spectrally normalised layers are normalised together, once per forward.
+
+    Subclasses call `_sn_setup()` at the end of `__init__` and implement `_forward`. The
+    groups are fixed at construction (layers with equal weight shape and eps); a deep
+    copy (G_ema) keeps its own layers in them.
+    """
+
+    _sn_groups: tuple[tuple[_SpectralNorm, ...], ...]
+
+    def _sn_setup(self) -> None:
+        groups: dict[tuple[Any, ...], list[_SpectralNorm]] = {}
+        for m in self.modules():
+            if isinstance(m, _SpectralNorm):
+                groups.setdefault((tuple(m.weight.shape), m.sn_eps), []).append(m)
+        self._sn_groups = tuple(tuple(g) for g in groups.values())
+
+    def forward(self, *args: torch.Tensor) -> torch.Tensor:
+        for group in self._sn_groups:
+            for layer, w in zip(group, spectral_normalize(list(group), group[0].sn_eps, self.training)):
+                layer._sn_w = w
+        try:
+            return self._forward(*args)
+        finally:
+            for group in self._sn_groups:
+                for layer in group:
+                    layer._sn_w = None
+
+    def _forward(self, *args: torch.Tensor) -> torch.Tensor:
+        raise NotImplementedError
 
 
 class SNConv2d(nn.Conv2d, _SpectralNorm):
@@ -46,7 +105,7 @@ class SNConv2d(nn.Conv2d, _SpectralNorm):
         self._init_sn(eps)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self._conv_forward(x, self.sn_weight(), self.bias)
+        return self._conv_forward(x, self._normalized_weight(), self.bias)
 
 
 class SNLinear(nn.Linear, _SpectralNorm):
@@ -55,7 +114,7 @@ class SNLinear(nn.Linear, _SpectralNorm):
         self._init_sn(eps)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return F.linear(x, self.sn_weight(), self.bias)
+        return F.linear(x, self._normalized_weight(), self.bias)
 
 
 class SNEmbedding(nn.Embedding, _SpectralNorm):
@@ -66,7 +125,7 @@ class SNEmbedding(nn.Embedding, _SpectralNorm):
         self._init_sn(eps)
 
     def forward(self, y: torch.Tensor) -> torch.Tensor:
-        return F.embedding(y, self.sn_weight())
+        return F.embedding(y, self._normalized_weight())
 
 
 class ConditionalBN(nn.Module):

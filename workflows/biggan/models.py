@@ -13,7 +13,15 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from workflows.biggan.layers import ConditionalBN, SelfAttention, SNConv2d, SNEmbedding, SNLinear, init_weights
+from workflows.biggan.layers import (
+    ConditionalBN,
+    SelfAttention,
+    SNConv2d,
+    SNEmbedding,
+    SNLinear,
+    SpectralNormModel,
+    init_weights,
+)
 
 # resolution -> (input multipliers, output multipliers) of G's upsampling stages (from 4x4)
 G_STAGES = {32: ([4, 4, 4], [4, 4, 4]), 64: ([16, 16, 8, 4], [16, 8, 4, 2]), 128: ([16, 16, 8, 4, 2], [16, 8, 4, 2, 1])}
@@ -73,7 +81,7 @@ class DeepGBlock(nn.Module):
         return h + skip
 
 
-class Generator(nn.Module):
+class Generator(SpectralNormModel):
     def __init__(self, c: dict[str, Any]) -> None:
         super().__init__()
         res, ch, eps, sn = c["model.resolution"], c["model.g_ch"], c["model.bn_eps"], c["model.sn_eps"]
@@ -111,8 +119,9 @@ class Generator(nn.Module):
         self.out_bn = nn.BatchNorm2d(ch * outs[-1], eps=eps)
         self.out_conv = SNConv2d(ch * outs[-1], 3, 3, eps=sn)
         init_weights(self, c["model.init"])
+        self._sn_setup()
 
-    def forward(self, z: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    def _forward(self, z: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         emb = self.shared(y)
         if self.hier:
             chunks = z.split(self.chunk, dim=1)
@@ -182,7 +191,7 @@ class DeepDBlock(nn.Module):
         return h + s[:, : self.cout]
 
 
-class Discriminator(nn.Module):
+class Discriminator(SpectralNormModel):
     def __init__(self, c: dict[str, Any]) -> None:
         super().__init__()
         res, ch, sn = c["model.resolution"], c["model.d_ch"], c["model.sn_eps"]
@@ -211,8 +220,9 @@ class Discriminator(nn.Module):
         self.out = SNLinear(ch * outs[-1], 1, eps=sn)
         self.embed = SNEmbedding(c["model.n_classes"], ch * outs[-1], eps=sn)
         init_weights(self, c["model.init"])
+        self._sn_setup()
 
-    def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    def _forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         h = self.stem(x) if self.stem is not None else x
         h = F.relu(self.blocks(h)).sum(dim=(2, 3))
         return self.out(h).squeeze(1) + (self.embed(y) * h).sum(1)

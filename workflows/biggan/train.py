@@ -8,8 +8,6 @@ batches consumed, so a resumed run draws exactly the batches an uninterrupted ru
 from __future__ import annotations
 
 import os
-import signal
-import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -19,18 +17,17 @@ from typing import Any
 import torch
 
 from workflows.biggan import checkpoint as ckpt
+from workflows.biggan import runtime
 from workflows.biggan.config import nested
-from workflows.biggan.distributed import (
-    any_rank,
-    barrier,
-    same_on_all_ranks,
-)
+from workflows.biggan.distributed import any_rank, barrier, same_on_all_ranks
 from workflows.biggan.errors import WorkloadConfigError
+from workflows.biggan.progress import Progress, line
+from workflows.biggan.samples import write_samples
+from workflows.biggan.stop import StopRequest
 from workflows.biggan.trainer import Trainer
 from workflows.biggan.trainlog import TrainLog
 
 EXIT_OK, EXIT_FAILED, EXIT_CONFIG, EXIT_PREEMPTED = 0, 1, 2, 75
-STOP_SIGNALS = ("SIGTERM", "SIGUSR1", "SIGINT")
 
 
 @dataclass
@@ -44,80 +41,10 @@ class Outcome:
         return {"success": EXIT_OK, "max_seconds": EXIT_OK, "preempted": EXIT_PREEMPTED}.get(self.status, EXIT_FAILED)
 
 
-class _StopRequest:
-    """Turns SIGTERM/SIGUSR1/SIGINT into a flag checked after each iteration."""
-
-    def __init__(self) -> None:
-        self.signal_name: str | None = None
-        self._previous: dict[int, Any] = {}
-
-    def install(self) -> None:
-        for name in STOP_SIGNALS:
-            sig = getattr(signal, name, None)
-            if sig is not None:
-                try:
-                    self._previous[sig] = signal.signal(sig, self._handle)
-                except ValueError:  # not the main thread
-                    pass
-
-    def _handle(self, signum: int, _frame: Any) -> None:
-        self.signal_name = signal.Signals(signum).name
-
-    def uninstall(self) -> None:
-        for sig, handler in self._previous.items():
-            signal.signal(sig, handler)
-
-
-class _Progress:
-    """tqdm bar on a terminal, plain lines on stderr otherwise (batch jobs, CI)."""
-
-    def __init__(self, mode: str, total: int, start: int, enabled: bool) -> None:
-        self.enabled = enabled
-        use_bar = mode == "bar" or (mode == "auto" and sys.stderr.isatty())
-        self.bar = None
-        if enabled and use_bar:
-            try:
-                from tqdm import tqdm
-
-                self.bar = tqdm(total=total, initial=start, unit="it", dynamic_ncols=True, file=sys.stderr)
-            except ImportError:
-                self.bar = None
-
-    def advance(self, record: dict[str, Any] | None) -> None:
-        if not self.enabled:
-            return
-        if self.bar is not None:
-            self.bar.update(1)
-            if record is not None:
-                self.bar.set_postfix(
-                    g=_fmt(record["g_loss"]),
-                    d=_fmt(record["d_loss_real"]),
-                    img_s=_fmt(record["images_per_s"]),
-                    refresh=False,
-                )
-        elif record is not None:
-            line(
-                f"iter {record['iteration']} images {record['images_seen']} "
-                f"{_fmt(record['images_per_s'])} img/s g_loss {_fmt(record['g_loss'])} "
-                f"d_loss_real {_fmt(record['d_loss_real'])} d_loss_fake {_fmt(record['d_loss_fake'])}"
-            )
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.close()
-
-
-def _fmt(v: Any) -> str:
-    return "nan" if v is None else f"{v:.4g}"
-
-
-def line(msg: str) -> None:
-    print(f"biggan: {msg}", file=sys.stderr, flush=True)
-
-
 def train(c: dict[str, Any], run_dir: Path, experiment: str) -> Outcome:
     """Run (or resume) one training job in `run_dir`; returns how it ended."""
-    stop = _StopRequest()
+    process_start = runtime.process_start_time()
+    stop = StopRequest()
     stop.install()  # before the (possibly slow) set-up: a signal then still ends cleanly
     try:
         trainer = _prepare(c, run_dir, experiment)
@@ -127,7 +54,7 @@ def train(c: dict[str, Any], run_dir: Path, experiment: str) -> Outcome:
     world = trainer.world
     log = TrainLog(run_dir, enabled=world.main)
     max_iters = c["train.max_iters"]
-    progress: _Progress | None = None
+    progress: Progress | None = None
     started = False
     outcome = Outcome("failed", trainer.iteration, "")
     extra: dict[str, Any] = {}
@@ -136,8 +63,8 @@ def train(c: dict[str, Any], run_dir: Path, experiment: str) -> Outcome:
         barrier(world)
         start = _log_start(trainer, log, c, experiment)
         started = True
-        progress = _Progress(c["runtime.progress"], max_iters, trainer.iteration, world.main)
-        status, saved_at = _loop(trainer, real, log, c, stop, progress, start["time"])
+        progress = Progress(c["runtime.progress"], max_iters, trainer.iteration, world.main)
+        status, saved_at = _loop(trainer, real, log, stop, progress, process_start, start["time"])
         progress.close()
         _finish(trainer, c, status, saved_at, run_dir, log)
         outcome = Outcome(status, trainer.iteration, trainer.g_sha256())
@@ -178,21 +105,26 @@ def _loop(
     trainer: Trainer,
     real: Iterator[Any],
     log: TrainLog,
-    c: dict[str, Any],
-    stop: _StopRequest,
-    progress: _Progress,
+    stop: StopRequest,
+    progress: Progress,
+    process_start: float,
     t_start: float,
 ) -> tuple[str, int]:
     """Iterate until max_iters, a stop signal or max_seconds: (status, iteration last saved)."""
-    world, max_iters, log_every = trainer.world, c["train.max_iters"], c["train.log_every"]
+    c, world = trainer.c, trainer.world
+    max_iters, log_every = c["train.max_iters"], c["train.log_every"]
     last_t = t_start
     last_images, last_iter, saved_at = trainer.images_seen, trainer.iteration, trainer.iteration
     status = "success"
+    first = True
     while trainer.iteration < max_iters:
         trainer.step(real)
+        if first:
+            _log_warmup(trainer, log, process_start, t_start)
+            first = False
         now = time.time()
         time_up = c["train.max_seconds"] is not None and now - t_start >= c["train.max_seconds"]
-        signalled, time_up = any_rank((stop.signal_name is not None, time_up), world, trainer.device)
+        signalled, time_up = any_rank((stop.signal_name is not None, time_up), world)
         stopping = signalled or time_up
         record = None
         if trainer.iteration % log_every == 0 or trainer.iteration == max_iters or stopping:
@@ -229,7 +161,7 @@ def _prepare(c: dict[str, Any], run_dir: Path, experiment: str) -> Trainer:
 
 
 def _log_start(trainer: Trainer, log: TrainLog, c: dict[str, Any], experiment: str) -> dict[str, Any]:
-    """The run_start event (the MLPerf clock starts here) and its console line."""
+    """The run_start event (the MLPerf clock starts here), its console line and a compile warning if any."""
     world = trainer.world
     start = log.write(
         "run_start",
@@ -248,7 +180,31 @@ def _log_start(trainer: Trainer, log: TrainLog, c: dict[str, Any], experiment: s
             f"run_start {experiment} at iteration {trainer.iteration}/{c['train.max_iters']} on {trainer.device} "
             f"x{world.world_size}" + (f", resumed from {trainer.resumed_from}" if trainer.resumed_from else "")
         )
+    if trainer.compile.warning:
+        log.write("warning", iteration=trainer.iteration, what="compile", message=trainer.compile.warning)
+        if world.main:
+            line(f"warning: {trainer.compile.warning}")
     return start
+
+
+def _log_warmup(t: Trainer, log: TrainLog, process_start: float, run_start: float) -> None:
+    """Start-up cost of this process: from its start to its first finished iteration.
+
+    A cloud pod pays it on every restart, so it is logged once per segment, with whether
+    the compiler's cache made it a warm start. Waits for the device once, here only.
+    """
+    if t.device.type == "cuda":
+        torch.cuda.synchronize(t.device)
+    now = time.time()
+    log.write(
+        "warmup",
+        iteration=t.iteration,
+        warmup_s=round(now - process_start, 3),
+        setup_s=round(run_start - process_start, 3),
+        first_iteration_s=round(now - run_start, 3),
+        deterministic=t.deterministic,
+        **t.compile.record(),
+    )
 
 
 def _finish(trainer: Trainer, c: dict[str, Any], status: str, saved_at: int, run_dir: Path, log: TrainLog) -> None:
@@ -257,7 +213,7 @@ def _finish(trainer: Trainer, c: dict[str, Any], status: str, saved_at: int, run
         trainer.save_checkpoint(log)
     if status == "success":
         if c["train.sample_grid"] and trainer.world.main:
-            _write_samples(trainer, run_dir / "samples.png")
+            write_samples(trainer, run_dir / "samples.png")
         if c["eval.at_end"]:
             _evaluate(trainer, log)
 
@@ -284,31 +240,6 @@ def _train_record(
         **t.take_losses(),
         "wall_s": round(now - t_start, 4),
     }
-
-
-@torch.no_grad()
-def _write_samples(t: Trainer, path: Path) -> None:
-    """An 8x8 grid from fixed z (seeded), classes in order, drawn by G_ema (or G)."""
-    try:
-        from PIL import Image
-    except ImportError:
-        line("Pillow is not installed: no samples.png")
-        return
-    g = t.G_ema if t.G_ema is not None else t.G
-    was_training = g.training
-    g.eval()
-    gen = torch.Generator().manual_seed(t.c["train.seed"] + 20_190_101)
-    n = 64
-    z = torch.randn(n, g.dim_z, generator=gen).to(t.device)
-    y = (torch.arange(n) % t.c["model.n_classes"]).to(t.device)
-    imgs = torch.cat([g(z[i : i + 16], y[i : i + 16]).float().cpu() for i in range(0, n, 16)])
-    g.train(was_training)
-    r = t.c["model.resolution"]
-    grid = imgs.view(8, 8, 3, r, r).permute(0, 3, 1, 4, 2).reshape(8 * r, 8 * r, 3)
-    arr = ((grid.clamp(-1, 1) + 1) * 127.5).round().to(torch.uint8).numpy()
-    tmp = path.with_suffix(".png.tmp")
-    Image.fromarray(arr).save(tmp, format="PNG")
-    os.replace(tmp, path)
 
 
 def _evaluate(t: Trainer, log: TrainLog) -> None:

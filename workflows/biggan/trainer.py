@@ -1,15 +1,14 @@
-"""The trainer: models, optimisers, data, EMA and one G iteration, plus device and seeding.
+"""The trainer: models, optimisers, data, EMA, torch.compile and one G iteration.
 
-`train.py` drives it (set-up, logging, checkpoints, signals, stop); this module holds the
-state one iteration changes. One G iteration = `d_steps` D steps (each over `accumulate`
-real batches) + one G step (over `accumulate` fake batches) + the G_ema update.
+`train.py` drives it (set-up, logging, checkpoints, signals, stop); `runtime.py` chooses
+how it runs (device, kernels, compiler). This module holds the state one iteration
+changes. One G iteration = `d_steps` D steps (each over `accumulate` real batches) + one
+G step (over `accumulate` fake batches) + the G_ema update.
 """
 
 from __future__ import annotations
 
 import copy
-import os
-import random
 import sys
 import time
 from collections.abc import Iterator
@@ -17,58 +16,17 @@ from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 
 from workflows.biggan import checkpoint as ckpt
+from workflows.biggan import runtime
 from workflows.biggan.config import config_sha256
-from workflows.biggan.data import build_dataset, build_loader
-from workflows.biggan.distributed import (
-    World,
-    average_gradients,
-    barrier,
-    gather_states,
-    init_world,
-)
+from workflows.biggan.data import Batches, build_dataset, device_batches
+from workflows.biggan.distributed import World, average_gradients, barrier, gather_states, init_world
 from workflows.biggan.errors import WorkloadConfigError
 from workflows.biggan.losses import d_hinge, g_hinge, ortho_penalty
 from workflows.biggan.models import Generator, build_models
 from workflows.biggan.trainlog import TrainLog
-
-
-def _flag(value: str, on_cuda: bool) -> bool:
-    return on_cuda if value == "auto" else value == "true"
-
-
-def resolve_device(c: dict[str, Any]) -> torch.device:
-    want = c["runtime.device"]
-    if want == "cuda" and not torch.cuda.is_available():
-        raise WorkloadConfigError(
-            "runtime.device=cuda but PyTorch sees no CUDA device (torch.cuda.is_available() is False); "
-            "use runtime.device=auto or runtime.device=cpu"
-        )
-    if want == "cpu" or not torch.cuda.is_available():
-        return torch.device("cpu")
-    return torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
-
-
-def seed_everything(seed: int) -> None:
-    random.seed(seed)
-    np.random.seed(seed % 2**32)
-    torch.manual_seed(seed)
-
-
-def set_deterministic(warn_only: bool, compiling: bool) -> None:
-    """Deterministic kernels (warn-only on CUDA, where a few ops have none).
-
-    The public call also imports TorchInductor's config, which costs seconds of start-up;
-    without torch.compile the flag of the core library is all that matters.
-    """
-    setter = getattr(torch._C, "_set_deterministic_algorithms", None)
-    if compiling or setter is None:
-        torch.use_deterministic_algorithms(True, warn_only=warn_only)
-    else:
-        setter(True, warn_only=warn_only)
 
 
 class Trainer:
@@ -76,17 +34,15 @@ class Trainer:
 
     def __init__(self, c: dict[str, Any], run_dir: Path, experiment: str, world: World | None = None) -> None:
         self.c, self.run_dir, self.experiment = c, run_dir, experiment
-        self.device = resolve_device(c)
+        self.device = runtime.resolve_device(c)
         cuda = self.device.type == "cuda"
         if c["runtime.threads"]:
             torch.set_num_threads(c["runtime.threads"])
-        if c["runtime.deterministic"]:
-            if cuda:
-                os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
-            set_deterministic(warn_only=cuda, compiling=c["runtime.compile"] and cuda)
-            torch.backends.cudnn.benchmark = False
-        elif cuda:
-            torch.backends.cudnn.benchmark = True
+        compiling = runtime.flag(c["runtime.compile"], cuda)
+        self.compile = runtime.CompileState(enabled=compiling)
+        if compiling:  # before anything imports inductor, which settles on a folder
+            self.compile.cache_dir = runtime.use_cache_dir(c, run_dir)
+        self.deterministic = runtime.configure_kernels(c, self.device, compiling)
         self.world = world or init_world(self.device.type)
         if c["train.batch_size"] % self.world.world_size:
             raise WorkloadConfigError(
@@ -96,35 +52,83 @@ class Trainer:
         self.local_batch = c["train.batch_size"] // self.world.world_size
         precision = c["runtime.precision"]
         self.amp_dtype = torch.bfloat16 if (precision == "bf16" or (precision == "auto" and cuda)) else None
-        self.channels_last = _flag(c["runtime.channels_last"], cuda)
+        self.channels_last = runtime.flag(c["runtime.channels_last"], cuda)
+        self.fmt = torch.channels_last if self.channels_last else torch.contiguous_format
         self.sha = config_sha256(c)
 
-        seed_everything(c["train.seed"])  # identical initial weights on every rank
+        runtime.seed_everything(c["train.seed"])  # identical initial weights on every rank
         self.G, self.D = build_models(c)
         self.G_ema: Generator | None = copy.deepcopy(self.G) if c["train.ema"] else None
-        fmt = torch.channels_last if self.channels_last else torch.contiguous_format
         for m in (self.G, self.D, self.G_ema):
             if m is not None:
-                m.to(self.device, memory_format=fmt)
+                m.to(self.device, memory_format=self.fmt)
+        self.g_params, self.d_params = list(self.G.parameters()), list(self.D.parameters())
         if self.G_ema is not None:
             self.G_ema.eval().requires_grad_(False)
-        fused = _flag(c["runtime.fused_adam"], cuda) and cuda
+            self._ema = (
+                list(self.G_ema.parameters()),
+                self.g_params,
+                list(self.G_ema.buffers()),
+                list(self.G.buffers()),
+            )
+        # one kernel per optimizer step (CPU and CUDA) instead of a dozen operators per tensor
         adam = dict(
-            betas=(c["train.beta1"], c["train.beta2"]), eps=c["train.adam_eps"], **({"fused": True} if fused else {})
+            betas=(c["train.beta1"], c["train.beta2"]),
+            eps=c["train.adam_eps"],
+            **({"fused": True} if runtime.flag(c["runtime.fused_adam"], True) else {}),
         )
-        self.g_opt = torch.optim.Adam(self.G.parameters(), lr=c["train.g_lr"], **adam)
-        self.d_opt = torch.optim.Adam(self.D.parameters(), lr=c["train.d_lr"], **adam)
-        self.G_fwd, self.D_fwd = self.G, self.D
-        if c["runtime.compile"] and cuda:
-            self.G_fwd, self.D_fwd = torch.compile(self.G), torch.compile(self.D)  # type: ignore[assignment]
+        self.g_opt = torch.optim.Adam(self.g_params, lr=c["train.g_lr"], **adam)
+        self.d_opt = torch.optim.Adam(self.d_params, lr=c["train.d_lr"], **adam)
         self.z_gen = torch.Generator(device=self.device).manual_seed(c["train.seed"] * 1000 + 17 + self.world.rank)
 
         self.iteration = 0
         self.data_position = 0  # global batches consumed
         self.resumed_from: str | None = None
         self.dataset = build_dataset(c)
-        self._loss_sums = torch.zeros(3, device=self.device)  # g, d_real, d_fake since last log
-        self._loss_counts = torch.zeros(3, device=self.device)
+        self._loss_sums = [torch.zeros((), device=self.device) for _ in range(3)]  # g, d_real, d_fake since last log
+        self._loss_counts = [0, 0, 0]
+        self.G_fwd, self.D_fwd = self.G, self.D
+        if compiling:
+            self._compile()
+
+    def _compile(self) -> None:
+        n_params = sum(p.numel() for p in self.g_params + self.d_params)
+        self.compile.mode = runtime.compile_mode(self.c, n_params, self.device.type == "cuda")
+        self.compile.backend = self.c["runtime.compile_backend"]
+        self.G_fwd, self.D_fwd = runtime.compile_with_fallback([self.G, self.D], self._probe, self.compile)
+
+    def _probe(self, fwd: list[Any]) -> None:
+        """One D and one G step's calls through `fwd` (compiles them); the models are left as found."""
+        g_fwd, d_fwd = fwd
+        saved = {id(b): b.clone() for m in (self.G, self.D) for b in m.buffers()}  # BN stats, SN u
+        gen = torch.Generator(device=self.device).manual_seed(1)
+        z = torch.randn(self.local_batch, self.G.dim_z, generator=gen, device=self.device)
+        y = torch.randint(self.c["model.n_classes"], (self.local_batch,), generator=gen, device=self.device)
+        res = self.c["model.resolution"]
+        x = torch.zeros(self.local_batch, 3, res, res, device=self.device)
+        try:
+            self._mark_step()
+            with self._autocast():
+                with torch.no_grad():
+                    fake = g_fwd(z, y)
+                logits = d_fwd(torch.cat([x.contiguous(memory_format=self.fmt), fake.to(x.dtype)]), torch.cat([y, y]))
+            logits.float().sum().backward()
+            self._mark_step()
+            self.D.requires_grad_(False)
+            with self._autocast():
+                out = d_fwd(g_fwd(z, y), y)
+            out.float().sum().backward()
+        finally:
+            self.D.requires_grad_(True)
+            for m in (self.G, self.D):
+                m.zero_grad(set_to_none=True)
+                for b in m.buffers():
+                    b.copy_(saved[id(b)])
+
+    def _mark_step(self) -> None:
+        """Tell CUDA graphs (compile's reduce-overhead mode) that earlier outputs are dead."""
+        if self.compile.enabled:
+            torch.compiler.cudagraph_mark_step_begin()
 
     # ---- checkpoints -------------------------------------------------------------
     def bundle(self) -> dict[str, Any]:
@@ -210,79 +214,79 @@ class Trainer:
         y = torch.randint(self.c["model.n_classes"], (self.local_batch,), generator=self.z_gen, device=self.device)
         return z, y
 
-    def batches(self) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
-        loader = build_loader(
-            self.dataset, self.c, self.world.rank, self.world.world_size, self.data_position, self.device.type == "cuda"
+    def batches(self) -> Batches:
+        return device_batches(
+            self.dataset, self.c, self.world.rank, self.world.world_size, self.data_position, self.device, self.fmt
         )
-        fmt = torch.channels_last if self.channels_last else torch.contiguous_format
-        for x, y in loader:
-            yield (
-                x.to(self.device, non_blocking=True).contiguous(memory_format=fmt),
-                y.to(self.device, non_blocking=True),
-            )
 
     def step(self, real: Iterator[tuple[torch.Tensor, torch.Tensor]]) -> None:
-        """One G iteration (D steps, G step, EMA); losses are accumulated for the log."""
+        """One G iteration (D steps, G step, EMA); losses are summed on the device for the log.
+
+        Nothing here waits for the device: no `.item()`, no branch on a tensor's value,
+        so the host queues the next kernels while the GPU runs the current ones.
+        """
         c, acc = self.c, self.c["train.accumulate"]
-        self.G.train()
-        self.D.train()
-        d_params, g_params = list(self.D.parameters()), list(self.G.parameters())
+        if not self.G.training or not self.D.training:
+            self.G.train()
+            self.D.train()
         for _ in range(c["train.d_steps"]):
             self.d_opt.zero_grad(set_to_none=True)
             for _ in range(acc):
                 x, y = next(real)
                 self.data_position += 1
                 z, yf = self._sample()
+                self._mark_step()
                 with self._autocast():
                     with torch.no_grad():
                         fake = self.G_fwd(z, yf)
                     logits = self.D_fwd(torch.cat([x, fake.to(x.dtype)]), torch.cat([y, yf])).float()
                 loss_real, loss_fake = d_hinge(logits[: x.shape[0]], logits[x.shape[0] :])
-                ((loss_real + loss_fake) / acc).backward()
-                self._loss_sums[1:] += torch.stack([loss_real.detach(), loss_fake.detach()])
-                self._loss_counts[1:] += 1
-            average_gradients(d_params, self.world)
+                loss = loss_real + loss_fake
+                (loss / acc if acc > 1 else loss).backward()
+                torch._foreach_add_(self._loss_sums[1:], [loss_real.detach(), loss_fake.detach()])
+            self._loss_counts[1] += acc
+            self._loss_counts[2] += acc
+            average_gradients(self.d_params, self.world)  # once per optimizer step, not per micro-batch
             self.d_opt.step()
 
-        self.D.requires_grad_(False)
+        for p in self.d_params:
+            p.requires_grad_(False)
         self.g_opt.zero_grad(set_to_none=True)
         for _ in range(acc):
             z, yf = self._sample()
+            self._mark_step()
             with self._autocast():
                 loss = g_hinge(self.D_fwd(self.G_fwd(z, yf), yf).float())
-            (loss / acc).backward()
-            self._loss_sums[0] += loss.detach()
-            self._loss_counts[0] += 1
+            (loss / acc if acc > 1 else loss).backward()
+            self._loss_sums[0].add_(loss.detach())
+        self._loss_counts[0] += acc
         if c["train.ortho_reg"] > 0:
             (c["train.ortho_reg"] * ortho_penalty(self.G, skip=(self.G.shared.weight,))).backward()
-        average_gradients(g_params, self.world)
+        average_gradients(self.g_params, self.world)
         self.g_opt.step()
-        self.D.requires_grad_(True)
+        for p in self.d_params:
+            p.requires_grad_(True)
         self.iteration += 1
         self._update_ema()
 
     @torch.no_grad()
     def _update_ema(self) -> None:
+        """G_ema <- lerp(G_ema, G, 1 - decay) and G's buffers copied: two multi-tensor operators."""
         if self.G_ema is None:
             return
         decay = self.c["train.ema_decay"] if self.iteration >= self.c["train.ema_start"] else 0.0
-        for e, p in zip(self.G_ema.parameters(), self.G.parameters()):
-            e.lerp_(p, 1.0 - decay)
-        for e, b in zip(self.G_ema.buffers(), self.G.buffers()):
-            e.copy_(b)
+        ema_params, params, ema_buffers, buffers = self._ema
+        torch._foreach_lerp_(ema_params, params, 1.0 - decay)
+        torch._foreach_copy_(ema_buffers, buffers)
 
     def take_losses(self) -> dict[str, float | None]:
         """Mean losses since the last call (one device sync per log line, not per step)."""
-        counts = self._loss_counts.clamp(min=1)
-        g, dr, df = (self._loss_sums / counts).tolist()
-        empty = (self._loss_counts == 0).tolist()
-        self._loss_sums.zero_()
-        self._loss_counts.zero_()
-        return {
-            "g_loss": None if empty[0] else g,
-            "d_loss_real": None if empty[1] else dr,
-            "d_loss_fake": None if empty[2] else df,
-        }
+        sums = torch.stack(self._loss_sums).tolist()
+        means = [s / n if n else None for s, n in zip(sums, self._loss_counts)]
+        for t in self._loss_sums:
+            t.zero_()
+        self._loss_counts = [0, 0, 0]
+        return {"g_loss": means[0], "d_loss_real": means[1], "d_loss_fake": means[2]}
 
     def g_sha256(self) -> str:
         return ckpt.state_sha256(self.G.state_dict())

@@ -11,6 +11,17 @@ RUN_START = {"iteration", "resumed_from", "experiment", "config", "config_sha256
 TRAIN = {"iteration", "images_seen", "images_per_s", "g_loss", "d_loss_real", "d_loss_fake", "wall_s"}
 CHECKPOINT = {"iteration", "path", "seconds"}
 RUN_STOP = {"iteration", "status", "g_sha256", "images_seen"}
+WARMUP = {
+    "iteration",
+    "warmup_s",
+    "setup_s",
+    "first_iteration_s",
+    "compile",
+    "compile_mode",
+    "compile_cache",
+    "compile_s",
+    "deterministic",
+}
 
 
 def _check_types(evts: list[dict]) -> None:
@@ -40,6 +51,13 @@ def test_smoke_run_writes_the_contract(tmp_path: Path) -> None:
     flat = resolve("smoke", ["train.sample_grid=true", "eval.at_end=true"])
     assert start["config_sha256"] == config_sha256(flat)
     assert start["config"]["train"]["max_iters"] == 20 and start["config"]["model"]["resolution"] == 32
+
+    warm = last(evts, "warmup")  # start-up: process start -> first finished iteration
+    assert names.count("warmup") == 1 and names.index("warmup") == 1 and warm["iteration"] == 1
+    assert WARMUP <= warm.keys()
+    assert 0 <= warm["setup_s"] <= warm["warmup_s"] and warm["first_iteration_s"] >= 0
+    assert warm["time"] - warm["warmup_s"] < start["time"]  # counted from before run_start
+    assert warm["compile"] is False and warm["compile_cache"] is None and warm["deterministic"] is True
 
     trains = [e for e in evts if e["event"] == "train"]
     assert [e["iteration"] for e in trains] == [5, 10, 15, 20]  # log_every 5
