@@ -281,8 +281,10 @@ def test_a_signal_after_the_job_ended_does_not_cost_the_record(tmp_path: Path) -
     )
     try:
         recorder = psutil.Process(proc.pid)
-        wait_for(lambda: bool(recorder.children()))  # the job started
-        wait_for(lambda: not recorder.children() and '"run_stop"' in (run_dir / "train.jsonl").read_text())
+        log = run_dir / "train.jsonl"
+        # the job has written its log (a child of the recorder may only be its git provenance probe)
+        wait_for(lambda: log.is_file())
+        wait_for(lambda: not recorder.children() and '"run_stop"' in log.read_text())
         proc.send_signal(signal.SIGUSR1)  # the job is gone; the recorder is still finishing
         code = proc.wait(timeout=60)
     finally:
