@@ -27,6 +27,7 @@ from bench.records.trainlog import (
     images_series,
     lost_iterations,
     outcome,
+    startup_s,
     steady_images_per_s,
     time_to_train,
 )
@@ -364,6 +365,11 @@ METRICS: tuple[Metric, ...] = (
         _derived(_queue_wait, "run.json scheduler.queue_wait_total_s (every attempt), else queue_wait_s"),
         headline=True, in_runs_table=True,
     ),
+    Metric("startup_s", "start-up (first start)", "s", LOWER, _derived(lambda ctx: startup_s(ctx.run.train),
+           "train.jsonl warmup.warmup_s: process start -> first iteration (compile cold)"), in_runs_table=True),
+    Metric("restart_startup_s", "start-up (restarts)", "s", LOWER,
+           _derived(lambda ctx: startup_s(ctx.run.train, restarts=True),
+                    "train.jsonl warmup.warmup_s of resumed starts (compile cache warm), median")),
     Metric("wall_s", "job wall time", "s", LOWER, _derived(_wall, "every attempt's start_time -> end_time")),
     Metric("attempts", "attempts", "jobs", "", _derived(lambda ctx: float(len(attempt_spans(ctx.meta, ctx.run.samples)))
            or None, "run.json previous_attempts + this one"), in_runs_table=True, digits=2),

@@ -193,6 +193,16 @@ def images_seen(log: TrainLog) -> float | None:
     return None
 
 
+def startup_s(log: TrainLog, restarts: bool = False) -> float | None:
+    """Process start -> first finished iteration (`warmup` events): the first start, or the
+    median over restarts. Kept apart because a cloud pod pays start-up on every restart,
+    and a restart finds the compiler cache warm."""
+    values = [e["warmup_s"] for e in log.of("warmup") if finite(e.get("warmup_s")) and e["warmup_s"] >= 0]
+    if restarts:
+        return float(np.median(values[1:])) if len(values) > 1 else None
+    return float(values[0]) if values else None
+
+
 def outcome(log: TrainLog) -> str | None:
     stops = log.of("run_stop")
     return str(stops[-1].get("status")) if stops else None

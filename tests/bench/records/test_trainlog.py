@@ -12,6 +12,7 @@ from bench.records.trainlog import (
     lost_iterations,
     outcome,
     read_train_log,
+    startup_s,
     steady_images_per_s,
     time_to_train,
 )
@@ -88,3 +89,16 @@ def test_time_going_backwards_is_a_named_problem_and_those_events_are_excluded(t
     total, _ = time_to_train(log)
     assert total is None or total >= 0
     assert 5.0 not in list(steady_images_per_s(log))
+
+
+def test_start_up_first_start_and_restarts_are_kept_apart(tmp_path: Path) -> None:
+    """The first start compiles cold; restarts find the cache warm, so they are reported separately."""
+    first, second, third = seg(100.0, [5.0], stop=False), seg(200.0, [5.0], stop=False), seg(300.0, [5.0])
+    first.insert(2, {"event": "warmup", "time": 101.0, "iteration": 1, "warmup_s": 150.0, "compile_cache": "cold"})
+    second.insert(2, {"event": "warmup", "time": 201.0, "iteration": 2, "warmup_s": 20.0, "compile_cache": "warm"})
+    third.insert(2, {"event": "warmup", "time": 301.0, "iteration": 3, "warmup_s": 30.0, "compile_cache": "warm"})
+    log = read_train_log(write(tmp_path / "t.jsonl", first + second + third))
+    assert startup_s(log) == 150.0 and startup_s(log, restarts=True) == 25.0
+    log = read_train_log(write(tmp_path / "one.jsonl", first))
+    assert startup_s(log) == 150.0 and startup_s(log, restarts=True) is None
+    assert startup_s(read_train_log(write(tmp_path / "none.jsonl", seg(0.0, [1.0])))) is None
