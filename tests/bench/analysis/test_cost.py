@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from bench.analysis.cost import check_cost, run_cost
+from bench.analysis.cost import check_cost, record_cost, run_cost
 from bench.envs import load_env
 from bench.records.place import environment_facts
 
@@ -36,15 +36,20 @@ def test_bad_cost_settings_are_named():
 
 
 def test_gpus_per_node_defaults_to_the_hardware_fact(tmp_path: Path):
+    """Frozen at collection (bench.records.place.environment_facts): the node's GPUs are
+    written once, under hardware:, and the on-premises cost share reads them."""
     folder = tmp_path / "e"
     folder.mkdir()
     env = {"kind": "local", "hardware": {"gpus_per_node": 8}, "cost": ONPREM}
     (folder / "env.yaml").write_text(yaml.safe_dump(env))
-    # what collection freezes into run.json (reports read only that)
     assert environment_facts(load_env("e", tmp_path))["cost"]["gpus_per_node"] == 8
     env["cost"] = {**ONPREM, "gpus_per_node": 2}  # stated in cost: it wins
     (folder / "env.yaml").write_text(yaml.safe_dump(env))
     assert environment_facts(load_env("e", tmp_path))["cost"]["gpus_per_node"] == 2
-    env.pop("cost")
-    (folder / "env.yaml").write_text(yaml.safe_dump(env))
-    assert environment_facts(load_env("e", tmp_path))["cost"] is None
+
+
+def test_a_record_is_priced_from_its_frozen_rates_only():
+    meta = {"environment": {"cost": {"model": "cloud", "usd_per_gpu_hour": 2.0}, "price_source": "env.yaml (sha256 x)"}}
+    cost = record_cost(meta, 3600.0, 1, 1, None, None)
+    assert cost.usd == pytest.approx(2.0) and "rates of env.yaml (sha256 x)" in cost.note
+    assert record_cost({}, 3600.0, 1, 1, None, None).usd is None  # collected by an older bench: unknown, not $0

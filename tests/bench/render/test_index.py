@@ -8,7 +8,7 @@ from pathlib import Path
 from bench.render.index import SUMMARY_JSON, reported_runs, write_index
 
 
-def test_index_lists_report_folders_newest_first_and_skips_broken_ones(tmp_path: Path):
+def test_index_lists_report_folders_newest_first_and_names_broken_ones(tmp_path: Path):
     for name, ips in (("2026-01-01-aaaaaaa", 10.0), ("2026-02-01-bbbbbbb", 12.5)):
         (tmp_path / name).mkdir()
         summary = {"commit": name[-7:] * 2, "envs": ["local"], "runs": 3, "images_per_s": {"local": ips}}
@@ -16,7 +16,9 @@ def test_index_lists_report_folders_newest_first_and_skips_broken_ones(tmp_path:
     (tmp_path / "2026-03-01-broken").mkdir()
     (tmp_path / "2026-03-01-broken" / SUMMARY_JSON).write_text("{not json")
     text = write_index(tmp_path).read_text()
-    assert text.index("2026-02-01-bbbbbbb") < text.index("2026-01-01-aaaaaaa") and "broken" not in text
+    assert text.index("2026-02-01-bbbbbbb") < text.index("2026-01-01-aaaaaaa")
+    (broken,) = [line for line in text.splitlines() if "2026-03-01-broken" in line]
+    assert "summary.json unreadable" in broken  # listed with the fix, never silently dropped
 
 
 def test_reported_runs_reads_each_reports_runs_csv(tmp_path: Path):

@@ -20,6 +20,7 @@ import yaml
 
 from bench.envs import CLUSTERS_DIR, Environment
 from bench.records import jobfiles
+from bench.records.contract import CANCEL_MARK
 from bench.targets import target_class
 from bench.targets.runner import collect_run
 
@@ -81,7 +82,7 @@ def test_local_collect_refuses_planted_links_and_names_them(tmp_path: Path, caps
     check_outcome(dest, planted, out, before)
     assert "job.log: a symbolic link" in out and not (dest / "job.log").exists()
     # cancel writes its marker without following a planted link
-    (run_dir / "cancelled").symlink_to(planted["secret"])
+    (run_dir / CANCEL_MARK).symlink_to(planted["secret"])
     with pytest.raises(OSError):
         target.cancel(RUN_ID)
     assert planted["secret"].read_text() == SECRET
