@@ -19,6 +19,7 @@ COMMAND_ORDER = [
     "demo",  # everything below, on the local environments
     "validate",  # check env folders and experiment files
     "envs",  # list the environments (CI builds its deploy/collect matrix from this)
+    "stage_data",  # put the training data where an environment's jobs read it
     "record",  # wrap a command and write its run record (runs inside the job)
     "run",  # submit to an environment (wait and collect, or --no-wait)
     "status",  # how are the runs of an environment doing
@@ -61,7 +62,9 @@ def build_parser() -> argparse.ArgumentParser:
         module = _load(name)
         if module is None:
             continue
-        p = sub.add_parser(name, help=module.HELP, description=getattr(module, "__doc__", None) or module.HELP)
+        p = sub.add_parser(
+            name.replace("_", "-"), help=module.HELP, description=getattr(module, "__doc__", None) or module.HELP
+        )
         module.add_arguments(p)
         p.set_defaults(_run=module.run)
     return parser

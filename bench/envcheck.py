@@ -15,8 +15,9 @@ from bench.analysis.cost import check_cost
 from bench.envs import CLUSTERS_DIR, load_env
 from bench.envschema import settings_problems
 from bench.errors import AtlasError
+from bench.shape import Shape, check_shape, declared_shape, shape_warnings
+from bench.stage_data import check_data
 
-COMMON_KEYS = ("kind", "description", "local", "hardware", "cost", "ci")
 HARDWARE_TYPES: dict[str, tuple[type, ...]] = {
     "cpu_model": (str,),
     "cores_per_node": (int,),
@@ -49,6 +50,8 @@ def check_common(settings: dict[str, Any], where: str) -> list[str]:
                     errors.append(f"{where}: hardware.{key} must be >= 0, got {value!r}")
     errors.extend(check_cost(settings.get("cost"), where))
     errors.extend(check_ci(settings.get("ci"), where))
+    errors.extend(check_shape(settings, where))
+    errors.extend(check_data(settings, where))
     return errors
 
 
@@ -63,6 +66,22 @@ def check_ci(ci: Any, where: str) -> list[str]:
     if not isinstance(labels, list) or not labels or not all(isinstance(x, str) and x for x in labels):
         return [f"{where}: ci.runs_on must be a runner label or a list of labels, got {runs_on!r}"]
     return []
+
+
+def comparison_shape_warnings(names: list[str], clusters_dir: Path = CLUSTERS_DIR) -> list[str]:
+    """Warnings for envs compared with each other but declaring different shapes.
+
+    Local envs (`local: true`) are compared with each other by `bench demo`; the cluster
+    envs are compared with each other (the Satori vs MOC question): each group is checked.
+    """
+    groups: dict[bool, dict[str, Shape | None]] = {True: {}, False: {}}
+    for name in names:
+        try:
+            env = load_env(name, clusters_dir)
+        except AtlasError:
+            continue  # already reported as a problem
+        groups[bool(env.get("local"))][name] = declared_shape(env.settings)
+    return [w for group in (groups[False], groups[True]) for w in shape_warnings(group)]
 
 
 def check_env(name: str, clusters_dir: Path = CLUSTERS_DIR) -> list[str]:

@@ -15,11 +15,19 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 
+from bench.shape import SHAPE_KEYS
+from bench.stage_data import DATA_KEYS
+
 _STR = {"type": "string"}
 _OPT_STR = {"type": ["string", "null"]}
 _POS = {"type": "number", "exclusiveMinimum": 0}
 _NON_NEG_INT = {"type": "integer", "minimum": 0}
 _QUANTITY = {"type": ["string", "number"]}
+
+# shape: and data: are allow-lists of keys here; their values are checked (and worded) by
+# bench.shape.check_shape and bench.stage_data.check_data, so one bad value is one line.
+_SHAPE = {"additionalProperties": False, "properties": dict.fromkeys(SHAPE_KEYS, {})}
+_DATA = {"additionalProperties": False, "properties": dict.fromkeys(DATA_KEYS, {})}
 
 COMMON: dict[str, Any] = {
     "kind": _STR,
@@ -27,6 +35,8 @@ COMMON: dict[str, Any] = {
     "local": {"type": "boolean"},
     "hardware": {"type": "object"},  # informational; bench.envcheck.check_common checks its values
     "cost": {"type": ["object", "null"]},  # bench.analysis.cost.check_cost checks it
+    "shape": _SHAPE,
+    "data": _DATA,
     "ci": {  # how CI reaches the environment (bench envs --json)
         "type": "object",
         "additionalProperties": False,

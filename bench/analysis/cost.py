@@ -148,3 +148,18 @@ def run_cost(
     else:
         note += " (no energy measured: electricity not included)"
     return Cost(usd, note)
+
+
+def record_cost(
+    meta: dict[str, Any], wall: float | None, gpus: int | None, nodes: int, energy_wh: float | None, cores: float | None
+) -> Cost:
+    """Cost from the rates frozen into the record at collection; unknown without them."""
+    env = meta.get("environment")
+    if not isinstance(env, dict):
+        return Cost(None, "no environment facts in run.json (collected by an older bench): cost unknown")
+    cfg = env.get("cost")
+    if cfg is not None and not isinstance(cfg, dict):
+        return Cost(None, "environment.cost in run.json is not a mapping: cost unknown")
+    cost = run_cost(cfg, wall, gpus, nodes, energy_wh, cores)
+    source = env.get("price_source")
+    return Cost(cost.usd, f"{cost.note} (rates of {source})" if source and cost.usd is not None else cost.note)

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from bench.analysis.attempts import attempt_spans, per_attempt, wall_over_attempts
-from bench.analysis.cost import Cost, run_cost
+from bench.analysis.cost import record_cost
 from bench.records import contract as c
 from bench.records.read import RunData
 from bench.records.trainlog import (
@@ -31,6 +31,7 @@ from bench.records.trainlog import (
     steady_images_per_s,
     time_to_train,
 )
+from bench.shape import recorded_shape
 
 HIGHER, LOWER = "higher", "lower"  # Metric.direction; "" = neither (a fact, not a score)
 
@@ -229,12 +230,32 @@ def _images_per_s_iqr(ctx: RunContext) -> float | None:
 
 
 def _gpus(ctx: RunContext) -> float | None:
-    """The job's GPU count; None when neither samples nor run.json say (never read as 'no GPU')."""
+    """The job's GPUs: run.json `shape` (what ran); older records: the job's GPUs sampled,
+    else hardware.gpus; None when nothing says (never read as 'no GPU')."""
+    shape = recorded_shape(ctx.meta)
+    if shape is not None:
+        return float(shape.gpus)
     n = sum(len(c.job_gpu_ids(ctx.meta, df.columns)) for df in ctx.run.samples.values())
     hw_gpus = ctx.section("hardware").get("gpus")
     if n:
         return float(n)
     return float(len(hw_gpus)) if isinstance(hw_gpus, list) else None
+
+
+def _nodes(ctx: RunContext) -> float:
+    shape = recorded_shape(ctx.meta)
+    hosts = ctx.meta.get("hosts") if isinstance(ctx.meta.get("hosts"), list) else list(ctx.run.samples)
+    return float(shape.nodes if shape is not None else max(len(hosts), 1))
+
+
+def _per_gpu(ctx: RunContext) -> float | None:
+    ips, gpus = ctx["images_per_s"], ctx["gpus"]
+    return ips / gpus if ips is not None and gpus else None
+
+
+def _gpu_hours(ctx: RunContext) -> float | None:
+    wall, gpus = ctx["wall_s"], ctx["gpus"]
+    return gpus * wall / 3600 if wall is not None and gpus else None
 
 
 def _cpu_limit(ctx: RunContext) -> float | None:
@@ -278,26 +299,10 @@ def _energy_wh(ctx: RunContext) -> float | None:
 
 
 def _cost_usd(ctx: RunContext) -> float | None:
-    hosts = ctx.meta.get("hosts") if isinstance(ctx.meta.get("hosts"), list) else list(ctx.run.samples)
     gpus = None if ctx["gpus"] is None else int(ctx["gpus"])
-    cost = record_cost(ctx.meta, ctx["wall_s"], gpus, max(len(hosts), 1), ctx["energy_wh"], ctx["cpu_limit_cores"])
+    cost = record_cost(ctx.meta, ctx["wall_s"], gpus, int(ctx["nodes"] or 1), ctx["energy_wh"], ctx["cpu_limit_cores"])
     ctx.notes["cost"] = cost.note
     return cost.usd
-
-
-def record_cost(
-    meta: dict[str, Any], wall: float | None, gpus: int | None, nodes: int, energy_wh: float | None, cores: float | None
-) -> Cost:
-    """Cost from the rates frozen into the record at collection; unknown without them."""
-    env = meta.get("environment")
-    if not isinstance(env, dict):
-        return Cost(None, "no environment facts in run.json (collected by an older bench): cost unknown")
-    cfg = env.get("cost")
-    if cfg is not None and not isinstance(cfg, dict):
-        return Cost(None, "environment.cost in run.json is not a mapping: cost unknown")
-    cost = run_cost(cfg, wall, gpus, nodes, energy_wh, cores)
-    source = env.get("price_source")
-    return Cost(cost.usd, f"{cost.note} (rates of {source})" if source and cost.usd is not None else cost.note)
 
 
 def _cost_per_1000(ctx: RunContext) -> float | None:
@@ -321,11 +326,20 @@ METRICS: tuple[Metric, ...] = (
         headline=True, in_runs_table=True,
     ),
     Metric(
-        "images_per_s", "images/s (steady, median)", "img/s", HIGHER,
+        "images_per_s", "images/s, whole job (steady, median)", "img/s", HIGHER,
         _derived(_images_per_s, "train.jsonl train lines' images_per_s after warm-up",
                  lambda run: images_series(run.train, run.start_time)),
         headline=True, in_runs_table=True,
         timeseries=TimeSeries("images_per_s", "Training throughput", "images/s"),
+    ),
+    # Per GPU: what compares jobs of different shapes (raw figures are for the whole job).
+    Metric(
+        "images_per_s_per_gpu", "images/s per GPU", "img/s/GPU", HIGHER,
+        _derived(_per_gpu, "images/s / run.json shape.gpus"), headline=True,
+    ),
+    Metric(
+        "gpu_hours", "GPU-hours per run", "GPU-h", LOWER,
+        _derived(_gpu_hours, "run.json shape.gpus x wall time"), headline=True,
     ),
     Metric("images_per_s_iqr", "images/s IQR", "img/s", "", _derived(_images_per_s_iqr, "train.jsonl images_per_s")),
     Metric(
@@ -382,7 +396,11 @@ METRICS: tuple[Metric, ...] = (
            in_summary=False),
     Metric("mem_limit_gb", "memory limit", "GB", "", _derived(_mem_limit_gb, "run.json hardware (cgroup, host)"),
            in_summary=False),
-    Metric("gpus", "GPUs", "GPUs", "", _derived(_gpus, "samples gpu<i>_ columns, else run.json hardware.gpus"),
+    Metric("gpus", "GPUs", "GPUs", "",
+           _derived(_gpus, "run.json shape.gpus, else the GPUs sampled, else hardware.gpus"), in_summary=False),
+    Metric("nodes", "nodes", "nodes", "", _derived(_nodes, "run.json shape.nodes, else hosts"), in_summary=False),
+    Metric("gpus_per_node", "GPUs per node", "GPUs", "",
+           _derived(lambda ctx: None if ctx["gpus"] is None else ctx["gpus"] / (ctx["nodes"] or 1), "gpus / nodes"),
            in_summary=False),
     Metric("gpu_mem_total_gb", "GPU memory", "GiB", "", Samples(c.GPU_FB_TOTAL, "max", "max", True, 1 / 1024),
            in_summary=False),

@@ -1,5 +1,7 @@
 """Check environment folders (clusters/<env>/env.yaml) and the workload's experiment
-presets; print every problem with its file and key. Exit 0 when all are valid, 1 when not."""
+presets; print every problem with its file and key. Exit 0 when all are valid, 1 when not.
+Environments compared with each other that declare different shapes get a warning line
+(not a failure: a deliberate scaling study compares different shapes)."""
 
 from __future__ import annotations
 
@@ -29,7 +31,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from bench.envcheck import check_env, check_experiments
+    from bench.envcheck import check_env, check_experiments, comparison_shape_warnings
     from bench.envs import CLUSTERS_DIR, known_envs
 
     clusters = args.clusters or CLUSTERS_DIR
@@ -53,6 +55,8 @@ def run(args: argparse.Namespace) -> int:
                 print(f"  {p}")
         else:
             print(f"ok   env {name}")
+    for warning in comparison_shape_warnings(names, clusters):
+        print(f"warning: {warning}")
     if not args.no_experiments:
         checked, problems = check_experiments(args.experiments or None)
         bad = {p.split("'")[1] for p in problems if p.startswith("experiment '")}

@@ -47,8 +47,21 @@ from bench.records.contract import (
 from bench.records.place import write_json_atomic
 from bench.records.schema import schema_problems
 from bench.records.trainlog import read_train_log
+from bench.shape import observed_shape
+from bench.stage_data import data_record
 
 FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGUSR1)
+
+
+def _data_facts(config: dict[str, Any]) -> dict[str, Any]:
+    """run.json's `data`: "identical jobs" covers the data, so its sha256 (never fatal to
+    the record: a file that cannot be read is a note, not a failed run)."""
+    data = config.get("data") or {}
+    try:
+        synthetic = data.get("source", "synthetic") == "synthetic"
+        return data_record(None if synthetic else data.get("path"))
+    except (OSError, AttributeError) as exc:
+        return {"path": None, "sha256": None, "note": f"could not read the data file: {exc}"}
 
 
 def _set_parent_death_signal() -> None:
@@ -110,7 +123,9 @@ class Recorder:
         self._final_write_errno: int | None = None
         # Multi-node jobs run one recorder per node into one shared run dir: every node
         # writes its own samples-<host>.csv, only the first node writes run.json.
-        self.primary = os.environ.get("SLURM_NODEID", "0") == "0"
+        # In a PyTorchJob the Training Operator gives each pod its node rank as RANK (bench
+        # record runs outside torchrun, whose workers get their own RANK).
+        self.primary = (os.environ.get("SLURM_NODEID") or os.environ.get("RANK") or "0") == "0"
 
     def _write_run_json(self) -> None:
         """Write run.json; a record that breaks the schema is still written (the job's
@@ -151,6 +166,7 @@ class Recorder:
             "image": image_info(),
             "hosts": [self.host],
             "hardware": hardware(gpu.info),
+            "shape": observed_shape(gpu.info, self.command),
             "software": {"python": sys.version.split()[0]},  # completed after the job ends
             "command": self.command,
             "scheduler": sched,
@@ -273,6 +289,8 @@ class Recorder:
         rec = self.record
         log = read_train_log(self.run_dir / TRAIN_JSONL)  # read once, complete lines only
         self._take_config(log)
+        if isinstance(rec.get("config"), dict):  # from the workload's run_start
+            rec["data"] = _data_facts(rec["config"])
         my_stops = [e for e in log.of("run_stop") if e["time"] >= rec["start_time"]]
         last_stop = my_stops[-1] if my_stops else None
         sig = -code if code < 0 else None

@@ -87,6 +87,8 @@ RUN_JSON_KEYS = (
     "samples_file",
     "samples_rows",
     "recorder",
+    "shape",
+    "data",
 )
 SCHEDULER_KEYS = ("kind", "job_id", "submit_time", "start_time", "end_time", "queue_wait_s")
 

@@ -65,7 +65,11 @@ def environment_facts(env: Environment, now: float | None = None) -> dict[str, A
 
     Reports read these, never clusters/, so a rate edited after collection reprices
     nothing already collected; `price_source` names the file and its content hash.
+    `shape` is the shape env.yaml asked for; the record's own `shape` (the recorder's,
+    from the scheduler and the pod) is the one that ran, and `freeze` keeps both.
     """
+    from bench.shape import declared_shape
+
     path = env.folder / "env.yaml"
     try:
         digest = hashlib.sha256(path.read_bytes()).hexdigest()[:12]
@@ -83,6 +87,7 @@ def environment_facts(env: Environment, now: float | None = None) -> dict[str, A
         "kind": env.kind,
         "description": env.get("description"),
         "hardware": hardware if isinstance(hardware, dict) else None,
+        "shape": shape.as_dict() if (shape := declared_shape(env.settings)) is not None else None,
         "cost": cost if isinstance(cost, dict) else None,
         "price_source": source,
         "collected_at": round(time.time() if now is None else now, 3),

@@ -153,8 +153,8 @@ def _read_meta(data: RunData, collected: bool) -> dict[str, Any]:
         if refused:  # a value the schema refuses is never shown: the report says unknown
             numbers.excluded(meta, refused)
             data.problems.append(f"{RUN_JSON}: {len(refused)} value(s) refused above are excluded (shown as unknown)")
-        if meta.get("schema_version") != SCHEMA_VERSION:
-            meta = {}  # another version's keys may mean other things: read none of them
+        if meta.get("schema_version") != SCHEMA_VERSION or set(meta) <= {"schema_version"}:
+            meta = {}  # another version's keys may mean other things; an empty record has none
     data.meta = meta
     if meta:
         exit_info = meta.get("exit")

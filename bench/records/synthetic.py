@@ -187,6 +187,13 @@ def _run_json(run_dir: Path, spec: RunSpec, n: int, end: float, gpu_info: list[d
             "cgroup": {"version": 2, "cpu_limit_cores": 4.0, "memory_limit_bytes": 16e9},
             "gpus": gpu_info,
         },
+        "shape": {
+            "nodes": 1,
+            "gpus_per_node": spec.gpus,
+            "gpus": spec.gpus,
+            "processes_per_node": max(spec.gpus, 1),
+            "source": {"nodes": "synthetic", "gpus_per_node": "synthetic"},
+        },
         "software": {"python": "3.11.7", "platform": "synthetic", "torch": "2.13.0", "cuda": None, "cudnn": None},
         "command": ["python", "-m", "workflows.biggan", "--experiment", "smoke", "--run-dir", str(run_dir)],
         "scheduler": {

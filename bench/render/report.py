@@ -25,6 +25,7 @@ import pandas as pd
 
 from bench.analysis.advisor import advise
 from bench.analysis.compare import CompareResult, compare_runs
+from bench.analysis.identity import identity_rows, scaling_rows
 from bench.analysis.metrics import HEADLINE, METRIC_BY_KEY, RunMetrics, fmt, run_metrics
 from bench.analysis.stats import BOOTSTRAP_RESAMPLES, median
 from bench.atomic import disk_full_error, is_disk_full, locked, replace_dir, sweep_temp_dirs, temp_dir
@@ -34,7 +35,16 @@ from bench.records.select import commit_runs
 from bench.render import charts
 from bench.render.escape import code, md
 from bench.render.index import SUMMARY_JSON, write_index
-from bench.render.tables import excluded_table, pairs_table, runs_table, summary_table, verdicts
+from bench.render.tables import (
+    excluded_table,
+    identity_table,
+    pairs_table,
+    runs_table,
+    scaling_table,
+    shape_note,
+    summary_table,
+    verdicts,
+)
 
 
 @dataclass
@@ -276,6 +286,8 @@ def _readme(name: str, sha: str | None, runs: list[RunData], result: CompareResu
         runs_table=runs_table(result),
         advice=[(md(env), [md(n, 600) for n in notes]) for env, notes in sorted(advise(result).items())],
         provenance=_provenance(runs, result.envs),
+        shape_note=shape_note(result.runs),
+        scaling_table=scaling_table(scaling_rows(result.runs)),
         **parts,
     )
     text = "\n".join(line.rstrip() for line in text.splitlines()).rstrip() + "\n"
@@ -361,6 +373,7 @@ def _write_folder(
             missing_charts=missing,
             problems=problems,
             dirty=any(_dirty(r) for r in chosen),
+            identity_table=identity_table(identity_rows(chosen, result.envs), result.envs),  # the compared runs
         )
     )
     result.frame().to_csv(folder / "runs.csv", index=False, float_format="%.6g")

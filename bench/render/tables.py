@@ -12,14 +12,14 @@ from bench.analysis.comparable import Excluded
 from bench.analysis.compare import CLOCK_RESOLUTION_S, RESOLUTION_FACTOR, SIGNIFICANT_P, CompareResult
 from bench.analysis.metrics import METRIC_BY_KEY, METRICS, Metric, RunMetrics, fmt
 from bench.analysis.stats import Comparison
-from bench.render.escape import md
+from bench.render.escape import code, md
 
 
 def _words(metric: Metric) -> tuple[str, str]:
     """(word when the ratio is above 1, word when below) for a metric's unit."""
     if metric.unit == "s":  # a duration
         return "longer", "shorter"
-    if metric.unit == "img/s":  # a rate of work
+    if metric.unit in ("img/s", "img/s/GPU"):  # a rate of work
         return "faster", "slower"
     return "higher", "lower"
 
@@ -154,3 +154,35 @@ def excluded_table(excluded: list[Excluded]) -> str:
     rows = ["| env | run | why it is not compared |", "|---|---|---|"]
     rows += [f"| {md(e.env)} | {md(e.run_id)} | {md(e.reason, 400)} |" for e in excluded]
     return "\n".join(rows)
+
+
+def shape_note(metrics: list[RunMetrics]) -> str:
+    """A sentence when the compared runs had different GPU counts, else empty."""
+    shapes = sorted({(m.env, int(m.nodes or 1), int(m.gpus_per_node or 0)) for m in metrics})
+    if len({(n, g) for _, n, g in shapes}) <= 1:
+        return ""
+    listing = ", ".join(f"{md(env)} {n}×{g}" for env, n, g in shapes)
+    return (
+        f"The runs compared here had different shapes ({listing} nodes × GPUs): raw figures (whole job) "
+        "differ by the GPU count; compare the per-GPU rows (images/s per GPU, cost per 1,000 images, "
+        "GPU-hours) for the platform difference."
+    )
+
+
+def identity_table(rows: list[tuple[str, str, list[str]]], envs: list[str]) -> str:
+    """`bench.analysis.identity.identity_rows` as a table: one column per environment."""
+    head = "| | verdict | " + " | ".join(md(e) for e in envs) + " |"
+    lines = [head, "|---|---|" + "---|" * len(envs)]
+    for label, verdict, cells in rows:
+        lines.append(f"| {label} | {verdict} | " + " | ".join(f"`{code(c)}`" if c != "—" else c for c in cells) + " |")
+    return "\n".join(lines)
+
+
+def scaling_table(rows: list[tuple[str, int, float, float, float]]) -> str:
+    """`bench.analysis.identity.scaling_rows` as a table; empty when there is nothing to scale."""
+    if not rows:
+        return ""
+    lines = ["| env | GPUs | images/s (median) | images/s per GPU | scaling efficiency |", "|---|---:|---:|---:|---:|"]
+    for env, n, ips, per_gpu, eff in rows:
+        lines.append(f"| {md(env)} | {n} | {ips:.4g} | {per_gpu:.4g} | {eff:.0%} |")
+    return "\n".join(lines)

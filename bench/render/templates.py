@@ -19,6 +19,17 @@ Runs started {{ first_start }} – {{ last_start }} (UTC). Written by `bench rep
 {% else -%}
 - Nothing to compare: no run produced figures (see *Data problems*).
 {% endfor %}
+
+## Identical jobs?
+
+What makes two runs the same job, per environment: `identical` when every environment
+recorded the same value, else each one's value (the exact difference).
+
+{{ identity_table }}
+{%- if shape_note %}
+
+{{ shape_note }}
+{%- endif %}
 {%- if pairs_table %}
 
 ## Differences between environments
@@ -32,6 +43,8 @@ Ratio = median of `{{ pairs_env }}` ÷ median of the baseline `{{ baseline }}`. 
 ## Per environment
 
 Median and olympic mean (mean without the fastest and slowest run when there are ≥ 3).
+Raw figures are for the whole job (all its GPUs); rows that say "per GPU", GPU-hours and cost
+per 1,000 images are normalised, so they compare jobs of different shapes.
 
 {{ summary_table }}
 
@@ -43,6 +56,15 @@ Cost model per environment:
 ## Runs
 
 {{ runs_table }}
+{%- if scaling_table %}
+
+## Scaling efficiency
+
+Median images/s with N GPUs against N × the median with 1 GPU, per environment (100 % =
+perfect linear scaling).
+
+{{ scaling_table }}
+{%- endif %}
 
 ## Excluded runs
 

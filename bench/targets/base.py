@@ -124,6 +124,13 @@ class Target(ABC):
     @abstractmethod
     def cancel(self, run_id: str) -> None: ...
 
+    def stage_data(self, spec: Any, timeout_s: float = 3600) -> str:
+        """Put the data file `spec` (bench.stage_data.DataSpec) where this env's jobs read it,
+        verified by sha256; return one line saying what was done. Default: not for this kind."""
+        raise AtlasError(
+            f"{self.env.name}: kind {self.env.kind} has no data staging: its jobs read the data path of this machine"
+        )
+
     def require_finished(self, status: RunStatus) -> RunStatus:
         """Collect copies finished runs only: a record still being written is not one."""
         if not status.state.finished:

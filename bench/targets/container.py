@@ -35,6 +35,8 @@ CONTAINER_KEYS = {
     "local",
     "hardware",
     "cost",
+    "shape",
+    "data",
     "image",
     "build_command",
     "user",

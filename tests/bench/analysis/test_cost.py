@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench.analysis.cost import check_cost, run_cost
+from bench.analysis.cost import check_cost, record_cost, run_cost
 
 ONPREM = {"model": "onprem", "electricity_usd_per_kwh": 0.1, "pue": 1.5, "node_capex_usd": 8760, "node_life_years": 1}
 SATORI = {
@@ -61,3 +61,10 @@ def test_cost_validation_names_file_and_key(cfg: dict, needle: str) -> None:
     errors = check_cost(cfg, "clusters/x/env.yaml")
     assert errors and all(e.startswith("clusters/x/env.yaml: ") for e in errors)
     assert any(needle in e for e in errors), errors
+
+
+def test_a_record_is_priced_from_its_frozen_rates_only():
+    meta = {"environment": {"cost": {"model": "cloud", "usd_per_gpu_hour": 2.0}, "price_source": "env.yaml (sha256 x)"}}
+    cost = record_cost(meta, 3600.0, 1, 1, None, None)
+    assert cost.usd == pytest.approx(2.0) and "rates of env.yaml (sha256 x)" in cost.note
+    assert record_cost({}, 3600.0, 1, 1, None, None).usd is None  # collected by an older bench: unknown, not $0

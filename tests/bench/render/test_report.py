@@ -85,7 +85,7 @@ def test_report_contents(tmp_path: Path) -> None:
         "## Data problems",
     ):
         assert heading in text
-    assert "images/s (steady, median): satori vs moc: 236 % faster (ratio 3.36" in text  # 200 vs 60 images/s
+    assert "images/s, whole job (steady, median): satori vs moc: 236 % faster (ratio 3.36" in text  # 200 vs 60 images/s
     for chart in (
         "cpu.png",
         "memory.png",
@@ -132,7 +132,7 @@ def test_cli_report_and_compare(tmp_path: Path, capsys) -> None:
     results = make_results(tmp_path / "results")
     assert main(["compare", "--results", str(results), "--out", str(tmp_path / "cmp")]) == 0
     out = capsys.readouterr().out
-    assert "| images/s (steady, median) |" in out
+    assert "| images/s, whole job (steady, median) |" in out
     assert (tmp_path / "cmp" / "compare.json").is_file() and (tmp_path / "cmp" / "runs.csv").is_file()
     assert main(["report", "--results", str(results), "--out", str(tmp_path / "rep")]) == 0
     assert "report: " in capsys.readouterr().out

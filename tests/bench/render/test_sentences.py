@@ -53,8 +53,8 @@ def test_every_sentence_agrees_with_its_table_row(key: str, a: list[float], b: l
         assert f"Mann–Whitney p = {p_cell}" in sentence
     # the change is said in the ratio's direction, as a percentage of the baseline
     if abs(stats.ratio - 1) > 1e-9:
-        up = {"s": "longer", "img/s": "faster"}.get(metric.unit, "higher")
-        down = {"s": "shorter", "img/s": "slower"}.get(metric.unit, "lower")
+        up = {"s": "longer", "img/s": "faster", "img/s/GPU": "faster"}.get(metric.unit, "higher")
+        down = {"s": "shorter", "img/s": "slower", "img/s/GPU": "slower"}.get(metric.unit, "lower")
         said = re.search(r" vs y: ([0-9.,]+) % (\w+) \(ratio ", sentence)
         assert said, sentence
         pct, word = said.group(1), said.group(2)

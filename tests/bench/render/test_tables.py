@@ -25,10 +25,10 @@ def test_tables_follow_the_catalogue(tmp_path: Path):
     assert "| images seen |" not in summary  # a fact, not a summary row
     header = runs_table(res).splitlines()[0]
     assert header == "| env | run | status | " + " | ".join(m.label for m in METRICS if m.in_runs_table) + " |"
-    assert "| images/s (steady, median) | b | a |" in pairs_table(res)
+    assert "| images/s, whole job (steady, median) | b | a |" in pairs_table(res)
 
 
 def test_verdicts_name_the_winner_with_the_numbers(tmp_path: Path):
     (line,) = [v for v in verdicts(result(tmp_path)) if v.startswith("images/s")]
-    assert line.startswith("images/s (steady, median): b vs a: 3") and "% faster (ratio 1.3" in line
+    assert line.startswith("images/s, whole job (steady, median): b vs a: 3") and "% faster (ratio 1.3" in line
     assert "b wins (p ≤ 0.1 and the interval excludes 1)" in line and "Mann–Whitney p = 0.10" in line

@@ -71,7 +71,17 @@ def test_submit_builds_the_commit_and_creates_a_job_by_digest(tmp_path, double):
     assert env["ATLAS_ENV"] == "moc" and env["ATLAS_EXPERIMENT"] == "smoke"
     assert "NVIDIA_VISIBLE_DEVICES" not in env
     assert env["ATLAS_GIT_SHA"] == COMMIT and env["ATLAS_RUN_ID"] == RUN_ID and float(env["ATLAS_SUBMIT_TIME"]) > 0
-    assert container["args"] == ["--set", "train.max_iters=2"]
+    run_dir = f"/results/{RUN_ID}"
+    assert container["command"] == [
+        "python", "-m", "bench", "record", "--run-dir", run_dir, "--env", "moc", "--",
+        "python", "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=4",
+        "-m", "workflows.biggan", "--experiment", "smoke", "--run-dir", run_dir, "--set", "train.max_iters=2",
+    ]  # fmt: skip
+    assert "args" not in container
+    limits = {"cpu": "16", "memory": "96Gi", "nvidia.com/gpu": "4"}  # env.yaml shape: 1 node x 4 GPUs x (4 CPU, 24 GiB)
+    assert container["resources"] == {"requests": limits, "limits": limits}
+    dshm = next(v for v in job["spec"]["template"]["spec"]["volumes"] if v["name"] == "dshm")
+    assert dshm["emptyDir"]["medium"] == "Memory"
     for labels in (job["metadata"]["labels"], job["spec"]["template"]["metadata"]["labels"]):
         assert labels["atlas/commit"] == COMMIT and labels["atlas/run-id"] == RUN_ID
     assert status.state is RunState.PENDING and status.scheduler_job_id == job["metadata"]["name"]
@@ -327,3 +337,41 @@ def test_each_job_mounts_only_its_own_run_folder(submitted, double):
     assert init["command"] == ["mkdir", "-p", f"/results/{RUN_ID}"] and init["image"] == train["image"]
     assert init["securityContext"]["readOnlyRootFilesystem"] is True
     assert next(m for m in train["volumeMounts"] if m["name"] == "data")["readOnly"] is True
+
+
+def test_watches_stream_changes_and_expire_with_410(tmp_path, submitted, double):
+    """The double's watches behave like the API server's: events after a resourceVersion,
+    and 410 Gone once that version's history is compacted away (clients must re-list)."""
+    from kubernetes import client, watch
+    from kubernetes.client.exceptions import ApiException
+
+    target, job = submitted
+    batch = client.BatchV1Api(target.api_client())
+    listed = batch.list_namespaced_job("atlas-biggan")
+    double.finish_job(job, "Complete")
+    events = [
+        (e["type"], e["object"].metadata.name, [c.type for c in e["object"].status.conditions or []])
+        for e in watch.Watch().stream(
+            batch.list_namespaced_job,
+            "atlas-biggan",
+            resource_version=listed.metadata.resource_version,
+            timeout_seconds=1,
+        )
+    ]
+    assert events == [("MODIFIED", job, ["Complete"])]
+    double.compact()
+    with pytest.raises(ApiException) as info:
+        for _ in watch.Watch().stream(
+            batch.list_namespaced_job,
+            "atlas-biggan",
+            resource_version=listed.metadata.resource_version,
+            timeout_seconds=1,
+        ):
+            pass
+    assert info.value.status == 410
+    # A fresh list gives a current version to watch from again.
+    fresh = batch.list_namespaced_job("atlas-biggan").metadata.resource_version
+    assert (
+        list(watch.Watch().stream(batch.list_namespaced_job, "atlas-biggan", resource_version=fresh, timeout_seconds=1))
+        == []
+    )

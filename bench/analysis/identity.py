@@ -1,0 +1,88 @@
+"""Were the compared jobs identical? And how does throughput scale with GPUs?
+
+Why: the report's claim "same job, two platforms" is only as good as the evidence. For
+each environment this puts side by side what makes a job the same job: the shape that
+ran (nodes × GPUs), the training config hash, the code sha, the image digest and the
+training data's sha256, and says "identical" or shows the exact difference. Scaling
+efficiency (N GPUs against 1) is computed when the results hold both. The tables and
+the shape sentence are rendered (escaped) by `bench.render.tables`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from bench.analysis.metrics import RunMetrics
+from bench.records.read import RunData
+from bench.shape import recorded_shape
+
+
+def _get(meta: dict[str, Any], *path: str) -> Any:
+    node: Any = meta
+    for key in path:
+        if not isinstance(node, dict):
+            return None
+        node = node.get(key)
+    return node
+
+
+FIELDS: tuple[tuple[str, Callable[[dict[str, Any]], Any]], ...] = (
+    ("shape (nodes × GPUs)", lambda m: recorded_shape(m).label if recorded_shape(m) else None),
+    ("config sha256", lambda m: m.get("config_sha256")),
+    ("code sha", lambda m: _get(m, "git", "sha")),
+    ("image digest", lambda m: _get(m, "image", "digest")),
+    ("data sha256", lambda m: _get(m, "data", "sha256")),
+)
+
+
+def identity_rows(runs: list[RunData], envs: list[str]) -> list[tuple[str, str, list[str]]]:
+    """(field, verdict, one cell per env): verdict `identical` or `differs` (or `not recorded`)."""
+    rows = []
+    for label, get in FIELDS:
+        per_env: list[list[str]] = []
+        for env in envs:
+            values: list[str] = []
+            for r in runs:
+                if r.env == env and r.meta:
+                    v = get(r.meta)
+                    text = "—" if v in (None, "") else str(v)
+                    if text not in values:
+                        values.append(text)
+            per_env.append(values or ["—"])
+        known = {v for vs in per_env for v in vs if v != "—"}
+        missing = any("—" in vs for vs in per_env)
+        if not known:
+            verdict = "not recorded"
+        elif len(known) == 1 and not missing:
+            verdict = "identical"
+        elif len(known) == 1:
+            verdict = "not recorded everywhere"
+        else:
+            verdict = "differs"
+        cells = [", ".join(_short(label, v) for v in vs) for vs in per_env]
+        rows.append((label, verdict, cells))
+    return rows
+
+
+def _short(label: str, value: str) -> str:
+    return value[:12] if label != "shape (nodes × GPUs)" and value != "—" and len(value) > 12 else value
+
+
+def scaling_rows(metrics: list[RunMetrics]) -> list[tuple[str, int, float, float, float]]:
+    """(env, GPUs, median images/s, per GPU, efficiency vs 1 GPU) where an env has 1 and N GPU runs."""
+    from statistics import median
+
+    out = []
+    for env in sorted({m.env for m in metrics}):
+        by_gpus: dict[int, list[float]] = {}
+        for m in metrics:
+            if m.env == env and m.images_per_s is not None and m.gpus:
+                by_gpus.setdefault(int(m.gpus), []).append(m.images_per_s)
+        if 1 not in by_gpus or len(by_gpus) < 2:
+            continue
+        one = median(by_gpus[1])
+        for n in sorted(by_gpus):
+            ips = median(by_gpus[n])
+            out.append((env, n, ips, ips / n, ips / (n * one) if one else float("nan")))
+    return out

@@ -1,0 +1,37 @@
+"""Put the training data file where an environment's jobs read it, verified by sha256.
+
+OpenShift: a Job copies it onto the data PVC from `data.source` (an https:// URL, an
+S3-compatible `s3://bucket/key` with `data.s3_endpoint` and a `data.credentials_secret`
+holding AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, or `pvc:CLAIM/path`), verifies its
+sha256 and leaves an already staged file alone. Slurm: checks that the pre-staged file
+(`data_path`/`data.file`) is there with that sha256. A wrong checksum fails with one line
+and leaves the old file. Settings come from `data:` in clusters/<env>/env.yaml.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+HELP = "stage the data file for an environment's jobs (sha256-verified)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--env", required=True, help="environment (clusters/<env>/)")
+    parser.add_argument("--file", default=None, help="data file name on the data volume / under data_path (data.file)")
+    parser.add_argument("--sha256", default=None, help="the file's sha256, as `sha256sum` prints it (data.sha256)")
+    parser.add_argument("--source", default=None, help="OpenShift: https://..., s3://bucket/key or pvc:CLAIM/path")
+    parser.add_argument("--timeout", type=float, default=3600, metavar="SECONDS", help="give up after (default 3600)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from bench.errors import AtlasError
+    from bench.stage_data import StageError, data_spec
+    from bench.targets import target_for
+
+    target = target_for(args.env)
+    try:
+        spec = data_spec(target.env.settings, args.env, file=args.file, sha256=args.sha256, source=args.source)
+    except StageError as exc:
+        raise AtlasError(str(exc)) from None
+    print(target.stage_data(spec, args.timeout))
+    return 0

@@ -1,0 +1,208 @@
+"""The API double's HTTP side: one request handler, chunked watch streams, exec over WebSocket.
+
+Kept apart from the double's state (openshift_api_double.py) so each stays readable. Every
+error, expected or not, goes back as a Kubernetes `Status` object with its HTTP code: a
+client must never see a dropped connection where a real server would answer.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import socket
+import struct
+import subprocess
+from http.server import BaseHTTPRequestHandler
+from typing import Any
+from urllib.parse import parse_qs, urlparse
+
+WS_GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
+
+
+class ApiError(Exception):
+    def __init__(self, code: int, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.code, self.reason, self.message = code, reason, message
+
+    def status(self) -> dict[str, Any]:
+        return {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "reason": self.reason,
+            "message": self.message,
+            "code": self.code,
+        }
+
+
+class TextResponse(Exception):
+    """A plain-text 200 answer (pod logs), raised from the router."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(text)
+        self.text = text
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args: Any) -> None:  # keep test output clean
+        pass
+
+    @property
+    def double(self) -> Any:
+        return self.server.double  # type: ignore[attr-defined]
+
+    def _send(self, code: int, body: dict[str, Any]) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _body(self) -> Any:
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        if not raw:
+            return None
+        try:
+            return json.loads(raw)
+        except ValueError:
+            raise ApiError(415, "UnsupportedMediaType", "the double accepts JSON bodies only") from None
+
+    def _dispatch(self, method: str) -> None:
+        parsed = urlparse(self.path)
+        query = parse_qs(parsed.query)
+        try:
+            body = self._body()
+            with self.double.changed:
+                self.double.requests.append((method, parsed.path, body))
+            if self.headers.get("Authorization") != f"Bearer {self.double.token}":
+                raise ApiError(401, "Unauthorized", "Unauthorized")
+            if self.headers.get("Upgrade", "").lower() == "websocket":
+                return self._exec(parsed.path, query)
+            if method == "GET" and (query.get("watch") or [""])[0] in ("true", "1"):
+                return self._watch(parsed.path, query)
+            with self.double.changed:
+                code, out = self.double.route(method, parsed.path, query, body, self.headers.get("Accept", ""))
+            self._send(code, out)
+        except TextResponse as text:
+            data = text.text.encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+        except ApiError as exc:
+            self._send(exc.code, exc.status())
+        except Exception as exc:  # a bug in the double: say so, never drop the connection
+            self._send(500, ApiError(500, "InternalError", f"double: {type(exc).__name__}: {exc}").status())
+
+    def do_GET(self) -> None:
+        self._dispatch("GET")
+
+    def do_POST(self) -> None:
+        self._dispatch("POST")
+
+    def do_PATCH(self) -> None:
+        self._dispatch("PATCH")
+
+    def do_PUT(self) -> None:
+        self._dispatch("PUT")
+
+    def do_DELETE(self) -> None:
+        self._dispatch("DELETE")
+
+    # -- watch: a chunked stream of JSON lines --------------------------------------------
+    def _chunk(self, data: bytes) -> None:
+        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+        self.wfile.flush()
+
+    def _watch(self, path: str, query: dict[str, list[str]]) -> None:
+        r, name, _ = self.double.parse(path)
+        if r.plural in self.double.forbidden:
+            raise ApiError(403, "Forbidden", f'{r.plural} is forbidden: User "dev" cannot watch resource "{r.plural}"')
+        selector = (query.get("labelSelector") or [None])[0]
+        field = (query.get("fieldSelector") or [""])[0]
+        if field.startswith("metadata.name="):
+            name = field.split("=", 1)[1]
+        timeout = min(float((query.get("timeoutSeconds") or ["30"])[0]), 30.0)
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        try:
+            for kind, obj in self.double.watch_events(
+                r.plural, (query.get("resourceVersion") or [None])[0], selector, timeout
+            ):
+                if name and kind != "ERROR" and obj["metadata"]["name"] != name:
+                    continue
+                self._chunk(json.dumps({"type": kind, "object": obj}).encode() + b"\n")
+            self.wfile.write(b"0\r\n\r\n")
+        except OSError:
+            pass  # the client went away
+        self.close_connection = True
+
+    # -- exec over WebSocket -------------------------------------------------------------
+    def _exec(self, path: str, query: dict[str, list[str]]) -> None:
+        r, name, sub = self.double.parse(path)
+        pod = self.double.pods.get(name) if r.plural == "pods" and sub == "exec" else None
+        if pod is None:
+            raise ApiError(404, "NotFound", f"no pod for {path}")
+        command = query.get("command", [])
+        self.double.exec_commands.append(command)
+        accept = base64.b64encode(
+            hashlib.sha1((self.headers["Sec-WebSocket-Key"] + WS_GUID).encode()).digest()
+        ).decode()
+        self.send_response(101, "Switching Protocols")
+        self.send_header("Upgrade", "websocket")
+        self.send_header("Connection", "Upgrade")
+        self.send_header("Sec-WebSocket-Accept", accept)
+        self.send_header("Sec-WebSocket-Protocol", "v4.channel.k8s.io")
+        self.end_headers()
+        self.wfile.flush()
+        mounts = {m["mountPath"] for m in pod["spec"]["containers"][0].get("volumeMounts", [])}
+        # The collector's contract: sh -c SCRIPT collect MOUNT RUN_ID; MOUNT maps to the local volume.
+        argv = list(command)
+        if len(argv) == 6 and argv[:2] == ["sh", "-c"] and argv[4] in mounts:
+            argv[4] = str(self.double.volume)
+            proc = subprocess.run(argv, capture_output=True)
+            out, err, code = proc.stdout, proc.stderr, proc.returncode
+        else:
+            out, err, code = b"", f"double: unsupported exec {command!r}\n".encode(), 126
+        sock = self.connection
+        for i in range(0, len(out), 65536):
+            _ws_send(sock, b"\x01" + out[i : i + 65536])
+        if err:
+            _ws_send(sock, b"\x02" + err)
+        status = (
+            {"status": "Success"}
+            if code == 0
+            else {
+                "status": "Failure",
+                "reason": "NonZeroExitCode",
+                "details": {"causes": [{"reason": "ExitCode", "message": str(code)}]},
+            }
+        )
+        _ws_send(sock, b"\x03" + json.dumps(status).encode())
+        _ws_send(sock, struct.pack("!H", 1000), opcode=0x8)
+        self.close_connection = True
+        try:
+            sock.shutdown(socket.SHUT_WR)
+        except OSError:
+            pass
+
+
+def _ws_send(sock: socket.socket, payload: bytes, opcode: int = 0x2) -> None:
+    """One unmasked server-to-client WebSocket frame (RFC 6455)."""
+    n = len(payload)
+    if n < 126:
+        header = struct.pack("!BB", 0x80 | opcode, n)
+    elif n < 65536:
+        header = struct.pack("!BBH", 0x80 | opcode, 126, n)
+    else:
+        header = struct.pack("!BBQ", 0x80 | opcode, 127, n)
+    sock.sendall(header + payload)
