@@ -124,6 +124,10 @@ def build_run_json(
         "git": {"sha": git_sha, "dirty": None},
         "image": {"ref": None, "digest": None},
         "hosts": hosts if merged.host_known else None,
+        # nodes x GPUs and the data file are the job's facts, which sampling files do not
+        # state: unknown (the GPU figures use the job's GPUs among those sampled instead)
+        "shape": None,
+        "data": None,
         "hardware": _hardware(merged, first),
         "software": {
             "python": None,

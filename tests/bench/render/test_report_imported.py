@@ -71,6 +71,7 @@ def test_gpu_figures_cover_only_the_gpus_run_json_lists(tmp_path: Path) -> None:
     df.to_csv(run_dir / "samples-node1.csv", index=False)
     meta = json.loads((run_dir / "run.json").read_text())
     meta["hardware"]["gpus"] = [g for g in meta["hardware"]["gpus"] if g["index"] == 2]
+    meta["shape"] = None  # as an imported record: no shape that ran, so the job's GPUs decide
     (run_dir / "run.json").write_text(json.dumps(meta))
     m = compare_runs([load_run(run_dir)]).runs[0]
     assert m.gpu_util_mean_pct == pytest.approx(31.0) and m.gpus == 1
