@@ -54,6 +54,14 @@ def wait_for(predicate, timeout: float = 30.0) -> None:
     raise AssertionError("condition not met in time")
 
 
+def _config_hash(run_dir: Path) -> str | None:
+    """run.json's config hash once the recorder has written it (the file appears at start)."""
+    try:
+        return json.loads((run_dir / "run.json").read_text()).get("config_sha256")
+    except (FileNotFoundError, json.JSONDecodeError):
+        return None
+
+
 def nvml_present() -> bool:
     try:
         import pynvml
@@ -306,7 +314,7 @@ def test_config_is_in_run_json_while_the_job_runs(tmp_path: Path) -> None:
     )
     try:
         wait_for(ready.exists)
-        wait_for(lambda: json.loads((run_dir / "run.json").read_text()).get("config_sha256") is not None, timeout=10)
+        wait_for(lambda: _config_hash(run_dir) is not None, timeout=60)
         proc.kill()
         proc.wait(timeout=10)
     finally:

@@ -41,7 +41,9 @@ def test_two_process_gloo_run(tmp_path: Path) -> None:
     assert stop["status"] == "success" and stop["iteration"] == 6
     assert stop["replicas_identical"] is True  # gradients were averaged across the two processes
     assert stop["images_seen"] == 6 * 2 * 8  # global batch 8 = 2 processes x 4
-    assert sorted(p.name for p in (run_dir / "checkpoints").iterdir()) == ["ckpt-00000003.pt", "ckpt-00000006.pt"]
+    # each bundle with its digest beside it (checked on load)
+    kept = sorted(p.name for p in (run_dir / "checkpoints").iterdir())
+    assert kept == ["ckpt-00000003.pt", "ckpt-00000003.pt.sha256", "ckpt-00000006.pt", "ckpt-00000006.pt.sha256"]
 
 
 def test_sigterm_to_torchrun_checkpoints_on_every_rank_and_resumes(tmp_path: Path) -> None:

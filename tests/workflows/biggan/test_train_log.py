@@ -69,7 +69,9 @@ def test_smoke_run_writes_the_contract(tmp_path: Path) -> None:
     assert [c["iteration"] for c in ckpts] == [10, 20]
     for c in ckpts:
         assert CHECKPOINT <= c.keys() and c["seconds"] >= 0
-    assert sorted(p.name for p in (run_dir / "checkpoints").iterdir()) == ["ckpt-00000010.pt", "ckpt-00000020.pt"]
+    # each bundle with its digest beside it (checked on load)
+    kept = sorted(p.name for p in (run_dir / "checkpoints").iterdir())
+    assert kept == ["ckpt-00000010.pt", "ckpt-00000010.pt.sha256", "ckpt-00000020.pt", "ckpt-00000020.pt.sha256"]
     assert (run_dir / ckpts[-1]["path"]).is_file()
 
     ev = last(evts, "eval")
