@@ -31,9 +31,11 @@ pytestmark = pytest.mark.skipif(
 
 
 @pytest.fixture
-def double(tmp_path: Path):
+def double(tmp_path: Path, request):
     (tmp_path / "pvc").mkdir()
-    api = OpenShiftApiDouble("atlas-biggan", tmp_path / "pvc", SCHEMA_FILE).start()
+    # `empty`: a fresh cluster, where `apply -k` creates the namespace first.
+    empty = getattr(request, "param", "") == "empty"
+    api = OpenShiftApiDouble("atlas-biggan", tmp_path / "pvc", SCHEMA_FILE, create_namespace=not empty).start()
     yield api
     api.stop()
 
@@ -57,6 +59,7 @@ def kubectl(tmp_path: Path, double: OpenShiftApiDouble):
     return run
 
 
+@pytest.mark.parametrize("double", ["empty"], indirect=True)
 def test_apply_the_overlay_twice(kubectl, double):
     first = kubectl("apply", "-k", str(MOC)).stdout.splitlines()
     assert sorted(first) == sorted(
@@ -105,10 +108,13 @@ def test_create_the_job_template_then_get_builds_and_jobs(kubectl, double):
         "status": {"phase": "Complete"},
     }
     double.finish_job(name, "Complete")
-    table = kubectl("get", "builds,jobs").stdout.splitlines()
-    assert table[0].split() == ["NAME", "STATUS", "AGE"]
-    rows = {line.split()[0]: line.split()[1] for line in table[1:] if line.strip() and not line.startswith("NAME")}
-    assert rows == {"build.build.openshift.io/atlas-biggan-1": "Complete", f"job.batch/{name}": "Complete"}
+    out = kubectl("get", "builds,jobs").stdout
+    builds, jobs = (block.splitlines() for block in out.strip().split("\n\n"))
+    # The columns the real printers print (OpenShift's Build printer; printers.go printJob).
+    assert builds[0].split() == ["NAME", "TYPE", "FROM", "STATUS", "STARTED", "DURATION"]
+    assert builds[1].split()[0] == "build.build.openshift.io/atlas-biggan-1" and "Complete" in builds[1]
+    assert jobs[0].split() == ["NAME", "STATUS", "COMPLETIONS", "DURATION", "AGE"]
+    assert jobs[1].split()[:3] == [f"job.batch/{name}", "Complete", "1/1"]
     listed = json.loads(kubectl("get", "jobs", "-o", "json").stdout)
     assert [j["metadata"]["name"] for j in listed["items"]] == [name]
 

@@ -1,8 +1,10 @@
-"""The API double's HTTP side: one request handler, chunked watch streams, exec over WebSocket.
+"""The API double's HTTP side: one request handler, chunked bodies both ways, exec over WebSocket.
 
-Kept apart from the double's state (openshift_api_double.py) so each stays readable. Every
-error, expected or not, goes back as a Kubernetes `Status` object with its HTTP code: a
-client must never see a dropped connection where a real server would answer.
+Kept apart from the double's state (server.py) so each stays readable. Request bodies may
+come with a Content-Length or chunked (RFC 9112 section 7.1, as `kubectl create --raw -f`
+sends them). Every error, expected or not, goes back as a Kubernetes `Status` object with
+its HTTP code: a client must never see a dropped connection where a real server would
+answer. Watches of `kubectl get -w` (Accept ...as=Table) stream one-row Tables.
 """
 
 from __future__ import annotations
@@ -17,32 +19,10 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
+from tests.doubles.apiserver.errors import ApiError, RawResponse, TextResponse
+from tests.doubles.apiserver.tables import table
+
 WS_GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
-
-
-class ApiError(Exception):
-    def __init__(self, code: int, reason: str, message: str) -> None:
-        super().__init__(message)
-        self.code, self.reason, self.message = code, reason, message
-
-    def status(self) -> dict[str, Any]:
-        return {
-            "kind": "Status",
-            "apiVersion": "v1",
-            "metadata": {},
-            "status": "Failure",
-            "reason": self.reason,
-            "message": self.message,
-            "code": self.code,
-        }
-
-
-class TextResponse(Exception):
-    """A plain-text 200 answer (pod logs), raised from the router."""
-
-    def __init__(self, text: str) -> None:
-        super().__init__(text)
-        self.text = text
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -55,29 +35,39 @@ class Handler(BaseHTTPRequestHandler):
     def double(self) -> Any:
         return self.server.double  # type: ignore[attr-defined]
 
-    def _send(self, code: int, body: dict[str, Any]) -> None:
-        data = json.dumps(body).encode()
+    def _send(self, code: int, body: Any, content_type: str = "application/json", warnings: list[str] = ()) -> None:
+        data = body if isinstance(body, bytes) else json.dumps(body).encode()
         self.send_response(code)
-        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(data)))
+        for text in warnings:
+            self.send_header("Warning", f'299 - "{text}"')
         self.end_headers()
         self.wfile.write(data)
 
-    def _body(self) -> Any:
+    def _raw_body(self) -> bytes:
+        if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
+            parts = []
+            while True:
+                size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+                if size == 0:
+                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                        pass  # trailers
+                    return b"".join(parts)
+                parts.append(self.rfile.read(size))
+                self.rfile.readline()
         length = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(length) if length else b""
-        if not raw:
-            return None
-        try:
-            return json.loads(raw)
-        except ValueError:
-            raise ApiError(415, "UnsupportedMediaType", "the double accepts JSON bodies only") from None
+        return self.rfile.read(length) if length else b""
 
     def _dispatch(self, method: str) -> None:
         parsed = urlparse(self.path)
         query = parse_qs(parsed.query)
         try:
-            body = self._body()
+            raw = self._raw_body()
+            try:
+                body = json.loads(raw) if raw else None
+            except ValueError:
+                body = raw.decode(errors="replace")
             with self.double.changed:
                 self.double.requests.append((method, parsed.path, body))
             if self.headers.get("Authorization") != f"Bearer {self.double.token}":
@@ -87,8 +77,10 @@ class Handler(BaseHTTPRequestHandler):
             if method == "GET" and (query.get("watch") or [""])[0] in ("true", "1"):
                 return self._watch(parsed.path, query)
             with self.double.changed:
-                code, out = self.double.route(method, parsed.path, query, body, self.headers.get("Accept", ""))
-            self._send(code, out)
+                before = len(self.double.warnings)
+                code, out = self.double.route(method, parsed.path, query, raw, self.headers)
+                warnings = self.double.warnings[before:]
+            self._send(code, out, warnings=warnings)
         except TextResponse as text:
             data = text.text.encode()
             self.send_response(200)
@@ -98,6 +90,8 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.write(data)
         except ApiError as exc:
             self._send(exc.code, exc.status())
+        except RawResponse as exc:
+            self._send(200, exc.data, exc.content_type)
         except Exception as exc:  # a bug in the double: say so, never drop the connection
             self._send(500, ApiError(500, "InternalError", f"double: {type(exc).__name__}: {exc}").status())
 
@@ -135,11 +129,14 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
         try:
+            as_table = "as=Table" in self.headers.get("Accept", "")
             for kind, obj in self.double.watch_events(
                 r.plural, (query.get("resourceVersion") or [None])[0], selector, timeout
             ):
                 if name and kind != "ERROR" and obj["metadata"]["name"] != name:
                     continue
+                if as_table and kind != "ERROR":
+                    obj = table(r, [obj], self.double.clock.now())
                 self._chunk(json.dumps({"type": kind, "object": obj}).encode() + b"\n")
             self.wfile.write(b"0\r\n\r\n")
         except OSError:
