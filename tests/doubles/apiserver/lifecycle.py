@@ -56,6 +56,11 @@ class Lifecycle:
             obj["status"] = {"startTime": self.clock.stamp(), "active": 0, "ready": 0, "terminating": 0,
                              "uncountedTerminatedPods": {}}
             self.record("jobs", obj)
+        if r.plural == "pods" and self.autostart_pods:
+            # the scheduler and kubelet at once: bound, image present, container running
+            self.bind_pod(obj)
+            self.pull_image(obj["metadata"]["name"], 0.0)
+            self.start_container(obj["metadata"]["name"])
         if r.plural == "persistentvolumeclaims":
             obj["status"] = {"phase": "Bound", "accessModes": obj["spec"]["accessModes"],
                              "capacity": {"storage": obj["spec"]["resources"]["requests"]["storage"]}}
@@ -156,7 +161,13 @@ class Lifecycle:
             self.event(job, "SuccessfulCreate", f"Created pod: {pod['metadata']['name']}", component="job-controller")
             job["status"]["active"] = job["status"].get("active", 0) + 1
             self.record("jobs", job)
+            return self.bind_pod(pod)
+
+    def bind_pod(self, pod: dict[str, Any]) -> dict[str, Any]:
+        """The scheduler binds the pod to the node: PodScheduled, the Scheduled event, ContainerCreating."""
+        with self.changed:
             pod["spec"]["nodeName"] = NODE
+            pod["status"]["conditions"] = []
             self._condition(pod, "PodScheduled", "True")
             self._condition(pod, "Initialized", "True")
             self._condition(pod, "ContainersReady", "False", "ContainersNotReady")

@@ -101,6 +101,8 @@ class OpenShiftApiDouble(Writes, Lifecycle, Scenarios):
         self.on_build: Callable[[dict[str, Any]], None] = self.complete_build
         self.events: list[tuple[int, str, str, dict[str, Any]]] = []  # watch history
         self.history = history
+        # Pods clients create (the collector) run at once; False leaves them Pending for the test.
+        self.autostart_pods = True
         self._openapi: dict[str, Any] = {}
         self.stopping = False
         self.oldest_rv = 1
