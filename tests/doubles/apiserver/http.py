@@ -47,6 +47,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def _raw_body(self) -> bytes:
         if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
+            self.double.chunked_bodies += 1
             parts = []
             while True:
                 size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)

@@ -61,6 +61,9 @@ class Lifecycle:
             self.bind_pod(obj)
             self.pull_image(obj["metadata"]["name"], 0.0)
             self.start_container(obj["metadata"]["name"])
+        if r.plural == "imagestreams":  # the image controller publishes the registry address
+            obj["status"] = {"dockerImageRepository": f"{REGISTRY}/{self.namespace}/{obj['metadata']['name']}"}
+            self.record("imagestreams", obj)
         if r.plural == "persistentvolumeclaims":
             obj["status"] = {"phase": "Bound", "accessModes": obj["spec"]["accessModes"],
                              "capacity": {"storage": obj["spec"]["resources"]["requests"]["storage"]}}

@@ -92,6 +92,7 @@ class OpenShiftApiDouble(Writes, Lifecycle, Scenarios):
         self.resources = [r for r in RESOURCES if kubeflow or r.group_version != KUBEFLOW_GROUP]
         self.store: dict[str, dict[str, dict[str, Any]]] = {r.plural: {} for r in RESOURCES}
         self.requests: list[tuple[str, str, Any]] = []  # (method, path, body)
+        self.chunked_bodies = 0  # request bodies that came chunked
         self.warnings: list[str] = []  # Warning headers sent (unknown fields under fieldValidation=Warn)
         self.forbidden: set[str] = set()  # resource names answered with 403
         self.exec_commands: list[list[str]] = []
@@ -224,7 +225,7 @@ class OpenShiftApiDouble(Writes, Lifecycle, Scenarios):
         if path == "/openapi/v3":
             return openapi_v3_root(self.resources)
         if path == "/openapi/v2":
-            raise RawResponse(OPENAPI_V2_PROTOBUF, "application/com.github.proto-openapi.spec.v2@v1.0+protobuf")
+            raise RawResponse(OPENAPI_V2_PROTOBUF, "application/octet-stream")
         parts = [p for p in path.split("/") if p]
         offset = 2 if parts[:2] == ["openapi", "v3"] else 0
         gv_parts = parts[offset:]
