@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -255,12 +256,18 @@ def test_get_jobs_columns_selector_and_watch_rows(kubectl, double, tmp_path):
     table = kubectl("get", "job", "cols").stdout.splitlines()
     assert table[0].split() == ["NAME", "STATUS", "COMPLETIONS", "DURATION", "AGE"]
     assert table[1].split() == ["cols", "Running", "0/1", "90s", "90s"]
-    watch = subprocess.Popen([KUBECTL, "get", "job", "cols", "-w", "--request-timeout=5s"], env=kubectl.env,
+    opened = double.watches_opened
+    watch = subprocess.Popen([KUBECTL, "get", "job", "cols", "-w", "--request-timeout=30s"], env=kubectl.env,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         first = watch.stdout.readline()  # the listed row: the watch is open from here on
         assert first.split()[:2] == ["NAME", "STATUS"]
         assert watch.stdout.readline().split()[:2] == ["cols", "Running"]
+        # kubectl watches from "now" (resourceVersion 0) and skips that first event: change the
+        # job only once its watch is open, as a person would see it on a cluster.
+        deadline = time.monotonic() + 60
+        while double.watches_opened == opened and time.monotonic() < deadline:
+            time.sleep(0.05)
         double.run_job_pod("cols", pull_s=5, run_s=25)
         rows: list[list[str]] = []
         while not rows or rows[-1][1:2] != ["Complete"]:

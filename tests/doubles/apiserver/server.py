@@ -93,6 +93,7 @@ class OpenShiftApiDouble(Writes, Lifecycle, Scenarios):
         self.store: dict[str, dict[str, dict[str, Any]]] = {r.plural: {} for r in RESOURCES}
         self.requests: list[tuple[str, str, Any]] = []  # (method, path, body)
         self.chunked_bodies = 0  # request bodies that came chunked
+        self.watches_opened = 0  # watch streams served so far
         self.warnings: list[str] = []  # Warning headers sent (unknown fields under fieldValidation=Warn)
         self.forbidden: set[str] = set()  # resource names answered with 403
         self.exec_commands: list[list[str]] = []
@@ -356,6 +357,7 @@ class OpenShiftApiDouble(Writes, Lifecycle, Scenarios):
                     gone = ApiError(410, "Expired", f"too old resource version: {since} ({self.oldest_rv})")
                     initial = [("ERROR", gone.status())]
                     last = -1
+            self.watches_opened += 1  # counted once its starting point is fixed
         yield from initial
         while last >= 0 and not self.stopping:
             with self._cond:
