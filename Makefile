@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 EXTRAS := torch,train,slurm,openshift,github,dev
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 
-.PHONY: setup demo test lint format bench-train bench-gpu clean help slurm-up slurm-down
+.PHONY: setup demo test lint format bench-train bench-gpu clean help slurm-up slurm-down api-double
 
 help:
 	@echo "make demo   - set up .venv and run the main job on the local environments"
@@ -13,6 +13,7 @@ help:
 	@echo "make lint / format - ruff check and format check / rewrite the tree with ruff format"
 	@echo "make bench-train ARGS='--experiment cifar' - training throughput benchmark (JSON)"
 	@echo "make bench-gpu [ARGS='--presets cifar --startup'] - GPU matrix: presets x variants, JSON lines + Markdown table"
+	@echo "make api-double [ARGS='--empty'] - an OpenShift API server double on 127.0.0.1; prints a kubeconfig"
 	@echo "make slurm-up / slurm-down - start / stop the local single-node Slurm (env local-slurm; root)"
 
 $(STAMP): pyproject.toml
@@ -73,6 +74,11 @@ image:
 
 moc-render:
 	kubectl kustomize clusters/moc
+
+# A test double of the OpenShift API server for kubectl and `bench --env moc` by hand
+# (clusters/moc/README.md): prints a kubeconfig, serves until Ctrl-C.
+api-double: setup
+	$(PY) -m tests.doubles.apiserver $(ARGS)
 
 # GitOps: steps the GitHub workflows run (see .github/workflows/README.md). Secrets come in
 # through environment variables and are written to files only, never echoed. Nothing here

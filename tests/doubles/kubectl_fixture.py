@@ -34,9 +34,7 @@ def kubectl_runner(kubeconfig: Path, home: Path) -> Kubectl:
     }
 
     def run(*args: str, check: bool = True, stdin: str | None = None) -> subprocess.CompletedProcess:
-        proc = subprocess.run(
-            [KUBECTL, *args], env=env, capture_output=True, text=True, timeout=120, input=stdin
-        )
+        proc = subprocess.run([KUBECTL, *args], env=env, capture_output=True, text=True, timeout=120, input=stdin)
         if check and proc.returncode != 0:
             raise AssertionError(f"kubectl {' '.join(args)} exited {proc.returncode}: {proc.stderr}")
         return proc

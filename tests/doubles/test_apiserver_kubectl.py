@@ -64,7 +64,10 @@ def test_server_side_apply_creates_and_a_second_manager_conflicts(kubectl, doubl
     stream = yaml.safe_load((BASES / "imagestream.yaml").read_text())
     stream["metadata"]["name"] = "ssa"
     first = write(tmp_path, "is.yaml", stream)
-    assert kubectl("apply", "--server-side", "-f", first).stdout.strip() == "imagestream.image.openshift.io/ssa serverside-applied"
+    assert (
+        kubectl("apply", "--server-side", "-f", first).stdout.strip()
+        == "imagestream.image.openshift.io/ssa serverside-applied"
+    )
     managed = double.store["imagestreams"]["ssa"]["metadata"]["managedFields"]
     assert [(m["manager"], m["operation"]) for m in managed] == [("kubectl", "Apply")]
     assert managed[0]["fieldsV1"] == {"f:spec": {"f:lookupPolicy": {"f:local": {}}}}
@@ -72,7 +75,10 @@ def test_server_side_apply_creates_and_a_second_manager_conflicts(kubectl, doubl
     second = write(tmp_path, "is2.yaml", stream)
     refused = kubectl("apply", "--server-side", "--field-manager=ci", "-f", second, check=False)
     assert refused.returncode == 1
-    assert 'Apply failed with 1 conflict: conflict with "kubectl" using image.openshift.io/v1: .spec.lookupPolicy.local' in refused.stderr
+    assert (
+        'Apply failed with 1 conflict: conflict with "kubectl" using image.openshift.io/v1: .spec.lookupPolicy.local'
+        in refused.stderr
+    )
     assert double.store["imagestreams"]["ssa"]["spec"]["lookupPolicy"]["local"] is True
     kubectl("apply", "--server-side", "--field-manager=ci", "--force-conflicts", "-f", second)
     assert double.store["imagestreams"]["ssa"]["spec"]["lookupPolicy"]["local"] is False
@@ -100,23 +106,42 @@ def test_apply_of_a_changed_image_is_refused_and_the_job_kept_whole(kubectl, dou
 def test_dry_run_and_diff_never_persist(kubectl, double, tmp_path):
     kubectl("create", "-f", write(tmp_path, "job.yaml", job_manifest("dry")))
     before = json.dumps(double.jobs["dry"], sort_keys=True)
-    out = kubectl("patch", "job", "dry", "--type=merge", "-p", '{"metadata":{"labels":{"x":"y"}}}',
-                  "--dry-run=server", "-o", "jsonpath={.metadata.labels.x}").stdout
+    out = kubectl(
+        "patch",
+        "job",
+        "dry",
+        "--type=merge",
+        "-p",
+        '{"metadata":{"labels":{"x":"y"}}}',
+        "--dry-run=server",
+        "-o",
+        "jsonpath={.metadata.labels.x}",
+    ).stdout
     assert out == "y"
     changed = write(tmp_path, "job2.yaml", job_manifest("dry", **{"metadata.labels.atlas/commit": "abc"}))
     diff = kubectl("diff", "-f", changed, check=False)
     assert diff.returncode == 1 and "+    atlas/commit: abc" in diff.stdout  # 1: differences found
-    assert kubectl("create", "-f", write(tmp_path, "new.yaml", job_manifest("dry-new")), "--dry-run=server").returncode == 0
+    assert (
+        kubectl("create", "-f", write(tmp_path, "new.yaml", job_manifest("dry-new")), "--dry-run=server").returncode
+        == 0
+    )
     kubectl("delete", "job", "dry", "--dry-run=server")
     assert json.dumps(double.jobs["dry"], sort_keys=True) == before and "dry-new" not in double.jobs
 
 
 def test_json_patch_applies_and_a_missing_path_is_refused(kubectl, double, tmp_path):
     kubectl("create", "-f", write(tmp_path, "job.yaml", job_manifest("jp")))
-    ops = '[{"op":"replace","path":"/metadata/labels/atlas~1commit","value":"abc"},{"op":"add","path":"/metadata/labels/extra","value":"1"}]'
+    ops = json.dumps(
+        [
+            {"op": "replace", "path": "/metadata/labels/atlas~1commit", "value": "abc"},
+            {"op": "add", "path": "/metadata/labels/extra", "value": "1"},
+        ]
+    )
     assert kubectl("patch", "job", "jp", "--type=json", "-p", ops).stdout.strip() == "job.batch/jp patched"
     assert {"atlas/commit": "abc", "extra": "1"}.items() <= double.jobs["jp"]["metadata"]["labels"].items()
-    bad = kubectl("patch", "job", "jp", "--type=json", "-p", '[{"op":"replace","path":"/metadata/nope/x","value":1}]', check=False)
+    bad = kubectl(
+        "patch", "job", "jp", "--type=json", "-p", '[{"op":"replace","path":"/metadata/nope/x","value":1}]', check=False
+    )
     assert bad.returncode == 1 and "missing" in bad.stderr
 
 
@@ -125,7 +150,10 @@ def test_replace_puts_the_whole_object(kubectl, double, tmp_path):
     stream["metadata"]["name"] = "rep"
     kubectl("create", "-f", write(tmp_path, "is.yaml", stream))
     stream["spec"]["lookupPolicy"]["local"] = False
-    assert kubectl("replace", "-f", write(tmp_path, "is2.yaml", stream)).stdout.strip() == "imagestream.image.openshift.io/rep replaced"
+    assert (
+        kubectl("replace", "-f", write(tmp_path, "is2.yaml", stream)).stdout.strip()
+        == "imagestream.image.openshift.io/rep replaced"
+    )
     assert double.store["imagestreams"]["rep"]["spec"]["lookupPolicy"] == {"local": False}
     # A Job read back (selector and all) replaces with a new label; a new image does not.
     kubectl("create", "-f", write(tmp_path, "job.yaml", job_manifest("rep")))
@@ -146,9 +174,17 @@ def test_replace_puts_the_whole_object(kubectl, double, tmp_path):
 def test_a_chunked_body_is_read(kubectl, double, tmp_path):
     double.add_buildconfig("chunky")
     request = tmp_path / "request.json"
-    request.write_text(json.dumps({"kind": "BuildRequest", "apiVersion": "build.openshift.io/v1", "metadata": {"name": "chunky"}}))
+    request.write_text(
+        json.dumps({"kind": "BuildRequest", "apiVersion": "build.openshift.io/v1", "metadata": {"name": "chunky"}})
+    )
     before = double.chunked_bodies
-    out = kubectl("create", "--raw", "/apis/build.openshift.io/v1/namespaces/atlas-biggan/buildconfigs/chunky/instantiate", "-f", str(request)).stdout
+    out = kubectl(
+        "create",
+        "--raw",
+        "/apis/build.openshift.io/v1/namespaces/atlas-biggan/buildconfigs/chunky/instantiate",
+        "-f",
+        str(request),
+    ).stdout
     assert json.loads(out)["metadata"]["name"] == "chunky-1" and "chunky-1" in double.builds
     assert double.chunked_bodies == before + 1  # kubectl sent the file chunked
 
@@ -158,7 +194,10 @@ INVALID = {
         {"spec.template.spec.restartPolicy": "Always"},
         'spec.template.spec.restartPolicy: Unsupported value: "Always": supported values: "OnFailure", "Never"',
     ),
-    "backoffLimit -1": ({"spec.backoffLimit": -1}, "spec.backoffLimit: Invalid value: -1: must be greater than or equal to 0"),
+    "backoffLimit -1": (
+        {"spec.backoffLimit": -1},
+        "spec.backoffLimit: Invalid value: -1: must be greater than or equal to 0",
+    ),
     "no containers": ({"spec.template.spec.containers": []}, "spec.template.spec.containers: Required value"),
     "cpu lots": (
         {"spec.template.spec.containers.0.resources.requests.cpu": "lots"},
@@ -168,7 +207,10 @@ INVALID = {
         {"spec.template.spec.containers.0.resources.limits.memory": "8Gi"},
         'resources.requests: Invalid value: "96Gi": must be less than or equal to memory limit of 8Gi',
     ),
-    "name Atlas_Train-": ({"metadata.name": "Atlas_Train-"}, 'metadata.name: Invalid value: "Atlas_Train-": a lowercase RFC 1123 subdomain'),
+    "name Atlas_Train-": (
+        {"metadata.name": "Atlas_Train-"},
+        'metadata.name: Invalid value: "Atlas_Train-": a lowercase RFC 1123 subdomain',
+    ),
     "label value": (
         {"metadata.labels.atlas/commit": "not a valid label!"},
         'metadata.labels: Invalid value: "not a valid label!": a valid label must be an empty string',
@@ -202,7 +244,9 @@ def test_the_valid_job_and_names_are_accepted(kubectl, double, tmp_path):
     assert kubectl("create", "-f", str(MOC / "job.yaml")).stdout.startswith("job.batch/atlas-biggan-train-")
     secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "a;b"}, "stringData": {"k": "v"}}
     refused = kubectl("create", "-f", write(tmp_path, "s.yaml", secret), check=False)
-    assert refused.returncode == 1 and 'The Secret "a;b" is invalid: metadata.name: Invalid value: "a;b"' in refused.stderr
+    assert (
+        refused.returncode == 1 and 'The Secret "a;b" is invalid: metadata.name: Invalid value: "a;b"' in refused.stderr
+    )
     claim = yaml.safe_load((BASES / "pvc-data.yaml").read_text())
     claim["metadata"]["name"] = ".."
     refused = kubectl("create", "-f", write(tmp_path, "c.yaml", claim), check=False)
@@ -228,8 +272,14 @@ def test_short_names_and_categories(kubectl, double):
     out = kubectl("get", "po,pvc,ns,sa,bc,is", "-o", "name").stdout.split()
     assert "namespace/atlas-biggan" in out and "buildconfig.build.openshift.io/chunky" in out
     resources = kubectl("api-resources", "--no-headers").stdout
-    for short, kind in [("po", "Pod"), ("pvc", "PersistentVolumeClaim"), ("ns", "Namespace"), ("sa", "ServiceAccount"),
-                        ("bc", "BuildConfig"), ("is", "ImageStream")]:
+    for short, kind in [
+        ("po", "Pod"),
+        ("pvc", "PersistentVolumeClaim"),
+        ("ns", "Namespace"),
+        ("sa", "ServiceAccount"),
+        ("bc", "BuildConfig"),
+        ("is", "ImageStream"),
+    ]:
         assert any(line.split()[1] == short and line.split()[-1] == kind for line in resources.splitlines()), short
     everything = kubectl("get", "all", "-o", "name").stdout.split()
     assert "job.batch/imm" in everything and "buildconfig.build.openshift.io/chunky" in everything
@@ -257,8 +307,13 @@ def test_get_jobs_columns_selector_and_watch_rows(kubectl, double, tmp_path):
     assert table[0].split() == ["NAME", "STATUS", "COMPLETIONS", "DURATION", "AGE"]
     assert table[1].split() == ["cols", "Running", "0/1", "90s", "90s"]
     opened = double.watches_opened
-    watch = subprocess.Popen([KUBECTL, "get", "job", "cols", "-w", "--request-timeout=30s"], env=kubectl.env,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    watch = subprocess.Popen(
+        [KUBECTL, "get", "job", "cols", "-w", "--request-timeout=30s"],
+        env=kubectl.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         first = watch.stdout.readline()  # the listed row: the watch is open from here on
         assert first.split()[:2] == ["NAME", "STATUS"]

@@ -60,6 +60,7 @@ def test_a_build_goes_new_pending_running_complete(cluster, api):
     try:
         custom = client.CustomObjectsApi(api)
         from kubernetes.dynamic import DynamicClient
+
         request = {"kind": "BuildRequest", "apiVersion": "build.openshift.io/v1", "metadata": {"name": "life"}}
         bcs = DynamicClient(api).resources.get(api_version="build.openshift.io/v1", kind="BuildConfig")
         build = bcs.subresources["instantiate"].create(body=request, name="life", namespace=NS).to_dict()
@@ -139,7 +140,9 @@ def test_the_python_client_patches_a_job_label_and_keeps_its_template(cluster, a
     assert double.jobs["life-patch"]["metadata"]["labels"]["atlas/run-id"] == "r2"
     assert double.jobs["life-patch"]["spec"]["template"] == template
     with pytest.raises(client.ApiException) as refused:
-        batch.patch_namespaced_job("life-patch", NS, {"spec": {"template": {"spec": {"containers": [{"name": "train", "image": "x:1"}]}}}})
+        batch.patch_namespaced_job(
+            "life-patch", NS, {"spec": {"template": {"spec": {"containers": [{"name": "train", "image": "x:1"}]}}}}
+        )
     assert refused.value.status == 422 and "field is immutable" in refused.value.body
 
 
@@ -149,7 +152,10 @@ def test_the_entry_point_prints_a_kubeconfig_kubectl_uses(tmp_path):
 
     proc = subprocess.Popen(
         [sys.executable, "-m", "tests.doubles.apiserver", "--dir", str(tmp_path / "api")],
-        cwd=ROOT, stdout=subprocess.PIPE, text=True, env=dict(os.environ, PYTHONPATH=str(ROOT)),
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=dict(os.environ, PYTHONPATH=str(ROOT)),
     )
     try:
         lines = [proc.stdout.readline() for _ in range(2)]
@@ -169,15 +175,36 @@ def test_bench_run_moc_against_the_double(tmp_path):
         kubectl("apply", "-k", str(CLUSTERS_DIR / "moc"))
         commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
         env = dict(os.environ)
-        env.update(KUBECONFIG=kubectl.env["KUBECONFIG"], HOME=kubectl.env["HOME"], KUBECACHEDIR=kubectl.env["KUBECACHEDIR"])
+        env.update(
+            KUBECONFIG=kubectl.env["KUBECONFIG"], HOME=kubectl.env["HOME"], KUBECACHEDIR=kubectl.env["KUBECACHEDIR"]
+        )
         proc = subprocess.run(
-            [sys.executable, "-m", "bench", "run", "--no-wait", "--env", "moc", "--experiment", "smoke",
-             "--commit", commit, "--results", str(tmp_path / "results")],
-            cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
+            [
+                sys.executable,
+                "-m",
+                "bench",
+                "run",
+                "--no-wait",
+                "--env",
+                "moc",
+                "--experiment",
+                "smoke",
+                "--commit",
+                commit,
+                "--results",
+                str(tmp_path / "results"),
+            ],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
         )
         assert proc.returncode == 0, proc.stderr
         (build,) = double.builds.values()
         assert build["spec"]["revision"]["git"]["commit"] == commit
         (job,) = double.jobs.values()
-        assert job["spec"]["template"]["spec"]["containers"][0]["image"].endswith(build["status"]["output"]["to"]["imageDigest"])
+        assert job["spec"]["template"]["spec"]["containers"][0]["image"].endswith(
+            build["status"]["output"]["to"]["imageDigest"]
+        )
         assert double.warnings == []

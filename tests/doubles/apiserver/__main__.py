@@ -22,7 +22,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dir", type=Path, help="folder for the kubeconfig, TLS files and the results volume")
     parser.add_argument("--namespace", default="atlas-biggan")
     parser.add_argument("--token", default="test-token")
-    parser.add_argument("--empty", action="store_true", help="no namespace yet (as before `kubectl apply -k clusters/moc`)")
+    parser.add_argument(
+        "--empty", action="store_true", help="no namespace yet (as before `kubectl apply -k clusters/moc`)"
+    )
     parser.add_argument("--job-seconds", type=float, default=30.0, help="how long each Job's pod runs")
     args = parser.parse_args(argv)
     folder = args.dir or Path(tempfile.mkdtemp(prefix="atlas-api-double-"))

@@ -16,12 +16,23 @@ from typing import Any
 from tests.doubles.apiserver.errors import ApiError
 from tests.doubles.apiserver.schema import Schemas
 
-IDENTITY = {"name", "namespace", "uid", "resourceVersion", "creationTimestamp", "generation", "managedFields", "selfLink"}
+IDENTITY = {
+    "name",
+    "namespace",
+    "uid",
+    "resourceVersion",
+    "creationTimestamp",
+    "generation",
+    "managedFields",
+    "selfLink",
+}
 
 Path = tuple[str, ...]
 
 
-def field_paths(schemas: Schemas, obj: Any, node: dict[str, Any], prefix: Path = (), top: bool = True) -> dict[Path, Any]:
+def field_paths(
+    schemas: Schemas, obj: Any, node: dict[str, Any], prefix: Path = (), top: bool = True
+) -> dict[Path, Any]:
     """Leaf paths (fieldsV1 elements: f:, k:{...}) of obj, with their values."""
     out: dict[Path, Any] = {}
     if not isinstance(obj, dict):
@@ -144,7 +155,11 @@ class ManagedFields:
     def from_object(cls, obj: dict[str, Any]) -> ManagedFields:
         entries = {}
         for e in (obj.get("metadata") or {}).get("managedFields") or []:
-            entries[(e["manager"], e["operation"])] = (e["apiVersion"], e.get("time", ""), _decode(e.get("fieldsV1") or {}))
+            entries[(e["manager"], e["operation"])] = (
+                e["apiVersion"],
+                e.get("time", ""),
+                _decode(e.get("fieldsV1") or {}),
+            )
         return cls(entries)
 
 

@@ -38,7 +38,9 @@ def decode(
         raise ApiError(400, "BadRequest", "the body of the request was in an unknown format")
     if directive not in DIRECTIVES:
         raise ApiError(
-            400, "BadRequest", f'fieldValidation: Unsupported value: "{directive}": supported values: "Ignore", "Strict", "Warn"'
+            400,
+            "BadRequest",
+            f'fieldValidation: Unsupported value: "{directive}": supported values: "Ignore", "Strict", "Warn"',
         )
     if body.get("apiVersion") not in (None, r.group_version) or body.get("kind") not in (None, r.kind):
         raise ApiError(

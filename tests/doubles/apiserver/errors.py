@@ -11,9 +11,7 @@ from typing import Any
 
 
 class ApiError(Exception):
-    def __init__(
-        self, code: int, reason: str, message: str, details: dict[str, Any] | None = None
-    ) -> None:
+    def __init__(self, code: int, reason: str, message: str, details: dict[str, Any] | None = None) -> None:
         super().__init__(message)
         self.code, self.reason, self.message, self.details = code, reason, message, details
 

@@ -72,7 +72,9 @@ _SUFFIX = {
 
 def go_value(value: Any) -> str:
     """A value as field.Invalid prints it: strings quoted, numbers bare."""
-    return json.dumps(value) if isinstance(value, str) else str(value).lower() if isinstance(value, bool) else str(value)
+    return (
+        json.dumps(value) if isinstance(value, str) else str(value).lower() if isinstance(value, bool) else str(value)
+    )
 
 
 class Errors:

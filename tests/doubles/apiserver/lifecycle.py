@@ -53,8 +53,13 @@ class Lifecycle:
     def after_create(self, r: Resource, obj: dict[str, Any]) -> None:
         if r.plural == "jobs":
             # the job controller's first sync: startTime (pkg/controller/job/job_controller.go)
-            obj["status"] = {"startTime": self.clock.stamp(), "active": 0, "ready": 0, "terminating": 0,
-                             "uncountedTerminatedPods": {}}
+            obj["status"] = {
+                "startTime": self.clock.stamp(),
+                "active": 0,
+                "ready": 0,
+                "terminating": 0,
+                "uncountedTerminatedPods": {},
+            }
             self.record("jobs", obj)
         if r.plural == "pods" and self.autostart_pods:
             # the scheduler and kubelet at once: bound, image present, container running
@@ -65,8 +70,11 @@ class Lifecycle:
             obj["status"] = {"dockerImageRepository": f"{REGISTRY}/{self.namespace}/{obj['metadata']['name']}"}
             self.record("imagestreams", obj)
         if r.plural == "persistentvolumeclaims":
-            obj["status"] = {"phase": "Bound", "accessModes": obj["spec"]["accessModes"],
-                             "capacity": {"storage": obj["spec"]["resources"]["requests"]["storage"]}}
+            obj["status"] = {
+                "phase": "Bound",
+                "accessModes": obj["spec"]["accessModes"],
+                "capacity": {"storage": obj["spec"]["resources"]["requests"]["storage"]},
+            }
             obj["spec"]["volumeName"] = f"pvc-{obj['metadata']['uid']}"
             self.record("persistentvolumeclaims", obj)
 
@@ -88,27 +96,52 @@ class Lifecycle:
         return self.record("namespaces", ns)
 
     # -- events -------------------------------------------------------------------------
-    def event(self, obj: dict[str, Any], reason: str, message: str, kind: str = "Normal",
-              component: str = "kubelet", field_path: str = "") -> dict[str, Any]:
+    def event(
+        self,
+        obj: dict[str, Any],
+        reason: str,
+        message: str,
+        kind: str = "Normal",
+        component: str = "kubelet",
+        field_path: str = "",
+    ) -> dict[str, Any]:
         meta = obj["metadata"]
         now = self.clock.stamp()
         name = f"{meta['name']}.{hashlib.sha1(f'{reason}{message}{self._serial_peek()}'.encode()).hexdigest()[:16]}"
-        involved = {"kind": obj["kind"], "namespace": self.namespace, "name": meta["name"],
-                    "uid": meta.get("uid", ""), "apiVersion": obj["apiVersion"],
-                    "resourceVersion": meta.get("resourceVersion", "")}
+        involved = {
+            "kind": obj["kind"],
+            "namespace": self.namespace,
+            "name": meta["name"],
+            "uid": meta.get("uid", ""),
+            "apiVersion": obj["apiVersion"],
+            "resourceVersion": meta.get("resourceVersion", ""),
+        }
         if field_path:
             involved["fieldPath"] = field_path
         ev = {
-            "apiVersion": "v1", "kind": "Event",
+            "apiVersion": "v1",
+            "kind": "Event",
             "metadata": {"name": name, "namespace": self.namespace, "uid": self.new_uid(), "creationTimestamp": now},
-            "involvedObject": involved, "reason": reason, "message": message, "type": kind,
+            "involvedObject": involved,
+            "reason": reason,
+            "message": message,
+            "type": kind,
             "source": {"component": component, **({"host": NODE} if component == "kubelet" else {})},
-            "firstTimestamp": now, "lastTimestamp": now, "count": 1,
-            "reportingComponent": component, "reportingInstance": NODE if component == "kubelet" else "",
+            "firstTimestamp": now,
+            "lastTimestamp": now,
+            "count": 1,
+            "reportingComponent": component,
+            "reportingInstance": NODE if component == "kubelet" else "",
         }
         if component == "default-scheduler":  # events.k8s.io/v1 recorder: eventTime, no first/last
-            ev.update(firstTimestamp=None, lastTimestamp=None, eventTime=self.clock.micro_stamp(),
-                      action="Binding", reportingInstance=f"default-scheduler-{NODE}", count=None)
+            ev.update(
+                firstTimestamp=None,
+                lastTimestamp=None,
+                eventTime=self.clock.micro_stamp(),
+                action="Binding",
+                reportingInstance=f"default-scheduler-{NODE}",
+                count=None,
+            )
             ev.pop("count")
         return self.record("events", ev, "ADDED")
 
@@ -122,7 +155,9 @@ class Lifecycle:
             now = self.clock.now()
             if phase == "Running":
                 st["startTimestamp"] = self.clock.stamp()
-                self.event(build, "BuildStarted", f"Build {self.namespace}/{name} is now running", component="build-controller")
+                self.event(
+                    build, "BuildStarted", f"Build {self.namespace}/{name} is now running", component="build-controller"
+                )
             if phase in ("Complete", "Failed", "Error", "Cancelled"):
                 st.setdefault("startTimestamp", self.clock.stamp())
                 st["completionTimestamp"] = self.clock.stamp()
@@ -136,9 +171,13 @@ class Lifecycle:
                     digest = "sha256:" + hashlib.sha256(name.encode()).hexdigest()
                     st["outputDockerImageReference"] = f"{REGISTRY}/{self.namespace}/{bc}:latest"
                     st["output"] = {"to": {"imageDigest": digest}}
-                self.event(build, "Build" + {"Complete": "Completed"}.get(phase, phase),
-                           f"Build {self.namespace}/{name} {phase.lower()}", component="build-controller",
-                           kind="Normal" if phase == "Complete" else "Warning")
+                self.event(
+                    build,
+                    "Build" + {"Complete": "Completed"}.get(phase, phase),
+                    f"Build {self.namespace}/{name} {phase.lower()}",
+                    component="build-controller",
+                    kind="Normal" if phase == "Complete" else "Warning",
+                )
             return self.record("builds", build)
 
     def complete_build(self, build: dict[str, Any]) -> None:
@@ -175,8 +214,12 @@ class Lifecycle:
             self._condition(pod, "Initialized", "True")
             self._condition(pod, "ContainersReady", "False", "ContainersNotReady")
             self._condition(pod, "Ready", "False", "ContainersNotReady")
-            self.event(pod, "Scheduled", f"Successfully assigned {self.namespace}/{pod['metadata']['name']} to {NODE}",
-                       component="default-scheduler")
+            self.event(
+                pod,
+                "Scheduled",
+                f"Successfully assigned {self.namespace}/{pod['metadata']['name']} to {NODE}",
+                component="default-scheduler",
+            )
             self._container(pod, {"waiting": {"reason": "ContainerCreating"}})
             return self.record("pods", pod)
 
@@ -193,13 +236,20 @@ class Lifecycle:
                 self.event(pod, "Failed", "Error: ErrImagePull", "Warning", field_path=where)
                 self.event(pod, "BackOff", f'Back-off pulling image "{c["image"]}"', field_path=where)
                 self.event(pod, "Failed", "Error: ImagePullBackOff", "Warning", field_path=where)
-                self._container(pod, {"waiting": {"reason": "ImagePullBackOff",
-                                                  "message": f'Back-off pulling image "{c["image"]}"'}})
+                self._container(
+                    pod,
+                    {"waiting": {"reason": "ImagePullBackOff", "message": f'Back-off pulling image "{c["image"]}"'}},
+                )
                 self.record("pods", pod)
                 return
             took = go_duration(seconds)
-            self.event(pod, "Pulled", f'Successfully pulled image "{c["image"]}" in {took} ({took} including '
-                       f"waiting). Image size: {size} bytes.", field_path=where)
+            self.event(
+                pod,
+                "Pulled",
+                f'Successfully pulled image "{c["image"]}" in {took} ({took} including '
+                f"waiting). Image size: {size} bytes.",
+                field_path=where,
+            )
 
     def start_container(self, pod_name: str) -> dict[str, Any]:
         with self.changed:
@@ -225,9 +275,17 @@ class Lifecycle:
             pod = self.pods[pod_name]
             started = ((pod["status"].get("containerStatuses") or [{}])[0].get("state") or {}).get("running", {})
             reason = reason or ("Completed" if exit_code == 0 else "Error")
-            self._container(pod, {"terminated": {"exitCode": exit_code, "reason": reason,
-                                                 "startedAt": started.get("startedAt", self.clock.stamp()),
-                                                 "finishedAt": self.clock.stamp()}})
+            self._container(
+                pod,
+                {
+                    "terminated": {
+                        "exitCode": exit_code,
+                        "reason": reason,
+                        "startedAt": started.get("startedAt", self.clock.stamp()),
+                        "finishedAt": self.clock.stamp(),
+                    }
+                },
+            )
             pod["status"]["phase"] = "Succeeded" if exit_code == 0 else "Failed"
             self._condition(pod, "ContainersReady", "False", "PodCompleted" if exit_code == 0 else "PodFailed")
             self._condition(pod, "Ready", "False", "PodCompleted" if exit_code == 0 else "PodFailed")
@@ -243,14 +301,20 @@ class Lifecycle:
                 else:
                     st["failed"] = st.get("failed", 0) + 1
                     if st["failed"] > job["spec"].get("backoffLimit", 6):
-                        self.finish_job(job_name, "Failed", "BackoffLimitExceeded", failed=st["failed"],
-                                        message="Job has reached the specified backoff limit")
+                        self.finish_job(
+                            job_name,
+                            "Failed",
+                            "BackoffLimitExceeded",
+                            failed=st["failed"],
+                            message="Job has reached the specified backoff limit",
+                        )
                     else:
                         self.record("jobs", job)
             return pod
 
-    def run_job_pod(self, job_name: str, pull_s: float = 10.0, run_s: float = 60.0, exit_code: int = 0,
-                    queue_s: float = 0.0) -> dict[str, Any]:
+    def run_job_pod(
+        self, job_name: str, pull_s: float = 10.0, run_s: float = 60.0, exit_code: int = 0, queue_s: float = 0.0
+    ) -> dict[str, Any]:
         """The whole life of one pod of the Job, the clock moved through it."""
         self.clock.advance(queue_s)
         pod = self.schedule_pod(job_name)
@@ -277,8 +341,15 @@ class Lifecycle:
     def _container(self, pod: dict[str, Any], state: dict[str, Any], ready: bool = False) -> None:
         c = pod["spec"]["containers"][0]
         old = (pod["status"].get("containerStatuses") or [{}])[0]
-        status = {"name": c["name"], "image": c["image"], "imageID": "", "ready": ready,
-                  "restartCount": old.get("restartCount", 0), "started": "running" in state, "state": copy.deepcopy(state)}
+        status = {
+            "name": c["name"],
+            "image": c["image"],
+            "imageID": "",
+            "ready": ready,
+            "restartCount": old.get("restartCount", 0),
+            "started": "running" in state,
+            "state": copy.deepcopy(state),
+        }
         if "running" not in state and "waiting" not in state:
             status["imageID"] = f"{c['image'].split('@')[0]}@sha256:{hashlib.sha256(c['image'].encode()).hexdigest()}"
         pod["status"]["containerStatuses"] = [status]

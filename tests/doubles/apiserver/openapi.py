@@ -102,7 +102,7 @@ def openapi_v3_document(gv: str, resources: list[Resource], schema_path: Path) -
         gvk = {"group": r.group, "version": r.version, "kind": r.kind}
         ref = {"content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{name}"}}}}
 
-        def op(action: str, verb: str, code: str = "200") -> dict[str, Any]:
+        def op(action: str, verb: str, code: str = "200", r=r, ref=ref, gvk=gvk) -> dict[str, Any]:
             return {
                 "operationId": f"{verb}{r.kind}",
                 "parameters": params,
@@ -127,7 +127,9 @@ def openapi_v3_document(gv: str, resources: list[Resource], schema_path: Path) -
         "openapi": "3.0.0",
         "info": {"title": "Atlas API double", "version": f"v{SCHEMA_VERSION}"},
         "paths": paths,
-        "components": {"schemas": _reachable(schemas, [schema_name(schemas, r) for r in resources if r.group_version == gv])},
+        "components": {
+            "schemas": _reachable(schemas, [schema_name(schemas, r) for r in resources if r.group_version == gv])
+        },
     }
 
 
@@ -160,6 +162,7 @@ def openapi_v3_root(resources: list[Resource]) -> dict[str, Any]:
 
     return {
         "paths": {
-            ("api/v1" if gv == "v1" else f"apis/{gv}"): {"serverRelativeURL": url(gv)} for gv in group_versions(resources)
+            ("api/v1" if gv == "v1" else f"apis/{gv}"): {"serverRelativeURL": url(gv)}
+            for gv in group_versions(resources)
         }
     }

@@ -51,7 +51,9 @@ def _parent(doc: Any, parts: list[str], op: str, path: str) -> tuple[Any, str]:
         elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
             node = node[int(part)]
         else:
-            raise _unprocessable(f"jsonpatch {op} operation does not apply: doc is missing path: \"{path}\": missing value")
+            raise _unprocessable(
+                f'jsonpatch {op} operation does not apply: doc is missing path: "{path}": missing value'
+            )
     return node, parts[-1]
 
 
@@ -89,7 +91,9 @@ def json_patch(doc: Any, ops: Any) -> Any:
             else:
                 parent[key] = copy.deepcopy(op.get("value"))
         elif kind in ("remove", "replace"):
-            missing = (key not in parent) if isinstance(parent, dict) else not (key.isdigit() and int(key) < len(parent))
+            missing = (
+                (key not in parent) if isinstance(parent, dict) else not (key.isdigit() and int(key) < len(parent))
+            )
             if missing:
                 raise _unprocessable(
                     f"jsonpatch {kind} operation does not apply: doc is missing key: {path}: missing value"

@@ -99,7 +99,9 @@ def api_resource_list(gv: str, resources: list[Resource]) -> dict[str, Any]:
             entry["categories"] = list(r.categories)
         items.append(entry)
         for sub in r.subresources:
-            verbs = {"exec": ["create", "get"], "log": ["get"], "instantiate": ["create"]}.get(sub, ["get", "patch", "update"])
+            verbs = {"exec": ["create", "get"], "log": ["get"], "instantiate": ["create"]}.get(
+                sub, ["get", "patch", "update"]
+            )
             items.append(
                 {
                     "name": f"{r.plural}/{sub}",

@@ -22,8 +22,12 @@ class Scenarios:
         bc = {
             "apiVersion": "build.openshift.io/v1",
             "kind": "BuildConfig",
-            "metadata": {"name": name, "namespace": self.namespace, "uid": self.new_uid(),
-                         "creationTimestamp": self.clock.stamp()},
+            "metadata": {
+                "name": name,
+                "namespace": self.namespace,
+                "uid": self.new_uid(),
+                "creationTimestamp": self.clock.stamp(),
+            },
             "spec": {
                 "strategy": {"type": "Docker", "dockerStrategy": {}},
                 "output": {"to": {"kind": "ImageStreamTag", "name": f"{name}:latest"}},
@@ -40,8 +44,14 @@ class Scenarios:
         job = self.jobs[job_name]
         name = f"{job_name}-{secrets.token_hex(3)[:5]}"[-63:]
         labels = dict(job["spec"]["template"]["metadata"].get("labels", {}), **{"job-name": job_name})
-        owner = {"apiVersion": "batch/v1", "kind": "Job", "name": job_name, "uid": job["metadata"]["uid"],
-                 "controller": True, "blockOwnerDeletion": True}
+        owner = {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "name": job_name,
+            "uid": job["metadata"]["uid"],
+            "controller": True,
+            "blockOwnerDeletion": True,
+        }
         return self.add_pod(name, labels, job["spec"]["template"]["spec"], phase, owner=owner, **state)
 
     def add_pytorchjob_pod(self, job_name: str, role: str, index: int, phase: str, **state: Any) -> dict[str, Any]:
@@ -73,33 +83,74 @@ class Scenarios:
         if waiting:
             state = {"waiting": {"reason": waiting, "message": f'Back-off pulling image "{image}"'}}
         elif terminated:
-            state = {"terminated": {"reason": terminated, "exitCode": exit_code,
-                                    "startedAt": self.clock.stamp(started or now), "finishedAt": self.clock.stamp()}}
+            state = {
+                "terminated": {
+                    "reason": terminated,
+                    "exitCode": exit_code,
+                    "startedAt": self.clock.stamp(started or now),
+                    "finishedAt": self.clock.stamp(),
+                }
+            }
         elif phase == "Running":
             state = {"running": {"startedAt": self.clock.stamp(started or now)}}
         stamp = self.clock.stamp()
         conditions: list[dict[str, Any]] = []
         if not unschedulable:
-            conditions.append({"type": "PodScheduled", "status": "True", "lastProbeTime": None, "lastTransitionTime": stamp})
+            conditions.append(
+                {"type": "PodScheduled", "status": "True", "lastProbeTime": None, "lastTransitionTime": stamp}
+            )
         status: dict[str, Any] = {"phase": phase, "conditions": conditions}
         if state:
             status["containerStatuses"] = [
-                {"name": spec["containers"][0]["name"], "image": image, "imageID": "", "ready": phase == "Running",
-                 "restartCount": 0, "started": phase == "Running", "state": state}
+                {
+                    "name": spec["containers"][0]["name"],
+                    "image": image,
+                    "imageID": "",
+                    "ready": phase == "Running",
+                    "restartCount": 0,
+                    "started": phase == "Running",
+                    "state": state,
+                }
             ]
             ready = "True" if phase == "Running" else "False"
             for kind in ("Initialized", "ContainersReady", "Ready"):
-                conditions.append({"type": kind, "status": "True" if kind == "Initialized" else ready,
-                                   "lastProbeTime": None, "lastTransitionTime": stamp})
+                conditions.append(
+                    {
+                        "type": kind,
+                        "status": "True" if kind == "Initialized" else ready,
+                        "lastProbeTime": None,
+                        "lastTransitionTime": stamp,
+                    }
+                )
         if evicted:
             status.update(reason="Evicted", message="The node was low on resource: memory.")
-            conditions.append({"type": "DisruptionTarget", "status": "True", "reason": "TerminationByKubelet",
-                               "lastProbeTime": None, "lastTransitionTime": stamp})
+            conditions.append(
+                {
+                    "type": "DisruptionTarget",
+                    "status": "True",
+                    "reason": "TerminationByKubelet",
+                    "lastProbeTime": None,
+                    "lastTransitionTime": stamp,
+                }
+            )
         if unschedulable:
-            conditions.append({"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
-                               "message": unschedulable, "lastProbeTime": None, "lastTransitionTime": stamp})
-        meta: dict[str, Any] = {"name": name, "namespace": self.namespace, "labels": labels,
-                                "uid": self.new_uid(), "creationTimestamp": stamp}
+            conditions.append(
+                {
+                    "type": "PodScheduled",
+                    "status": "False",
+                    "reason": "Unschedulable",
+                    "message": unschedulable,
+                    "lastProbeTime": None,
+                    "lastTransitionTime": stamp,
+                }
+            )
+        meta: dict[str, Any] = {
+            "name": name,
+            "namespace": self.namespace,
+            "labels": labels,
+            "uid": self.new_uid(),
+            "creationTimestamp": stamp,
+        }
         if owner:
             meta["ownerReferences"] = [owner]
         pod = {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": copy.deepcopy(spec), "status": status}
@@ -113,8 +164,14 @@ class Scenarios:
         status.setdefault("startTime", job["metadata"].get("creationTimestamp", now))
         first = {"Complete": "SuccessCriteriaMet", "Failed": "FailureTarget"}.get(condition)
         conds = [
-            {"type": kind, "status": "True", "reason": reason or condition, "message": message,
-             "lastProbeTime": now, "lastTransitionTime": now}
+            {
+                "type": kind,
+                "status": "True",
+                "reason": reason or condition,
+                "message": message,
+                "lastProbeTime": now,
+                "lastTransitionTime": now,
+            }
             for kind in ([first] if first else []) + [condition]
         ]
         if condition == "Complete":
@@ -128,9 +185,13 @@ class Scenarios:
         status.update(active=0, ready=0)
         if failed or condition == "Failed":
             status["failed"] = failed or status.get("failed", 0)
-        self.event(job, "Completed" if condition == "Complete" else reason or condition,
-                   "Job completed" if condition == "Complete" else message or condition,
-                   "Normal" if condition == "Complete" else "Warning", component="job-controller")
+        self.event(
+            job,
+            "Completed" if condition == "Complete" else reason or condition,
+            "Job completed" if condition == "Complete" else message or condition,
+            "Normal" if condition == "Complete" else "Warning",
+            component="job-controller",
+        )
         self.record("jobs", job)
 
     def set_pytorchjob_condition(self, job_name: str, condition: str, reason: str = "", message: str = "") -> None:
@@ -142,8 +203,14 @@ class Scenarios:
             if cond["type"] in ("Running", "Restarting") and condition in ("Succeeded", "Failed", "Restarting"):
                 cond["status"] = "False"
         status["conditions"].append(
-            {"type": condition, "status": "True", "reason": reason or f"PyTorchJob{condition}", "message": message,
-             "lastUpdateTime": now, "lastTransitionTime": now}
+            {
+                "type": condition,
+                "status": "True",
+                "reason": reason or f"PyTorchJob{condition}",
+                "message": message,
+                "lastUpdateTime": now,
+                "lastTransitionTime": now,
+            }
         )
         status.setdefault("startTime", now)
         if condition in ("Succeeded", "Failed"):

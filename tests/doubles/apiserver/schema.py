@@ -17,7 +17,13 @@ from typing import Any
 
 import kubernetes_validate
 
-from bench.targets.manifests import OPENSHIFT_KINDS, PYTORCHJOB, PYTORCHJOB_CRD_FILE, validate_openshift, validate_pytorchjob
+from bench.targets.manifests import (
+    OPENSHIFT_KINDS,
+    PYTORCHJOB,
+    PYTORCHJOB_CRD_FILE,
+    validate_openshift,
+    validate_pytorchjob,
+)
 from tests.doubles.apiserver.openapi import all_schemas
 from tests.doubles.apiserver.resources import SCHEMA_VERSION
 

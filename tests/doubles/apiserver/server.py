@@ -48,8 +48,19 @@ from tests.doubles.apiserver.writes import Writes
 # BuildRequest is not in the shipped subset; its fields per the OpenShift API reference
 # (https://docs.openshift.com/container-platform/4.16/rest_api/workloads_apis/buildrequest-build-openshift-io-v1.html).
 BUILD_REQUEST_FIELDS = {
-    "kind", "apiVersion", "metadata", "revision", "triggeredBy", "env", "from", "binary", "lastVersion",
-    "dockerStrategyOptions", "sourceStrategyOptions", "triggeredByImage", "buildArgs",
+    "kind",
+    "apiVersion",
+    "metadata",
+    "revision",
+    "triggeredBy",
+    "env",
+    "from",
+    "binary",
+    "lastVersion",
+    "dockerStrategyOptions",
+    "sourceStrategyOptions",
+    "triggeredByImage",
+    "buildArgs",
 }
 
 
@@ -118,10 +129,18 @@ class OpenShiftApiDouble(Writes, Lifecycle, Scenarios):
         self.server.daemon_threads = True
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         if create_namespace:
-            ns = {"apiVersion": "v1", "kind": "Namespace",
-                  "metadata": {"name": namespace, "uid": self.new_uid(), "creationTimestamp": self.clock.stamp(),
-                               "labels": {"kubernetes.io/metadata.name": namespace}},
-                  "spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Active"}}
+            ns = {
+                "apiVersion": "v1",
+                "kind": "Namespace",
+                "metadata": {
+                    "name": namespace,
+                    "uid": self.new_uid(),
+                    "creationTimestamp": self.clock.stamp(),
+                    "labels": {"kubernetes.io/metadata.name": namespace},
+                },
+                "spec": {"finalizers": ["kubernetes"]},
+                "status": {"phase": "Active"},
+            }
             self.record("namespaces", ns, "ADDED")
 
     # -- lifecycle ----------------------------------------------------------------
@@ -149,10 +168,19 @@ class OpenShiftApiDouble(Writes, Lifecycle, Scenarios):
             "apiVersion": "v1",
             "kind": "Config",
             "current-context": "double",
-            "clusters": [{"name": "double", "cluster": {
-                "server": self.url, "certificate-authority-data": base64.b64encode(self.ca.ca_pem).decode()}}],
+            "clusters": [
+                {
+                    "name": "double",
+                    "cluster": {
+                        "server": self.url,
+                        "certificate-authority-data": base64.b64encode(self.ca.ca_pem).decode(),
+                    },
+                }
+            ],
             "users": [{"name": "u", "user": {"token": token or self.token}}],
-            "contexts": [{"name": "double", "context": {"cluster": "double", "user": "u", "namespace": self.namespace}}],
+            "contexts": [
+                {"name": "double", "context": {"cluster": "double", "user": "u", "namespace": self.namespace}}
+            ],
         }
         path.write_text(yaml.safe_dump(cfg))
         return path
@@ -262,20 +290,32 @@ class OpenShiftApiDouble(Writes, Lifecycle, Scenarios):
             method, "get" if name else "list"
         )
         if r.plural in self.forbidden:
-            raise ApiError(403, "Forbidden", f'{r.plural} is forbidden: User "dev" cannot {verb} '
-                           f'resource "{r.plural}" in API group "{r.group}" in the namespace "{self.namespace}"')
+            raise ApiError(
+                403,
+                "Forbidden",
+                f'{r.plural} is forbidden: User "dev" cannot {verb} '
+                f'resource "{r.plural}" in API group "{r.group}" in the namespace "{self.namespace}"',
+            )
         agent = headers.get("User-Agent", "")
         body = _json_body(raw) if method in ("POST", "PUT", "DELETE") else None
         store = self.store[r.plural]
         if method == "GET" and name is None:
             selector = (query.get("labelSelector") or [None])[0]
             field = (query.get("fieldSelector") or [""])[0]
-            items = [o for o in store.values() if _matches(o, selector)
-                     and (not field.startswith("metadata.name=") or o["metadata"]["name"] == field.split("=", 1)[1])]
+            items = [
+                o
+                for o in store.values()
+                if _matches(o, selector)
+                and (not field.startswith("metadata.name=") or o["metadata"]["name"] == field.split("=", 1)[1])
+            ]
             if "as=Table" in headers.get("Accept", ""):
                 return 200, table(r, items, self.clock.now(), self.resource_version)
-            return 200, {"kind": f"{r.kind}List", "apiVersion": r.group_version,
-                         "metadata": {"resourceVersion": self.resource_version}, "items": items}
+            return 200, {
+                "kind": f"{r.kind}List",
+                "apiVersion": r.group_version,
+                "metadata": {"resourceVersion": self.resource_version},
+                "items": items,
+            }
         if method == "POST" and name is None:
             return self.create(r, body, query, agent)
         if method == "POST" and r.plural == "buildconfigs" and sub == "instantiate":
@@ -326,7 +366,9 @@ class OpenShiftApiDouble(Writes, Lifecycle, Scenarios):
             "apiVersion": "build.openshift.io/v1",
             "kind": "Build",
             "metadata": {
-                "name": name, "namespace": self.namespace, "uid": self.new_uid(),
+                "name": name,
+                "namespace": self.namespace,
+                "uid": self.new_uid(),
                 "creationTimestamp": self.clock.stamp(),
                 "labels": {"buildconfig": bc_name, "openshift.io/build-config.name": bc_name},
                 "annotations": {"openshift.io/build.number": str(version)},

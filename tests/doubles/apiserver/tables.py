@@ -85,7 +85,9 @@ def _pod(obj: dict[str, Any], now: float) -> list[Any]:
             reason = state["waiting"]["reason"]
         elif state.get("terminated"):
             reason = state["terminated"].get("reason") or f"ExitCode:{state['terminated'].get('exitCode')}"
-    if reason == "Pending" and any(c.get("type") == "PodScheduled" and c.get("status") == "True" for c in st.get("conditions") or []):
+    if reason == "Pending" and any(
+        c.get("type") == "PodScheduled" and c.get("status") == "True" for c in st.get("conditions") or []
+    ):
         reason = "ContainerCreating"
     ready = sum(1 for c in statuses if c.get("ready"))
     restarts = sum(c.get("restartCount", 0) for c in statuses)
@@ -100,7 +102,26 @@ def _build(obj: dict[str, Any], now: float) -> list[Any]:
     started = "" if start is None else f"{human_duration(now - start)} ago"
     duration = "" if st.get("duration") is None else human_duration(st["duration"] / 1e9)
     phase = st.get("phase", "New") + (f" ({st['reason']})" if st.get("reason") else "")
-    return [(spec.get("strategy") or {}).get("type", ""), f"{source}@{revision[:7]}" if revision else source, phase, started, duration]
+    return [
+        (spec.get("strategy") or {}).get("type", ""),
+        f"{source}@{revision[:7]}" if revision else source,
+        phase,
+        started,
+        duration,
+    ]
+
+
+def _event(o: dict[str, Any], now: float) -> list[Any]:
+    """printEvent: LAST SEEN from lastTimestamp, else eventTime (events.k8s.io recorders)."""
+    seen = parse_time(o.get("lastTimestamp")) or (parse_time(o["eventTime"][:19] + "Z") if o.get("eventTime") else None)
+    involved = o.get("involvedObject") or {}
+    return [
+        human_duration(now - (seen or now)),
+        o.get("type", ""),
+        o.get("reason", ""),
+        f"{involved.get('kind', '').lower()}/{involved.get('name', '')}",
+        o.get("message", ""),
+    ]
 
 
 PRINTERS: dict[str, tuple[list[str], Callable[[dict[str, Any], float], list[Any]]]] = {
@@ -114,7 +135,12 @@ PRINTERS: dict[str, tuple[list[str], Callable[[dict[str, Any], float], list[Any]
             (o.get("status") or {}).get("phase", "Pending"),
             (o.get("spec") or {}).get("volumeName", ""),
             ((o.get("status") or {}).get("capacity") or {}).get("storage", ""),
-            ",".join({"ReadWriteOnce": "RWO", "ReadOnlyMany": "ROX", "ReadWriteMany": "RWX", "ReadWriteOncePod": "RWOP"}.get(m, m) for m in (o.get("spec") or {}).get("accessModes") or []),
+            ",".join(
+                {"ReadWriteOnce": "RWO", "ReadOnlyMany": "ROX", "ReadWriteMany": "RWX", "ReadWriteOncePod": "RWOP"}.get(
+                    m, m
+                )
+                for m in (o.get("spec") or {}).get("accessModes") or []
+            ),
             (o.get("spec") or {}).get("storageClassName", "<unset>"),
             "<unset>",
             _age(o, n),
@@ -147,16 +173,7 @@ PRINTERS: dict[str, tuple[list[str], Callable[[dict[str, Any], float], list[Any]
         ["State", "Age"],
         lambda o, n: [(((o.get("status") or {}).get("conditions") or [{}])[-1]).get("type", ""), _age(o, n)],
     ),
-    "events": (
-        ["Last Seen", "Type", "Reason", "Object", "Message"],
-        lambda o, n: [
-            human_duration(n - (parse_time(o.get("lastTimestamp") or o.get("eventTime", "")[:19] + "Z" if o.get("eventTime") else o.get("lastTimestamp")) or n)),
-            o.get("type", ""),
-            o.get("reason", ""),
-            f"{(o.get('involvedObject') or {}).get('kind', '').lower()}/{(o.get('involvedObject') or {}).get('name', '')}",
-            o.get("message", ""),
-        ],
-    ),
+    "events": (["Last Seen", "Type", "Reason", "Object", "Message"], lambda o, n: _event(o, n)),
 }
 
 

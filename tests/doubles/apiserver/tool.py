@@ -44,7 +44,9 @@ def run_by_hand(double: OpenShiftApiDouble, job_seconds: float) -> None:
         while not double.stopping:
             time.sleep(1.0)
             double.tick()
-            for name in [n for n, j in list(double.jobs.items()) if n not in started and not j["status"].get("conditions")]:
+            for name in [
+                n for n, j in list(double.jobs.items()) if n not in started and not j["status"].get("conditions")
+            ]:
                 started.add(name)
                 threading.Thread(target=_run_job, args=(double, name, job_seconds), daemon=True).start()
 

@@ -29,7 +29,12 @@ from tests.doubles.apiserver.fields import (
 from tests.doubles.apiserver.validate_pod import validate_pod_spec
 
 JOB_RESTART = ["OnFailure", "Never"]  # pkg/apis/batch/validation/validation.go validateJobTemplateSpec
-ACCESS_MODES = ["ReadOnlyMany", "ReadWriteMany", "ReadWriteOnce", "ReadWriteOncePod"]  # validatePersistentVolumeClaimSpec
+ACCESS_MODES = [
+    "ReadOnlyMany",
+    "ReadWriteMany",
+    "ReadWriteOnce",
+    "ReadWriteOncePod",
+]  # validatePersistentVolumeClaimSpec
 SECRET_TYPES_NEEDING = {"kubernetes.io/dockerconfigjson": ".dockerconfigjson", "kubernetes.io/basic-auth": None}
 RBAC_GROUP = "rbac.authorization.k8s.io"
 SUBJECT_KINDS = ["ServiceAccount", "User", "Group"]  # pkg/apis/rbac/validation/validation.go ValidateRoleBindingSubject
@@ -53,8 +58,9 @@ NAME_RULES: dict[str, Callable[[str], list[str]]] = {
     "RoleBinding": path_segment,
     "BuildConfig": dns1123_subdomain,  # openshift-apiserver pkg/build/apis/build/validation
     "Build": dns1123_subdomain,
-    "ImageStream": lambda n: dns1123_subdomain(n)
-    + ([] if re.fullmatch(IMAGESTREAM_NAME, n) else [f'must match "{IMAGESTREAM_NAME}"']),
+    "ImageStream": lambda n: (
+        dns1123_subdomain(n) + ([] if re.fullmatch(IMAGESTREAM_NAME, n) else [f'must match "{IMAGESTREAM_NAME}"'])
+    ),
     "PyTorchJob": dns1035_label,  # training-operator webhook: validation.IsDNS1035Label(name)
 }
 
@@ -123,9 +129,11 @@ def _pod_failure_policy(errs: Errors, policy: dict[str, Any], pod: dict[str, Any
         errs.invalid(
             "spec.template.spec.restartPolicy",
             pod.get("restartPolicy"),
-            "only \"Never\" is supported when podFailurePolicy is specified",
+            'only "Never" is supported when podFailurePolicy is specified',
         )
-    names = {c.get("name") for c in pod.get("containers") or []} | {c.get("name") for c in pod.get("initContainers") or []}
+    names = {c.get("name") for c in pod.get("containers") or []} | {
+        c.get("name") for c in pod.get("initContainers") or []
+    }
     for i, rule in enumerate(policy.get("rules") or []):
         where = f"spec.podFailurePolicy.rules[{i}]"
         actions = ["Count", "FailIndex", "FailJob", "Ignore"]
@@ -180,10 +188,13 @@ def _pod_update(errs: Errors, old: dict[str, Any], new: dict[str, Any]) -> None:
         spec.pop("activeDeadlineSeconds", None)
         spec.pop("tolerations", None)
     if a != b:
-        errs.forbidden("spec", "pod updates may not change fields other than `spec.containers[*].image`, "
-                       "`spec.initContainers[*].image`, `spec.activeDeadlineSeconds`, `spec.tolerations` "
-                       "(only additions to existing tolerations), `spec.terminationGracePeriodSeconds` "
-                       "(allow it to be set to 1 if it was previously negative)")
+        errs.forbidden(
+            "spec",
+            "pod updates may not change fields other than `spec.containers[*].image`, "
+            "`spec.initContainers[*].image`, `spec.activeDeadlineSeconds`, `spec.tolerations` "
+            "(only additions to existing tolerations), `spec.terminationGracePeriodSeconds` "
+            "(allow it to be set to 1 if it was previously negative)",
+        )
 
 
 def _secret(errs: Errors, secret: dict[str, Any]) -> None:
@@ -247,7 +258,11 @@ def _role(errs: Errors, role: dict[str, Any]) -> None:
         if not rule.get("verbs"):
             errs.required(f"{where}.verbs", "verbs must contain at least one value")
         if rule.get("nonResourceURLs"):
-            errs.invalid(f"{where}.nonResourceURLs", rule["nonResourceURLs"], "namespaced rules cannot apply to non-resource URLs")
+            errs.invalid(
+                f"{where}.nonResourceURLs",
+                rule["nonResourceURLs"],
+                "namespaced rules cannot apply to non-resource URLs",
+            )
             continue
         if not rule.get("apiGroups"):
             errs.required(f"{where}.apiGroups", "resource rules must supply at least one api group")
@@ -315,7 +330,11 @@ def _build_spec(errs: Errors, spec: dict[str, Any]) -> None:
         errs.invalid("spec.output.to.kind", to.get("kind"), "invalid output kind")
     deadline = spec.get("completionDeadlineSeconds")
     if isinstance(deadline, int) and deadline <= 0:
-        errs.invalid("spec.completionDeadlineSeconds", deadline, "completionDeadlineSeconds must be a positive integer greater than 0")
+        errs.invalid(
+            "spec.completionDeadlineSeconds",
+            deadline,
+            "completionDeadlineSeconds must be a positive integer greater than 0",
+        )
 
 
 def _build(errs: Errors, build: dict[str, Any]) -> None:

@@ -21,8 +21,7 @@ RESTART_POLICIES = ["Always", "OnFailure", "Never"]  # validateRestartPolicy
 PULL_POLICIES = ["Always", "IfNotPresent", "Never"]  # validatePullPolicy
 PROTOCOLS = ["SCTP", "TCP", "UDP"]  # validateContainerPorts
 VOLUME_SOURCES = (
-    "persistentVolumeClaim emptyDir secret configMap hostPath projected downwardAPI csi ephemeral "
-    "nfs image"
+    "persistentVolumeClaim emptyDir secret configMap hostPath projected downwardAPI csi ephemeral nfs image"
 ).split()
 STANDARD = ("cpu", "memory", "ephemeral-storage", "storage")
 
@@ -102,8 +101,11 @@ def _container(errs: Errors, c: dict[str, Any], path: str, volumes: set[str], na
         if not env.get("name"):
             errs.required(f"{path}.env[{j}].name")
         elif "=" in env["name"]:  # validateEnvVarName (RelaxedEnvironmentVariableValidation, GA 1.32)
-            errs.invalid(f"{path}.env[{j}].name", env["name"], "a valid environment variable name must "
-                         "consist only of printable ASCII characters other than '='")
+            errs.invalid(
+                f"{path}.env[{j}].name",
+                env["name"],
+                "a valid environment variable name must consist only of printable ASCII characters other than '='",
+            )
     mounts: set[str] = set()
     for j, mount in enumerate(c.get("volumeMounts") or []):
         where = f"{path}.volumeMounts[{j}]"

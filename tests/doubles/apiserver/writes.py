@@ -155,7 +155,12 @@ class Writes:
     ) -> tuple[int, dict[str, Any]]:
         kind = PATCH_TYPES.get(content_type.split(";")[0].strip())
         if kind is None:
-            raise ApiError(415, "UnsupportedMediaType", f"the body of the request was in an unknown format - accepted media types include: {', '.join(PATCH_TYPES)}")
+            raise ApiError(
+                415,
+                "UnsupportedMediaType",
+                "the body of the request was in an unknown format - accepted media types include: "
+                + ", ".join(PATCH_TYPES),
+            )
         if kind == "apply":
             return self._apply(r, name, body, query)
         old = self.store[r.plural].get(name)
@@ -167,7 +172,11 @@ class Writes:
         elif kind == "merge":
             patched = merge_patch(old, doc)
         elif r.group_version.startswith("kubeflow.org"):
-            raise ApiError(415, "UnsupportedMediaType", f"strategic merge patch is not supported for {r.group_version}, Kind={r.kind}")
+            raise ApiError(
+                415,
+                "UnsupportedMediaType",
+                f"strategic merge patch is not supported for {r.group_version}, Kind={r.kind}",
+            )
         else:
             root = self.schemas.root(schema_name(self.schemas.defs, r))
             patched = strategic_merge(self.schemas, old, doc, root)
