@@ -360,3 +360,14 @@ def test_delete_namespace_terminates_its_contents(tmp_path):
         assert gone.returncode == 1 and 'namespaces "atlas-biggan" not found' in gone.stderr
         again = kubectl("create", "-f", str(tmp_path / "job2.yaml"), check=False)
         assert again.returncode == 1 and 'namespaces "atlas-biggan" not found' in again.stderr
+
+
+def test_describe_pod_shows_its_events_and_states(kubectl, double, tmp_path):
+    kubectl("create", "-f", write(tmp_path, "job.yaml", job_manifest("desc")))
+    pod = double.run_job_pod("desc", pull_s=42, run_s=10, exit_code=1)
+    out = kubectl("describe", "pod", pod["metadata"]["name"]).stdout
+    assert "Reason:       Error" in out and "Exit Code:    1" in out
+    events = out.split("Events:", 1)[1]
+    reasons = [line.split()[1] for line in events.splitlines()[3:] if line.strip()]
+    assert reasons == ["Scheduled", "Pulling", "Pulled", "Created", "Started"]  # this pod's only
+    assert '"atlas-biggan:latest" in 42s (42s including waiting)' in events

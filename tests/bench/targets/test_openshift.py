@@ -1,5 +1,5 @@
 """The OpenShift target, driven through the real `kubernetes` client against a loopback
-API double (tests/bench/targets/openshift_api_double.py) that validates every body."""
+API double (tests/doubles/apiserver/) that validates every body as the API server does."""
 
 from __future__ import annotations
 

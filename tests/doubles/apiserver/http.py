@@ -121,9 +121,7 @@ class Handler(BaseHTTPRequestHandler):
         if r.plural in self.double.forbidden:
             raise ApiError(403, "Forbidden", f'{r.plural} is forbidden: User "dev" cannot watch resource "{r.plural}"')
         selector = (query.get("labelSelector") or [None])[0]
-        field = (query.get("fieldSelector") or [""])[0]
-        if field.startswith("metadata.name="):
-            name = field.split("=", 1)[1]
+        field = (query.get("fieldSelector") or [None])[0]
         timeout = min(float((query.get("timeoutSeconds") or ["30"])[0]), 30.0)
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
@@ -132,7 +130,7 @@ class Handler(BaseHTTPRequestHandler):
         try:
             as_table = "as=Table" in self.headers.get("Accept", "")
             for kind, obj in self.double.watch_events(
-                r.plural, (query.get("resourceVersion") or [None])[0], selector, timeout
+                r.plural, (query.get("resourceVersion") or [None])[0], selector, timeout, field
             ):
                 if name and kind != "ERROR" and obj["metadata"]["name"] != name:
                     continue

@@ -64,21 +64,31 @@ BUILD_REQUEST_FIELDS = {
 }
 
 
-def _matches(obj: dict[str, Any], selector: str | None) -> bool:
+def _matches(obj: dict[str, Any], selector: str | None, fields: str | None = None) -> bool:
+    """Label selector (=, ==, !=, existence) and field selector (dotted paths, =, ==, !=)."""
     labels = obj.get("metadata", {}).get("labels") or {}
     for term in filter(None, (selector or "").split(",")):
-        if "!=" in term:
-            key, _, value = term.partition("!=")
-            if labels.get(key) == value:
-                return False
-            continue
-        key, _, value = term.partition("==" if "==" in term else "=")
-        if "=" not in term:
-            if key not in labels:
-                return False
-        elif labels.get(key) != value:
+        key, op, value = _term(term)
+        if op is None and key not in labels or op == "=" and labels.get(key) != value:
+            return False
+        if op == "!=" and labels.get(key) == value:
+            return False
+    for term in filter(None, (fields or "").split(",")):
+        path, op, value = _term(term)
+        node: Any = obj
+        for part in path.split("."):
+            node = node.get(part) if isinstance(node, dict) else None
+        if (op == "=") != (str(node if node is not None else "") == value):
             return False
     return True
+
+
+def _term(term: str) -> tuple[str, str | None, str]:
+    for op in ("!=", "==", "="):
+        if op in term:
+            key, _, value = term.partition(op)
+            return key.strip(), "=" if op == "==" else op, value.strip()
+    return term.strip(), None, ""
 
 
 class OpenShiftApiDouble(Writes, Lifecycle, Scenarios):
@@ -301,13 +311,8 @@ class OpenShiftApiDouble(Writes, Lifecycle, Scenarios):
         store = self.store[r.plural]
         if method == "GET" and name is None:
             selector = (query.get("labelSelector") or [None])[0]
-            field = (query.get("fieldSelector") or [""])[0]
-            items = [
-                o
-                for o in store.values()
-                if _matches(o, selector)
-                and (not field.startswith("metadata.name=") or o["metadata"]["name"] == field.split("=", 1)[1])
-            ]
+            field = (query.get("fieldSelector") or [None])[0]
+            items = [o for o in store.values() if _matches(o, selector, field)]
             if "as=Table" in headers.get("Accept", ""):
                 return 200, table(r, items, self.clock.now(), self.resource_version)
             return 200, {
@@ -386,13 +391,17 @@ class OpenShiftApiDouble(Writes, Lifecycle, Scenarios):
         return 201, self.record("builds", build, "ADDED")
 
     # -- watches ----------------------------------------------------------------------
-    def watch_events(self, plural: str, since: str | None, selector: str | None, timeout_s: float) -> Any:
+    def watch_events(
+        self, plural: str, since: str | None, selector: str | None, timeout_s: float, fields: str | None = None
+    ) -> Any:
         """Yield (type, object) events after `since`; one ERROR 410 event if it expired."""
         deadline = time.monotonic() + timeout_s
         with self._cond:
             if since in (None, "", "0"):
                 last = int(self.resource_version)
-                initial = [("ADDED", copy.deepcopy(o)) for o in self.store[plural].values() if _matches(o, selector)]
+                initial = [
+                    ("ADDED", copy.deepcopy(o)) for o in self.store[plural].values() if _matches(o, selector, fields)
+                ]
             else:
                 last, initial = int(since), []
                 if last < self.oldest_rv - 1:
@@ -412,7 +421,7 @@ class OpenShiftApiDouble(Writes, Lifecycle, Scenarios):
                     continue
             for rv, p, kind, obj in fresh:
                 last = rv
-                if p == plural and _matches(obj, selector):
+                if p == plural and _matches(obj, selector, fields):
                     yield kind, obj
 
 
