@@ -371,3 +371,10 @@ def test_describe_pod_shows_its_events_and_states(kubectl, double, tmp_path):
     reasons = [line.split()[1] for line in events.splitlines()[3:] if line.strip()]
     assert reasons == ["Scheduled", "Pulling", "Pulled", "Created", "Started"]  # this pod's only
     assert '"atlas-biggan:latest" in 42s (42s including waiting)' in events
+
+
+def test_a_job_name_too_long_for_its_label_is_refused(kubectl, double, tmp_path):
+    name = "j" * 64  # a valid DNS subdomain, but the server copies it into the job-name label
+    proc = kubectl("create", "-f", write(tmp_path, "job.yaml", job_manifest(name)), check=False)
+    assert proc.returncode == 1 and "must be no more than 63 characters" in proc.stderr
+    assert name not in double.jobs

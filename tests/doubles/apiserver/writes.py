@@ -73,6 +73,8 @@ class Writes:
     def _finish(self, r: Resource, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
         """Defaults, then validation (create or update rules)."""
         apply_defaults(r.kind, obj)
+        if old is None and r.kind == "Job":
+            job_selector(obj)  # job strategy PrepareForCreate: before validation, so a name > 63 fails its label
         meta = obj["metadata"]
         errs = validate_update(r.kind, old, obj) if old is not None else validate_object(r.kind, obj)
         if errs:
@@ -104,8 +106,6 @@ class Writes:
             meta["generation"] = 1
         obj.pop("status", None)
         self._finish(r, obj, None)
-        if r.kind == "Job":
-            job_selector(obj)
         self._own_update(r, obj, None, self._manager(query, agent))
         obj["status"] = self.initial_status(r, obj)
         if "dryRun" in query:
@@ -227,8 +227,6 @@ class Writes:
             if r.kind not in ("Namespace", "ServiceAccount", "Secret", "Role", "RoleBinding"):
                 merged["metadata"]["generation"] = 1
             self._finish(r, merged, None)
-            if r.kind == "Job":
-                job_selector(merged)
             merged["status"] = self.initial_status(r, merged)
             if "dryRun" in query:
                 return 201, merged
