@@ -173,8 +173,8 @@ def compile_mode(c: dict[str, Any], n_params: int, cuda: bool) -> str:
         return mode
     if not cuda:
         return "default"
-    if n_params < CUDA_GRAPHS_MAX_PARAMS and not accumulating:
-        return "reduce-overhead"
+    if n_params < CUDA_GRAPHS_MAX_PARAMS:  # launch-bound: graphs pay, autotuning does not
+        return "default" if accumulating else "reduce-overhead"
     # autotuning costs minutes once (then inductor's cache keeps the choices) and saves a few %
     # of every step of a GPU-bound model: it pays on long runs only, not on benchmarks
     return "max-autotune-no-cudagraphs" if c["train.max_iters"] >= AUTOTUNE_MIN_ITERS else "default"
