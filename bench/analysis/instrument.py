@@ -24,7 +24,7 @@ def instrument_notes(env_runs: list[RunMetrics], all_runs: list[RunMetrics]) -> 
     if busy is not None and busy < BUSY_MIN_PCT:
         notes.append(
             f"instrument check: GPU busy {fmt(busy)} % in steady state (< {BUSY_MIN_PCT:g} %): the job, not the GPU, "
-            "sets the pace, so a comparison may measure the job (input, launches, host) rather than the platform."
+            "sets the pace (input, launches, host), so a comparison may measure the job rather than the platform."
         )
     mfu, peak = median([r.mfu_pct for r in env_runs]), median([r.peak_tflops for r in env_runs])
     if mfu is not None and peak is not None:
