@@ -424,7 +424,7 @@ METRICS: tuple[Metric, ...] = (
            in_summary=False),
     Metric("peak_tflops", "GPUs' dense peak", "TFLOP/s", "",
            _derived(fp.peak_tflops_of_run, "bench/analysis/peak_flops.py (datasheets) x GPUs"), in_summary=False),
-    Metric("compiled", "compiled (1) or eager (0)", "", "",
+    Metric("compiled", "compiled (1) or eager (0)", "flag", "",
            _derived(fp.compiled, "run.json compile.compile (guard passed), else train.jsonl warmup"),
            in_summary=False, in_runs_table=True, digits=1),
 )  # fmt: skip
