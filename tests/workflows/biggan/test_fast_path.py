@@ -34,7 +34,8 @@ def test_defaults_are_fast_on_cuda_and_exact_on_cpu() -> None:
         small = sum(p.numel() for m in build_models(c) for p in m.parameters())
         big = sum(p.numel() for m in build_models(resolve("imagenet128")) for p in m.parameters())
     assert runtime.compile_mode(c, small, cuda=True) == "reduce-overhead"  # CUDA graphs: launch-bound
-    assert runtime.compile_mode(c, big, cuda=True) == "default"
+    assert runtime.compile_mode(c, big, cuda=True) == "max-autotune-no-cudagraphs"  # GPU-bound, long: autotune
+    assert runtime.compile_mode(resolve("cifar", ["train.max_iters=100"]), big, cuda=True) == "default"
     assert runtime.compile_mode(resolve("cifar", ["runtime.compile_mode=max-autotune"]), small, True) == "max-autotune"
     assert resolve("smoke", ["runtime.compile=true"])["runtime.compile"] == "true"  # YAML booleans still work
 
