@@ -134,3 +134,29 @@ def test_cuda_graph_modes_are_never_picked_while_accumulating() -> None:
     assert runtime.compile_mode(resolve("imagenet128"), big, cuda=True) == "max-autotune-no-cudagraphs"  # long run
     assert runtime.compile_mode(resolve("imagenet128", ["train.max_iters=20"]), big, cuda=True) == "default"
     assert runtime.compile_mode(resolve("imagenet128"), big, cuda=False) == "default"
+
+
+def test_the_guard_names_missing_gradients_and_gradients_of_a_frozen_d() -> None:
+    from workflows.biggan.compile_guard import compare, tolerance
+
+    eager = {
+        "D step loss": 1.0,
+        "D step gradient norm": 2.0,
+        "D step nonzero": {"a", "b"},
+        "G step loss": -0.5,
+        "G step gradient norm": 3.0,
+        "G step nonzero": {"g"},
+        "frozen D with gradient": set(),
+        "D step after the G step loss": 1.0,
+        "D step after the G step gradient norm": 2.0,
+        "D step after the G step nonzero": {"a", "b"},
+    }
+    rtol, atol = tolerance(None)
+    assert compare(eager, dict(eager), rtol, atol) == "passed"
+    assert compare(eager, {**eager, "D step loss": 1.0 + 1e-7}, rtol, atol) == "passed"  # within fp32 tolerance
+    stale = {**eager, "D step after the G step nonzero": {"a"}}  # a graph traced frozen, reused unfrozen
+    assert compare(eager, stale, rtol, atol).startswith("D step after the G step: 1 parameter(s) got no gradient")
+    leak = {**eager, "frozen D with gradient": {"b"}}
+    assert compare(eager, leak, rtol, atol).startswith("G step: 1 frozen D parameter(s) got a gradient")
+    assert "differs" in compare(eager, {**eager, "G step gradient norm": float("nan")}, rtol, atol)
+    assert tolerance(torch.bfloat16)[0] > rtol
