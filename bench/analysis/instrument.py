@@ -17,18 +17,29 @@ BUSY_MIN_PCT = 80.0
 MFU_FAR_BELOW = 0.5  # of the best recorded run on the same GPU
 
 
+def _med(runs: list[RunMetrics], key: str) -> float | None:
+    return median([r.values.get(key) for r in runs])
+
+
 def instrument_notes(env_runs: list[RunMetrics], all_runs: list[RunMetrics]) -> list[str]:
     """Sentences for one environment's runs; `all_runs` gives the best MFU per GPU peak."""
     notes: list[str] = []
-    busy = median([r.gpu_util_steady_pct for r in env_runs])
+    mfu_now, tflops, joules = (_med(env_runs, k) for k in ("mfu_pct", "achieved_tflops", "energy_per_image_j"))
+    if mfu_now is not None or joules is not None:
+        parts = [f"MFU {fmt(mfu_now)} % of the GPUs' dense peak ({fmt(tflops)} TFLOP/s achieved)"] if mfu_now else []
+        parts += [f"{fmt(joules)} J of GPU energy per image"] if joules else []
+        notes.append("how close to the hardware: " + "; ".join(parts) + ".")
+    busy = _med(env_runs, "gpu_util_steady_pct")
     if busy is not None and busy < BUSY_MIN_PCT:
         notes.append(
             f"instrument check: GPU busy {fmt(busy)} % in steady state (< {BUSY_MIN_PCT:g} %): the job, not the GPU, "
             "sets the pace (input, launches, host), so a comparison may measure the job rather than the platform."
         )
-    mfu, peak = median([r.mfu_pct for r in env_runs]), median([r.peak_tflops for r in env_runs])
+    mfu, peak = _med(env_runs, "mfu_pct"), _med(env_runs, "peak_tflops")
     if mfu is not None and peak is not None:
-        same_gpu = [r.mfu_pct for r in all_runs if r.mfu_pct is not None and r.peak_tflops == peak]
+        same_gpu = [
+            v for r in all_runs if (v := r.values.get("mfu_pct")) is not None and r.values.get("peak_tflops") == peak
+        ]
         best = max(same_gpu, default=None)
         if best and mfu < MFU_FAR_BELOW * best:
             notes.append(
@@ -40,8 +51,8 @@ def instrument_notes(env_runs: list[RunMetrics], all_runs: list[RunMetrics]) -> 
 
 def mixed_compile_note(runs: list[RunMetrics]) -> list[str]:
     """One sentence when compiled and eager runs are compared together, naming the eager ones."""
-    eager = sorted({f"{r.env}/{r.run_id}" for r in runs if r.compiled == 0})
-    if not eager or not any(r.compiled == 1 for r in runs):
+    eager = sorted({f"{r.env}/{r.run_id}" for r in runs if r.values.get("compiled") == 0})
+    if not eager or not any(r.values.get("compiled") == 1 for r in runs):
         return []
     shown = ", ".join(eager[:5]) + (f" and {len(eager) - 5} more" if len(eager) > 5 else "")
     return [

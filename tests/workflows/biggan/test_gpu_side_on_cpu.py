@@ -82,3 +82,18 @@ def test_accumulated_gradients_survive_the_cuda_graph_freed_output_rule(
     t.step(real)
     bad = [name for name, p in [*t.G.named_parameters(), *t.D.named_parameters()] if not p.isfinite().all()]
     assert not bad, f"{len(bad)} parameter(s) read freed gradients (first: {bad[0]})"
+
+
+def test_normalised_weights_are_made_in_the_autocast_dtype_once() -> None:
+    """Under autocast the division writes bf16 straight away: no fp32 copy per layer per forward to cast again."""
+    from workflows.biggan.layers import SNConv2d, spectral_normalize
+
+    torch.manual_seed(0)
+    layers = [SNConv2d(4, 8, 3), SNConv2d(4, 8, 3)]
+    with torch.no_grad():
+        fp32 = spectral_normalize(layers, 1e-6, training=False)
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            low = spectral_normalize(layers, 1e-6, training=False)
+    assert all(w.dtype == torch.float32 for w in fp32) and all(w.dtype == torch.bfloat16 for w in low)
+    for a, b in zip(fp32, low):
+        torch.testing.assert_close(b.float(), a, rtol=1e-2, atol=1e-3)
