@@ -104,3 +104,30 @@ def steady_gpu_util_pct(ctx: Any) -> float | None:
                 parts.append(v[np.isfinite(v)])
     values = np.concatenate(parts) if parts else np.empty(0)
     return float(values.mean()) if values.size else None
+
+
+def catalogue(metric: Any, derived: Any, higher: str, lower: str) -> tuple[Any, ...]:
+    """This module's entries of the metric catalogue (`metrics.METRICS`), in summary-table order."""
+    return (
+        metric("mfu_pct", "MFU (model FLOPs utilisation)", "%", higher,
+               derived(mfu_pct, "achieved TFLOP/s / (GPUs x datasheet dense peak at the run's precision)"),
+               headline=True, in_runs_table=True),
+        metric("achieved_tflops", "achieved model TFLOP/s", "TFLOP/s", higher,
+               derived(achieved_tflops, "images/s x warmup.flops_per_g_iteration / images_per_g_iteration"),
+               in_runs_table=True),
+        metric("energy_per_image_j", "GPU energy per image", "J/img", lower,
+               derived(energy_per_image_j, "GPU energy (NVML counter) / images seen"), headline=True,
+               in_runs_table=True),
+        metric("images_per_s_per_w", "images/s per W", "img/s/W", higher,
+               derived(images_per_s_per_w, "images seen / GPU energy (J): images per joule")),
+        metric("gpu_util_steady_pct", "GPU busy, steady state", "%", higher,
+               derived(steady_gpu_util_pct, f"{c.GPU_UTIL} between the first iteration and the last train line")),
+        metric("flops_per_g_iteration", "model FLOPs per G iteration", "FLOP", "",
+               derived(flops_per_g_iteration, "train.jsonl warmup (torch.utils.flop_counter, once at start)"),
+               in_summary=False),
+        metric("peak_tflops", "GPUs' dense peak", "TFLOP/s", "",
+               derived(peak_tflops_of_run, "bench/analysis/peak_flops.py (datasheets) x GPUs"), in_summary=False),
+        metric("compiled", "compiled (1) or eager (0)", "flag", "",
+               derived(compiled, "run.json compile.compile (guard passed), else train.jsonl warmup"),
+               in_summary=False, in_runs_table=True, digits=1),
+    )  # fmt: skip

@@ -405,28 +405,7 @@ METRICS: tuple[Metric, ...] = (
            in_summary=False),
     Metric("gpu_mem_total_gb", "GPU memory", "GiB", "", Samples(c.GPU_FB_TOTAL, "max", "max", True, 1 / 1024),
            in_summary=False),
-    # how close to the hardware (bench/analysis/fastpath.py): FLOPs, MFU, energy, compiled or not
-    Metric("mfu_pct", "MFU (model FLOPs utilisation)", "%", HIGHER,
-           _derived(fp.mfu_pct, "achieved TFLOP/s / (GPUs x datasheet dense peak at the run's precision)"),
-           headline=True, in_runs_table=True),
-    Metric("achieved_tflops", "achieved model TFLOP/s", "TFLOP/s", HIGHER,
-           _derived(fp.achieved_tflops, "images/s x warmup.flops_per_g_iteration / images_per_g_iteration"),
-           in_runs_table=True),
-    Metric("energy_per_image_j", "GPU energy per image", "J/img", LOWER,
-           _derived(fp.energy_per_image_j, "GPU energy (NVML counter) / images seen"), headline=True,
-           in_runs_table=True),
-    Metric("images_per_s_per_w", "images/s per W", "img/s/W", HIGHER,
-           _derived(fp.images_per_s_per_w, "images seen / GPU energy (J): images per joule")),
-    Metric("gpu_util_steady_pct", "GPU busy, steady state", "%", HIGHER,
-           _derived(fp.steady_gpu_util_pct, f"{c.GPU_UTIL} between the first iteration and the last train line")),
-    Metric("flops_per_g_iteration", "model FLOPs per G iteration", "FLOP", "",
-           _derived(fp.flops_per_g_iteration, "train.jsonl warmup (torch.utils.flop_counter, once at start)"),
-           in_summary=False),
-    Metric("peak_tflops", "GPUs' dense peak", "TFLOP/s", "",
-           _derived(fp.peak_tflops_of_run, "bench/analysis/peak_flops.py (datasheets) x GPUs"), in_summary=False),
-    Metric("compiled", "compiled (1) or eager (0)", "flag", "",
-           _derived(fp.compiled, "run.json compile.compile (guard passed), else train.jsonl warmup"),
-           in_summary=False, in_runs_table=True, digits=1),
+    *fp.catalogue(Metric, _derived, HIGHER, LOWER),  # how close to the hardware: MFU, J/image, compiled
 )  # fmt: skip
 METRIC_BY_KEY = {m.key: m for m in METRICS}
 HEADLINE = tuple(m.key for m in METRICS if m.headline)
