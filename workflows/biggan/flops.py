@@ -49,3 +49,11 @@ def flops_per_g_iteration(c: dict[str, Any]) -> int:
         reg = reg_count.get_total_flops()
     acc = c["train.accumulate"]
     return int(d_count.get_total_flops() * c["train.d_steps"] * acc + g_count.get_total_flops() * acc + reg)
+
+
+def flops_or_none(c: dict[str, Any]) -> int | None:
+    """`flops_per_g_iteration`, or None if counting fails: a missing figure never costs the run."""
+    try:
+        return flops_per_g_iteration(c)
+    except Exception:  # an operator without a meta kernel in some torch version: MFU is then unknown
+        return None

@@ -196,7 +196,7 @@ def _log_warmup(t: Trainer, log: TrainLog, process_start: float, run_start: floa
     if t.device.type == "cuda":
         torch.cuda.synchronize(t.device)
     now = time.time()
-    from workflows.biggan.flops import flops_per_g_iteration, images_per_g_iteration
+    from workflows.biggan.flops import flops_or_none, images_per_g_iteration
 
     log.write(
         "warmup",
@@ -207,7 +207,7 @@ def _log_warmup(t: Trainer, log: TrainLog, process_start: float, run_start: floa
         deterministic=t.deterministic,
         precision=str(t.amp_dtype or torch.float32).replace("torch.", ""),
         # counted after the clock above: FLOPs are a fact of the config, not start-up work
-        flops_per_g_iteration=flops_per_g_iteration(t.c) if t.world.main else None,
+        flops_per_g_iteration=flops_or_none(t.c) if t.world.main else None,
         images_per_g_iteration=images_per_g_iteration(t.c),
         **t.compile.record(),
     )
