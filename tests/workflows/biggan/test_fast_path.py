@@ -189,6 +189,8 @@ def test_compiler_cache_next_to_the_runs_makes_the_second_start_warm(
         assert proc.returncode == 0, proc.stderr
         warm = last(events(tmp_path / name), "warmup")
         assert warm["compile"] is True, proc.stderr  # inductor worked (else a warning said why)
+        assert warm["compile_guard"] == "passed" and warm["graph_breaks"] == 0 and warm["recompiles"] == 0
+        assert warm["flops_per_g_iteration"] > 0
         starts.append(warm)
     cache = tmp_path / runtime.CACHE_DIR_NAME
     assert starts[0]["compile_cache_dir"] == starts[1]["compile_cache_dir"] == str(cache)
