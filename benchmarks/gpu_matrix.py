@@ -18,7 +18,10 @@ With `--ref-script` (a script printing one JSON line with `g_iters_per_s`, takin
 `CONFIG ITERS WARMUP`, such as the reference timing tool that times ajbrock/BigGAN-PyTorch
 found in `REF_DIR`) the reference runs in the same invocation on the same GPU and each
 Atlas cell gets its ratio to it. Prints one JSON line per cell as it finishes, then a
-Markdown table. Without a CUDA GPU it prints why and exits 0.
+Markdown table. With REF_DIR and a reference script it then prints PASS / FAIL per target
+(`verdicts`: speed-ups over the reference, GPU busy, memory, cold and warm start, MFU) and
+exits 1 when a target fails or has no figure. Without a CUDA GPU it says so in one line
+and exits 0, or 1 on a machine that has an NVIDIA GPU but a torch without CUDA.
 """
 
 from __future__ import annotations
@@ -49,6 +52,62 @@ VARIANTS = {
     "deterministic": ["runtime.deterministic=true"],
     "accumulate8": ["train.accumulate=8"],  # images/s should stay within 5 % of accumulate 1
 }
+
+
+# make bench-gpu's targets (issue 25), checked with REF_DIR set: (preset, minimum x reference,
+# the GPU the target is set for). Start-up: cold and warm `default` cells of every preset.
+SPEEDUP_TARGETS = (("cifar", 5.0, "H100"), ("imagenet128", 3.5, "H100"), ("imagenet128-deep", 4.0, "H200"))
+BUSY_MIN_PCT = {"cifar": 80.0}
+FITS_GIB = {"imagenet128-deep": 80.0}
+COLD_START_MAX_S, WARM_START_MAX_S = 120.0, 30.0
+
+
+def _cell(rows: list[dict[str, Any]], preset: str, variant: str) -> dict[str, Any] | None:
+    return next((r for r in rows if r["preset"] == preset and r["variant"] == variant and "error" not in r), None)
+
+
+def verdicts(rows: list[dict[str, Any]], info: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """(target, PASS / FAIL / MISSING / INFO, the figures it is based on), one per target of the presets run."""
+    out: list[tuple[str, str, str]] = []
+    device = str(info.get("device") or "")
+    presets = list(dict.fromkeys(r["preset"] for r in rows))
+    for preset, minimum, gpu in SPEEDUP_TARGETS:
+        if preset not in presets:
+            continue
+        where = "" if gpu.lower() in device.lower() else f"; target set for {gpu}, measured on {device or 'unknown'}"
+        atlas, ref = _cell(rows, preset, "default"), _cell(rows, preset, "reference")
+        if atlas is None or ref is None or not ref.get("g_iters_per_s"):
+            out.append((f"{preset} >= {minimum:g}x reference", "MISSING", f"no default or reference cell{where}"))
+        else:
+            ratio = atlas["g_iters_per_s"] / ref["g_iters_per_s"]
+            ok = "PASS" if ratio >= minimum else "FAIL"
+            out.append((f"{preset} >= {minimum:g}x reference", ok, f"{ratio:.2f}x{where}"))
+        if preset in BUSY_MIN_PCT and atlas is not None:
+            busy = atlas.get("gpu_util_percent_mean")
+            ok = "MISSING" if not isinstance(busy, (int, float)) else "PASS" if busy >= BUSY_MIN_PCT[preset] else "FAIL"
+            out.append((f"{preset} GPU busy >= {BUSY_MIN_PCT[preset]:g} %", ok, f"{busy} %{where}"))
+        if preset in FITS_GIB and atlas is not None:
+            peak = atlas.get("peak_gpu_memory_gib")
+            ok = "MISSING" if not isinstance(peak, (int, float)) else "PASS" if peak <= FITS_GIB[preset] else "FAIL"
+            out.append((f"{preset} fits {FITS_GIB[preset]:g} GB", ok, f"peak {peak} GiB"))
+    for preset in presets:
+        cold, warm = _cell(rows, preset, "default"), _cell(rows, preset, "default-warm")
+        for name, row, limit in (("cold", cold, COLD_START_MAX_S), ("warm", warm, WARM_START_MAX_S)):
+            value = row.get("startup_s") if row else None
+            ok = "MISSING" if not isinstance(value, (int, float)) else "PASS" if value <= limit else "FAIL"
+            detail = f"{value} s" + ("" if row or name == "cold" else " (run with --startup)")
+            out.append((f"{preset} {name} start <= {limit:g} s", ok, detail))
+        if cold is not None:  # no threshold set: reported, for the closing note and the history
+            out.append((f"{preset} MFU", "INFO", f"{cold.get('mfu_pct')} % ({cold.get('achieved_tflops')} TFLOP/s)"))
+    return out
+
+
+def nvidia_gpu_present() -> bool:
+    """An NVIDIA GPU on this machine, whatever torch says: nvidia-smi on PATH or the driver loaded."""
+    import shutil
+
+    driver = Path("/proc/driver/nvidia/gpus").is_dir() or Path("/dev/nvidia0").exists()
+    return bool(shutil.which("nvidia-smi")) or driver
 
 
 def gpu_info() -> dict[str, Any] | None:
@@ -137,12 +196,12 @@ def table(rows: list[dict[str, Any]], info: dict[str, Any]) -> str:
     lines = [
         f"{info['device']}, driver {info['driver']}, torch {info['torch']}, CUDA {info['cuda']}",
         "",
-        "| preset | variant | G it/s | × reference | images/s | peak GiB | GPU busy % | start-up s (cache) |",
-        "|---|---|---:|---:|---:|---:|---:|---|",
+        "| preset | variant | G it/s | × reference | images/s | peak GiB | GPU busy % | start-up s (cache) | MFU % |",
+        "|---|---|---:|---:|---:|---:|---:|---|---:|",
     ]
     for r in rows:
         if "error" in r:
-            lines.append(f"| {r['preset']} | {r['variant']} | error: {r['error']} | | | | | |")
+            lines.append(f"| {r['preset']} | {r['variant']} | error: {r['error']} | | | | | | |")
             continue
         its = r.get("g_iters_per_s")
         ratio = f"{its / ref[r['preset']]:.2f}×" if its and ref.get(r["preset"]) and r["impl"] == "atlas" else ""
@@ -153,7 +212,8 @@ def table(rows: list[dict[str, Any]], info: dict[str, Any]) -> str:
         busy = r.get("gpu_util_percent_mean")
         lines.append(
             f"| {r['preset']} | {r['variant']} | {its} | {ratio} | {r.get('images_per_s')} | "
-            f"{'–' if peak is None else peak} | {'–' if busy is None else busy} | {startup} |"
+            f"{'–' if peak is None else peak} | {'–' if busy is None else busy} | {startup} | "
+            f"{'–' if r.get('mfu_pct') is None else r['mfu_pct']} |"
         )
     return "\n".join(lines)
 
@@ -197,13 +257,20 @@ def main(argv: list[str] | None = None) -> int:
     if info is None and args.cpu:
         info = {"device": "cpu (plumbing check, not GPU figures)", "driver": "-", "torch": "-", "cuda": None}
     elif info is None:
-        print(
-            "gpu_matrix: skipped: PyTorch sees no CUDA GPU (torch.cuda.is_available() is False); "
-            "run it on a machine with an NVIDIA GPU and a CUDA build of torch"
-        )
+        import torch
+
+        if nvidia_gpu_present():  # a GPU machine whose torch cannot use it: the matrix would measure nothing
+            print(
+                f"gpu_matrix: error: this machine has an NVIDIA GPU but torch {torch.__version__} has no CUDA "
+                "(torch.version.cuda is None or no device visible); install a CUDA build of torch"
+            )
+            return 1
+        print("gpu_matrix: skipped: no CUDA GPU here (torch.cuda.is_available() is False); nothing to measure")
         return 0
     if args.ref_script and not os.environ.get("REF_DIR"):
         p.error("--ref-script needs REF_DIR=<extracted ajbrock/BigGAN-PyTorch> in the environment")
+    judged = bool(os.environ.get("REF_DIR")) and bool(args.ref_script)
+    args.startup = args.startup or judged  # the start-up targets need the warm cell
     print(json.dumps({"matrix": info}), flush=True)
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -222,7 +289,14 @@ def main(argv: list[str] | None = None) -> int:
                         fh.write(line + "\n")
     print()
     print(table(rows, info))
-    return 0
+    if not judged:
+        return 0
+    found = verdicts(rows, info)
+    print()
+    print("| target | verdict | measured |\n|---|---|---|")
+    for target, verdict, detail in found:
+        print(f"| {target} | {verdict} | {detail} |")
+    return 1 if any(v in ("FAIL", "MISSING") for _, v, _ in found) else 0
 
 
 if __name__ == "__main__":

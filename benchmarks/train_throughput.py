@@ -29,9 +29,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import torch  # noqa: E402
 
+from bench.analysis.peak_flops import peak_tflops  # noqa: E402
 from workflows.biggan.config import config_sha256, resolve  # noqa: E402
 from workflows.biggan.distributed import World  # noqa: E402
 from workflows.biggan.errors import WorkloadConfigError  # noqa: E402
+from workflows.biggan.flops import flops_per_g_iteration  # noqa: E402
 from workflows.biggan.runtime import process_start_time  # noqa: E402
 from workflows.biggan.trainer import Trainer  # noqa: E402
 
@@ -107,7 +109,7 @@ def measure(experiment: str, overrides: list[str], iters: int, warmup: int) -> d
         t0 = time.time()
         t = Trainer(c, Path(tmp) / "run", experiment, world=World())  # compiles (probe) when compile is on
         setup_s = time.time() - t0
-        real = t.batches()
+        real = t.guard_compile(t.batches())  # as a training run: compiled = eager on the first batch
         cuda = t.device.type == "cuda"
 
         def sync() -> None:
@@ -153,9 +155,14 @@ def measure(experiment: str, overrides: list[str], iters: int, warmup: int) -> d
         "d_params_m": round(sum(p.numel() for p in t.D.parameters()) / 1e6, 3),
         "losses_finite": all(v is not None for v in losses.values()),
     }
+    flops = flops_per_g_iteration(c)
+    out["flops_per_g_iteration"] = flops
+    out["achieved_tflops"] = round(flops * iters / seconds / 1e12, 3)
     if cuda:
         out["peak_gpu_memory_gib"] = round(torch.cuda.max_memory_allocated(t.device) / 2**30, 3)
         out["gpu_util_percent_mean"] = sampler.result() if sampler else None
+        peak = peak_tflops(out["device_name"], out["precision"])
+        out["mfu_pct"] = round(100 * out["achieved_tflops"] / peak, 2) if peak else None  # unknown GPU: none
     return out
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 
 from bench.analysis.compare import CompareResult
+from bench.analysis.instrument import instrument_notes
 from bench.analysis.metrics import RunMetrics, fmt
 from bench.analysis.stats import median
 
@@ -81,5 +82,6 @@ def advise(result: CompareResult) -> dict[str, list[str]]:
                 f"(torch.set_num_threads / data-loader workers) with {int(limit // per)} available per "
                 f"{'GPU' if gpus else 'process'}."
             )
+        notes.extend(instrument_notes(runs, result.runs))
         out[env] = notes
     return out

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from bench.analysis import fastpath as fp
 from bench.analysis.attempts import attempt_spans, per_attempt, wall_over_attempts
 from bench.analysis.cost import record_cost
 from bench.records import contract as c
@@ -404,6 +405,7 @@ METRICS: tuple[Metric, ...] = (
            in_summary=False),
     Metric("gpu_mem_total_gb", "GPU memory", "GiB", "", Samples(c.GPU_FB_TOTAL, "max", "max", True, 1 / 1024),
            in_summary=False),
+    *fp.catalogue(Metric, _derived, HIGHER, LOWER),  # how close to the hardware: MFU, J/image, compiled
 )  # fmt: skip
 METRIC_BY_KEY = {m.key: m for m in METRICS}
 HEADLINE = tuple(m.key for m in METRICS if m.headline)

@@ -24,6 +24,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from bench.analysis.compare import compare_runs
+    from bench.analysis.instrument import mixed_compile_note
     from bench.errors import AtlasError
     from bench.records.read import find_runs
     from bench.records.select import commit_runs
@@ -44,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
             for x in [
                 f"# Comparison at commit {sha[:12] if sha else 'unknown'}: "
                 f"experiment {result.experiment or 'unknown'}, {len(result.runs)} of {len(runs)} run(s) compared",
-                "\n".join(f"- {v}" for v in verdicts(result)),
+                "\n".join(f"- {v}" for v in verdicts(result) or mixed_compile_note(result.runs)),
                 summary_table(result),
                 pairs_table(result),
                 runs_table(result),

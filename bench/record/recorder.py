@@ -27,6 +27,7 @@ from bench.record.cgroups import CgroupReader
 from bench.record.gpus import GpuProbe
 from bench.record.provenance import git_info, hardware, hostname, image_info, scheduler_info, software
 from bench.record.sampler import Sampler
+from bench.records.compile_facts import compile_facts
 from bench.records.contract import (
     CANCEL_MARK,
     EXIT_CANNOT_START,
@@ -291,6 +292,9 @@ class Recorder:
         self._take_config(log)
         if isinstance(rec.get("config"), dict):  # from the workload's run_start
             rec["data"] = _data_facts(rec["config"])
+        facts = compile_facts(log)
+        if facts is not None:  # the compiled path's proof, breaks, recompiles and FLOPs
+            rec["compile"] = facts
         my_stops = [e for e in log.of("run_stop") if e["time"] >= rec["start_time"]]
         last_stop = my_stops[-1] if my_stops else None
         sig = -code if code < 0 else None

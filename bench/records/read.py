@@ -18,6 +18,7 @@ import pandas as pd
 
 from bench.records import numbers
 from bench.records.check import meta_problems, samples_problems
+from bench.records.compile_facts import compile_problems
 from bench.records.contract import EXIT_RUNNING, RUN_JSON, SCHEMA_VERSION, TRAIN_JSONL, samples_files
 from bench.records.jobfiles import read_bytes
 from bench.records.schema import refused_paths, schema_problems
@@ -195,6 +196,7 @@ def load_run(run_dir: Path, env: str | None = None, collected: bool = True) -> R
             data.problems.extend(samples_problems(path.name, df, meta))
     data.train = read_train_log(run_dir / TRAIN_JSONL)
     data.problems.extend(_train_problems(data.train, run_dir, meta))
+    data.problems.extend(compile_problems(meta, data.train))
     return data
 
 

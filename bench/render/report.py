@@ -26,6 +26,7 @@ import pandas as pd
 from bench.analysis.advisor import advise
 from bench.analysis.compare import CompareResult, compare_runs
 from bench.analysis.identity import identity_rows, scaling_rows
+from bench.analysis.instrument import mixed_compile_note
 from bench.analysis.metrics import HEADLINE, METRIC_BY_KEY, RunMetrics, fmt, run_metrics
 from bench.analysis.stats import BOOTSTRAP_RESAMPLES, median
 from bench.atomic import disk_full_error, is_disk_full, locked, replace_dir, sweep_temp_dirs, temp_dir
@@ -276,7 +277,7 @@ def _readme(name: str, sha: str | None, runs: list[RunData], result: CompareResu
         first_start=_utc(min(starts)) if starts else "unknown",
         last_start=_utc(max(starts)) if starts else "unknown",
         results=code(results.name),
-        summary=verdicts(result) or _single_env_summary(result),
+        summary=verdicts(result) or [*mixed_compile_note(result.runs), *_single_env_summary(result)],
         pairs_table=pairs_table(result),
         pairs_env=code(", ".join(e for e in result.envs if e != result.baseline)),
         baseline=code(result.baseline),

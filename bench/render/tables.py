@@ -10,6 +10,7 @@ import math
 
 from bench.analysis.comparable import Excluded
 from bench.analysis.compare import CLOCK_RESOLUTION_S, RESOLUTION_FACTOR, SIGNIFICANT_P, CompareResult
+from bench.analysis.instrument import mixed_compile_note
 from bench.analysis.metrics import METRIC_BY_KEY, METRICS, Metric, RunMetrics, fmt
 from bench.analysis.stats import Comparison
 from bench.render.escape import code, md
@@ -80,7 +81,7 @@ def verdicts(result: CompareResult) -> list[str]:
         else:
             verdict = f"not a clear difference (needs p ≤ {SIGNIFICANT_P:g} and an interval excluding 1)"
         out.append(f"{head}: {change} ({'; '.join(sure)}) — {verdict}.")
-    return out
+    return mixed_compile_note(result.runs) + out if out else out
 
 
 HOST_NOTE = (

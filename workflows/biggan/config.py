@@ -131,14 +131,16 @@ SETTINGS: dict[str, Setting] = {
     "runtime.compile": Setting(
         "auto",
         str,
-        "torch.compile G and D (auto = on with CUDA); eager with a logged warning if it fails",
+        "torch.compile G and D (auto = on with CUDA); eager with a logged warning if it fails or if the "
+        "compiled steps disagree with eager ones on the first batch",
         choices=("auto", "true", "false"),
     ),
     "runtime.compile_mode": Setting(
         "auto",
         str,
         "torch.compile mode (auto = reduce-overhead, i.e. CUDA graphs, for models under 30M parameters "
-        "on CUDA, else default)",
+        "on CUDA without accumulation; bigger models max-autotune-no-cudagraphs for runs of 10,000+ "
+        "iterations; else default)",
         choices=("auto", "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"),
     ),
     "runtime.compile_backend": Setting("inductor", str, "torch.compile backend (inductor; aot_eager etc. to debug)"),

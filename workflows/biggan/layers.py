@@ -8,6 +8,7 @@ layers costs more than the GPU work of small models.
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from typing import Any
 
 import torch
@@ -52,7 +53,11 @@ def spectral_normalize(layers: list[_SpectralNorm], eps: float, training: bool) 
     """
     w = torch.stack([layer.weight for layer in layers])
     n, rows = w.shape[0], w.shape[1]
-    with torch.autocast(device_type=w.device.type, enabled=False):
+    device = w.device.type
+    # the layers' own dtype under autocast: dividing straight into it saves the fp32 copy of
+    # every normalised weight that autocast would otherwise cast again in each conv
+    out_dtype = torch.get_autocast_dtype(device) if device != "meta" and torch.is_autocast_enabled(device) else w.dtype
+    with torch.autocast(device_type=device, enabled=False) if device != "meta" else nullcontext():
         mats = w.float().reshape(n, rows, -1)
         u = torch.stack([layer.sn_u for layer in layers])  # type: ignore[attr-defined]
         if training:
@@ -62,7 +67,7 @@ def spectral_normalize(layers: list[_SpectralNorm], eps: float, training: bool) 
                 torch._foreach_copy_([layer.sn_u for layer in layers], list(u.unbind(0)))  # type: ignore[attr-defined]
         v = F.normalize(torch.bmm(u, mats), dim=2, eps=eps)
         sigma = torch.bmm(torch.bmm(u, mats), v.transpose(1, 2))  # (n, 1, 1)
-    return list((w / sigma.to(w.dtype).view(n, *([1] * (w.dim() - 1)))).unbind(0))
+    return list((w / sigma.view(n, *([1] * (w.dim() - 1)))).to(out_dtype).unbind(0))
 
 
 class SpectralNormModel(nn.Module):
@@ -125,7 +130,8 @@ class SNEmbedding(nn.Embedding, _SpectralNorm):
         self._init_sn(eps)
 
     def forward(self, y: torch.Tensor) -> torch.Tensor:
-        return F.embedding(y, self._normalized_weight())
+        # fp32 rows under autocast too: the projection term sums over all of D's channels
+        return F.embedding(y, self._normalized_weight()).float()
 
 
 class ConditionalBN(nn.Module):
@@ -160,11 +166,13 @@ class SelfAttention(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         b, c, h, w = x.shape
-        theta = self.theta(x).flatten(2)  # b, c/8, hw
-        phi = F.max_pool2d(self.phi(x), 2).flatten(2)  # b, c/8, hw/4
-        g = F.max_pool2d(self.g(x), 2).flatten(2)  # b, c/2, hw/4
-        attn = torch.softmax(theta.transpose(1, 2) @ phi, dim=-1)  # b, hw, hw/4
-        out = (g @ attn.transpose(1, 2)).view(b, -1, h, w)
+        # (b, 1 head, positions, channels): SAGAN's softmax(theta^T phi) g^T, unscaled, as one
+        # fused kernel (flash / memory-efficient on CUDA) that never stores the hw x hw/4 matrix
+        q = self.theta(x).flatten(2).transpose(1, 2).unsqueeze(1)  # b, 1, hw, c/8
+        k = F.max_pool2d(self.phi(x), 2).flatten(2).transpose(1, 2).unsqueeze(1)  # b, 1, hw/4, c/8
+        v = F.max_pool2d(self.g(x), 2).flatten(2).transpose(1, 2).unsqueeze(1)  # b, 1, hw/4, c/2
+        out = F.scaled_dot_product_attention(q, k, v, scale=1.0)  # b, 1, hw, c/2
+        out = out.squeeze(1).transpose(1, 2).reshape(b, -1, h, w)
         return x + self.gamma * self.o(out)
 
 

@@ -25,6 +25,8 @@ from workflows.biggan.errors import WorkloadConfigError
 # mode: their whole step is a few milliseconds of GPU work, so kernel launches dominate.
 CUDA_GRAPHS_MAX_PARAMS = 30_000_000
 CACHE_DIR_NAME = ".torch-compile-cache"
+# `auto` autotunes the kernels of big models only for runs at least this long (G iterations)
+AUTOTUNE_MIN_ITERS = 10_000
 # The user's setting, read before inductor runs: inductor writes its default back to the
 # environment once it has chosen a folder.
 _ENV_CACHE_DIR = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
@@ -103,14 +105,31 @@ class CompileState:
     mode: str | None = None
     backend: str | None = None
     cache_dir: str | None = None
-    cache: str | None = None  # cold | warm | partial (inductor/AOT-autograd cache hits)
+    cache: str | None = None  # cold | warm | partial | rebuilt (inductor/AOT-autograd cache hits)
     seconds: float | None = None
     warning: str | None = None
     counters: dict[str, int] = field(default_factory=dict)
+    requested: bool = False  # runtime.compile asked for it (enabled turns False on a fallback)
+    guard: str | None = None  # "passed", or why the compiled path was refused (None: not compiled)
+    graphs_after_probe: int | None = None  # dynamo's frame count once probe and guard are done
+
+    @property
+    def cudagraphs(self) -> bool:
+        """Whether compiled steps replay CUDA graphs (outputs live until the next marked step)."""
+        return self.enabled and self.mode in ("reduce-overhead", "max-autotune")
 
     def record(self) -> dict[str, Any]:
+        dyn = dynamo_counts() if self.requested else {}
+        recompiles = None
+        if self.enabled and self.graphs_after_probe is not None:
+            recompiles = dyn["frames"] - self.graphs_after_probe
         return {
             "compile": self.enabled,
+            "compile_requested": self.requested,
+            "compile_guard": self.guard,
+            "graph_breaks": dyn.get("graph_breaks") if self.enabled else None,
+            "compiled_graphs": dyn.get("graphs") if self.enabled else None,
+            "recompiles": recompiles,
             "compile_mode": self.mode,
             "compile_backend": self.backend,
             "compile_s": self.seconds,
@@ -121,11 +140,44 @@ class CompileState:
         }
 
 
+def dynamo_counts() -> dict[str, int]:
+    """torch's own counters: graph breaks, graphs captured and frames compiled in this process."""
+    from torch._dynamo.utils import counters
+
+    return {
+        "graph_breaks": int(sum(counters["graph_break"].values())),
+        "graphs": int(counters["stats"]["unique_graphs"]),
+        "frames": int(counters["frames"]["ok"]),
+    }
+
+
 def compile_mode(c: dict[str, Any], n_params: int, cuda: bool) -> str:
+    """The torch.compile mode; `auto`: CUDA graphs for small models, autotuning for long big runs.
+
+    No CUDA graphs while accumulating: a graph replay owns its outputs, gradients included,
+    until the next marked step, and each micro-batch is a new step, so the gradients being
+    accumulated into would be the previous replay's freed outputs (torch's cudagraph_trees
+    refuses exactly that). Copying them out of the graph pool per micro-batch would cost
+    what the graphs save, and a model that needs accumulation is big enough for launches
+    not to matter. Explicit CUDA-graph modes with accumulation are refused with one line.
+    """
     mode = c["runtime.compile_mode"]
+    accumulating = c["train.accumulate"] > 1
     if mode != "auto":
+        if cuda and accumulating and mode in ("reduce-overhead", "max-autotune"):
+            raise WorkloadConfigError(
+                f"runtime.compile_mode={mode} uses CUDA graphs, which cannot accumulate gradients over "
+                f"train.accumulate={c['train.accumulate']} micro-batches; use runtime.compile_mode="
+                "max-autotune-no-cudagraphs or default, or train.accumulate=1"
+            )
         return mode
-    return "reduce-overhead" if cuda and n_params < CUDA_GRAPHS_MAX_PARAMS else "default"
+    if not cuda:
+        return "default"
+    if n_params < CUDA_GRAPHS_MAX_PARAMS:  # launch-bound: graphs pay, autotuning does not
+        return "default" if accumulating else "reduce-overhead"
+    # autotuning costs minutes once (then inductor's cache keeps the choices) and saves a few %
+    # of every step of a GPU-bound model: it pays on long runs only, not on benchmarks
+    return "max-autotune-no-cudagraphs" if c["train.max_iters"] >= AUTOTUNE_MIN_ITERS else "default"
 
 
 def use_cache_dir(c: dict[str, Any], run_dir: Path) -> str:
@@ -169,6 +221,33 @@ def _root_cause(exc: BaseException) -> str:
     return ": ".join(names + [first]) if first else ": ".join(names)
 
 
+def set_cache_aside(state: CompileState, why: str) -> str:
+    """Move a compiler cache that failed us to `<folder>.bad-<time>` and start an empty one.
+
+    It is never reused (a cached kernel that computes wrong numbers would be loaded again by
+    every later run) and never deleted (someone may want to know what was in it).
+    """
+    import torch._dynamo
+
+    folder = Path(state.cache_dir or "")
+    aside = folder.with_name(f"{folder.name}.bad-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}")
+    folder.rename(aside)
+    folder.mkdir(parents=True)
+    torch._dynamo.reset()
+    try:  # kernels inductor already loaded from the old folder
+        from torch._inductor.codecache import PyCodeCache
+
+        PyCodeCache.cache_clear()
+    except Exception:  # inductor never imported, or another torch: nothing loaded to forget
+        pass
+    state.cache = "rebuilt"
+    return f"compiler cache {folder} was unusable ({why}); moved aside to {aside.name} and rebuilt"
+
+
+def _cache_filled(state: CompileState) -> bool:
+    return bool(state.cache_dir) and Path(state.cache_dir).is_dir() and any(Path(state.cache_dir).iterdir())
+
+
 def compile_with_fallback(
     modules: list[torch.nn.Module], probe: Callable[[list[Any]], None], state: CompileState
 ) -> list[Any]:
@@ -177,32 +256,46 @@ def compile_with_fallback(
     torch.compile is lazy: graphs are built and compiled on the first calls, forward and
     backward. `probe` makes those calls (and must leave the models as it found them), so
     a compiler error surfaces here, before training, and costs a warning instead of the run.
+    A failure with a filled compiler cache (a corrupt cache did this) moves the cache aside
+    and compiles once more from nothing before giving up.
     """
     import torch._dynamo
 
     t0 = time.perf_counter()
     before = _cache_counts()
-    was_empty = not state.cache_dir or not any(Path(state.cache_dir).iterdir())
+    was_empty = not _cache_filled(state)
+    rebuilt = None
     try:
-        # static shapes: D sees two batch sizes (real + fake, then fake alone); one graph each
-        # suits CUDA graphs and avoids symbolic-shape code paths
-        compiled = [torch.compile(m, mode=state.mode, backend=state.backend, dynamic=False) for m in modules]
-        probe(compiled)
-    except torch.OutOfMemoryError:
-        raise
-    except Exception as exc:  # any compiler or backend failure: train eagerly instead
-        torch._dynamo.reset()
-        state.enabled, state.cache = False, None
-        state.warning = (
-            f"torch.compile (backend {state.backend}, mode {state.mode}) failed: "
-            f"{_root_cause(exc)}; training continues in eager mode"
-        )
-        return modules
+        for attempt in (1, 2):
+            try:
+                # static shapes: D sees two batch sizes (real + fake, then fake alone); one graph
+                # each suits CUDA graphs and avoids symbolic-shape code paths
+                compiled = [torch.compile(m, mode=state.mode, backend=state.backend, dynamic=False) for m in modules]
+                probe(compiled)
+                break
+            except torch.OutOfMemoryError:
+                raise
+            except Exception as exc:  # any compiler or backend failure: train eagerly instead
+                if attempt == 1 and _cache_filled(state):
+                    rebuilt = set_cache_aside(state, _root_cause(exc))
+                    continue
+                torch._dynamo.reset()
+                state.enabled, state.cache = False, None
+                state.warning = (
+                    (f"{rebuilt}; " if rebuilt else "")
+                    + f"torch.compile (backend {state.backend}, mode {state.mode}) failed: "
+                    f"{_root_cause(exc)}; training continues in eager mode"
+                )
+                state.guard = f"not run: torch.compile failed ({_root_cause(exc)[:200]})"
+                return modules
     finally:
         state.seconds = round(time.perf_counter() - t0, 3)
     after = _cache_counts()
     hits, misses = after["hit"] - before["hit"], after["miss"] - before["miss"]
     state.counters = {"cache_hits": hits, "cache_misses": misses}
+    if rebuilt:
+        state.warning = rebuilt
+        return compiled
     # a graph compiled earlier in this process may be found again (D at two batch sizes
     # shares pieces), so an empty folder before the start is what makes a start cold
     state.cache = (

@@ -59,7 +59,7 @@ def train(c: dict[str, Any], run_dir: Path, experiment: str) -> Outcome:
     outcome = Outcome("failed", trainer.iteration, "")
     extra: dict[str, Any] = {}
     try:
-        real = trainer.batches()
+        real = trainer.guard_compile(trainer.batches())  # compiled = eager on the first batch, or eager
         barrier(world)
         start = _log_start(trainer, log, c, experiment)
         started = True
@@ -196,6 +196,8 @@ def _log_warmup(t: Trainer, log: TrainLog, process_start: float, run_start: floa
     if t.device.type == "cuda":
         torch.cuda.synchronize(t.device)
     now = time.time()
+    from workflows.biggan.flops import flops_or_none, images_per_g_iteration
+
     log.write(
         "warmup",
         iteration=t.iteration,
@@ -203,6 +205,10 @@ def _log_warmup(t: Trainer, log: TrainLog, process_start: float, run_start: floa
         setup_s=round(run_start - process_start, 3),
         first_iteration_s=round(now - run_start, 3),
         deterministic=t.deterministic,
+        precision=str(t.amp_dtype or torch.float32).replace("torch.", ""),
+        # counted after the clock above: FLOPs are a fact of the config, not start-up work
+        flops_per_g_iteration=flops_or_none(t.c) if t.world.main else None,
+        images_per_g_iteration=images_per_g_iteration(t.c),
         **t.compile.record(),
     )
 

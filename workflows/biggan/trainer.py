@@ -9,6 +9,7 @@ G step (over `accumulate` fake batches) + the G_ema update.
 from __future__ import annotations
 
 import copy
+import itertools
 import sys
 import time
 from collections.abc import Iterator
@@ -22,7 +23,14 @@ from workflows.biggan import checkpoint as ckpt
 from workflows.biggan import runtime
 from workflows.biggan.config import config_sha256
 from workflows.biggan.data import Batches, build_dataset, device_batches
-from workflows.biggan.distributed import World, average_gradients, barrier, gather_states, init_world
+from workflows.biggan.distributed import (
+    World,
+    any_rank,
+    average_gradients,
+    barrier,
+    gather_states,
+    init_world,
+)
 from workflows.biggan.errors import WorkloadConfigError
 from workflows.biggan.losses import d_hinge, g_hinge, ortho_penalty
 from workflows.biggan.models import Generator, build_models
@@ -39,7 +47,7 @@ class Trainer:
         if c["runtime.threads"]:
             torch.set_num_threads(c["runtime.threads"])
         compiling = runtime.flag(c["runtime.compile"], cuda)
-        self.compile = runtime.CompileState(enabled=compiling)
+        self.compile = runtime.CompileState(enabled=compiling, requested=compiling)
         if compiling:  # before anything imports inductor, which settles on a folder
             self.compile.cache_dir = runtime.use_cache_dir(c, run_dir)
         self.deterministic = runtime.configure_kernels(c, self.device, compiling)
@@ -126,9 +134,54 @@ class Trainer:
                     b.copy_(saved[id(b)])
 
     def _mark_step(self) -> None:
-        """Tell CUDA graphs (compile's reduce-overhead mode) that earlier outputs are dead."""
-        if self.compile.enabled:
+        """Tell CUDA graphs (compile's reduce-overhead mode) that earlier outputs are dead.
+
+        Only where graphs are replayed: a marked step frees the previous replay's outputs,
+        gradients included, so it must never come between two accumulated micro-batches
+        (`runtime.compile_mode` never picks CUDA graphs with train.accumulate > 1).
+        """
+        if self.compile.cudagraphs:
             torch.compiler.cudagraph_mark_step_begin()
+
+    def guard_compile(self, real: Iterator[tuple[torch.Tensor, torch.Tensor]]) -> Iterator[Any]:
+        """Prove the compiled steps on the first real batch (compile_guard.py), else train eagerly.
+
+        Returns the batch stream with that batch put back: the run consumes the same data
+        whether the guard ran or not. A compiled path that fails with a warm compiler cache
+        gets the cache moved aside and one more compile from nothing before it is refused.
+        """
+        if not self.compile.enabled:
+            return real
+        import torch._dynamo
+
+        from workflows.biggan.compile_guard import run_guard
+
+        first = next(real)
+        x, y = first
+        for attempt in (1, 2):
+            verdict = run_guard(self, self.G_fwd, self.D_fwd, x[: self.local_batch], y[: self.local_batch])
+            if verdict == "passed" or attempt == 2 or not self.compile.counters.get("cache_hits"):
+                break
+            note = runtime.set_cache_aside(self.compile, f"compile guard: {verdict}")
+            self.compile.warning = note if not self.compile.warning else f"{self.compile.warning}; {note}"
+            self._compile()
+            if not self.compile.enabled:  # the second compile failed: its warning says why
+                return itertools.chain([first], real)
+        if verdict == "passed" and any_rank((False,), self.world)[0]:
+            verdict = "failed on another rank (its train.jsonl is not written; rank 0's is)"
+        elif verdict != "passed":
+            any_rank((True,), self.world)  # every rank trains the same way
+        self.compile.guard = verdict
+        if verdict != "passed":
+            torch._dynamo.reset()
+            self.G_fwd, self.D_fwd = self.G, self.D
+            self.compile.enabled = False
+            self.compile.warning = (
+                f"{self.compile.warning}; " if self.compile.warning else ""
+            ) + f"compile guard failed ({verdict}); training continues in eager mode"
+        else:
+            self.compile.graphs_after_probe = runtime.dynamo_counts()["frames"]
+        return itertools.chain([first], real)
 
     # ---- checkpoints -------------------------------------------------------------
     def bundle(self) -> dict[str, Any]:

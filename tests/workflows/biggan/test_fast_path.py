@@ -34,7 +34,8 @@ def test_defaults_are_fast_on_cuda_and_exact_on_cpu() -> None:
         small = sum(p.numel() for m in build_models(c) for p in m.parameters())
         big = sum(p.numel() for m in build_models(resolve("imagenet128")) for p in m.parameters())
     assert runtime.compile_mode(c, small, cuda=True) == "reduce-overhead"  # CUDA graphs: launch-bound
-    assert runtime.compile_mode(c, big, cuda=True) == "default"
+    assert runtime.compile_mode(c, big, cuda=True) == "max-autotune-no-cudagraphs"  # GPU-bound, long: autotune
+    assert runtime.compile_mode(resolve("cifar", ["train.max_iters=100"]), big, cuda=True) == "default"
     assert runtime.compile_mode(resolve("cifar", ["runtime.compile_mode=max-autotune"]), small, True) == "max-autotune"
     assert resolve("smoke", ["runtime.compile=true"])["runtime.compile"] == "true"  # YAML booleans still work
 
@@ -188,6 +189,8 @@ def test_compiler_cache_next_to_the_runs_makes_the_second_start_warm(
         assert proc.returncode == 0, proc.stderr
         warm = last(events(tmp_path / name), "warmup")
         assert warm["compile"] is True, proc.stderr  # inductor worked (else a warning said why)
+        assert warm["compile_guard"] == "passed" and warm["graph_breaks"] == 0 and warm["recompiles"] == 0
+        assert warm["flops_per_g_iteration"] > 0
         starts.append(warm)
     cache = tmp_path / runtime.CACHE_DIR_NAME
     assert starts[0]["compile_cache_dir"] == starts[1]["compile_cache_dir"] == str(cache)
