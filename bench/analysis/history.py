@@ -157,12 +157,13 @@ def merge(*sources: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def chart_points(entries: Iterable[dict[str, Any]], envs: Iterable[str], metric: str = "images_per_s"):
     """(env, commit position, short sha, median) for the report's history chart: every commit
-    any of the entries ran, in the order commits were first run."""
+    any of the entries ran, in the order commits were first run (every run with a value
+    counts, as in the report's own tables of one commit)."""
     wanted = set(envs)
     first_seen: dict[str, float] = {}
     by_key: dict[tuple[str, str], list[float]] = {}
     for e in entries:
-        if e.get("env") not in wanted or not usable(e):
+        if e.get("env") not in wanted or not e.get("commit"):
             continue
         sha = e["commit"]
         first_seen[sha] = min(first_seen.get(sha, math.inf), _number(e.get("start")) or 0.0)

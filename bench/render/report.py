@@ -25,9 +25,10 @@ import pandas as pd
 
 from bench.analysis.advisor import advise
 from bench.analysis.compare import CompareResult, compare_runs
+from bench.analysis.history import chart_points, merge
 from bench.analysis.identity import identity_rows, scaling_rows
 from bench.analysis.metrics import HEADLINE, METRIC_BY_KEY, RunMetrics, fmt, run_metrics
-from bench.analysis.stats import BOOTSTRAP_RESAMPLES, median
+from bench.analysis.stats import BOOTSTRAP_RESAMPLES
 from bench.atomic import disk_full_error, is_disk_full, locked, replace_dir, sweep_temp_dirs, temp_dir
 from bench.errors import AtlasError
 from bench.records.read import RunData, find_runs
@@ -171,20 +172,18 @@ def _provenance(runs: list[RunData], envs: list[str]) -> list[tuple[str, list[st
 
 
 def _history(
-    all_runs: list[RunData], envs: list[str], known: dict[tuple[str, str], RunMetrics]
+    all_runs: list[RunData], envs: list[str], known: dict[tuple[str, str], RunMetrics], kept: list[dict] | None
 ) -> list[tuple[str, int, str, float]]:
-    """(env, position, short sha, median images/s) for every commit with rated runs."""
-    first_seen: dict[str, float] = {}
-    by_key: dict[tuple[str, str], list[float]] = {}
+    """(env, position, short sha, median images/s) for every commit with rated runs: those of
+    the results folder, and every run the results branch keeps (`kept`, bench/gitops/results_branch.py)."""
+    local = []
     for r in all_runs:
-        if r.env not in envs or not r.git_sha:
-            continue
-        first_seen[r.git_sha] = min(first_seen.get(r.git_sha, float("inf")), r.start_time or 0.0)
-        m = known.get((r.env, r.run_id)) or run_metrics(r)
-        if m.images_per_s is not None:
-            by_key.setdefault((r.env, r.git_sha), []).append(m.images_per_s)
-    order = {sha: i for i, sha in enumerate(sorted(first_seen, key=lambda s: (first_seen[s], s)))}
-    return [(env, order[sha], sha[:7], float(median(v) or 0.0)) for (env, sha), v in by_key.items()]
+        if r.env in envs and r.git_sha:
+            m = known.get((r.env, r.run_id)) or run_metrics(r)
+            local.append(
+                {"env": r.env, "run_id": r.run_id, "commit": r.git_sha, "start": r.start_time, "metrics": m.values}
+            )
+    return chart_points(merge(local, kept or []), envs)
 
 
 def _select(all_runs: list[RunData], commit: str | None, only: set[Path] | None, results: Path):
@@ -200,7 +199,7 @@ def _select(all_runs: list[RunData], commit: str | None, only: set[Path] | None,
 
 
 def _draw_charts(
-    folder: Path, runs: list[RunData], all_runs: list[RunData], result: CompareResult
+    folder: Path, runs: list[RunData], all_runs: list[RunData], result: CompareResult, kept: list[dict] | None = None
 ) -> tuple[list[dict[str, str]], list[str]]:
     """Every chart of the catalogue that has data, the summary bars and the history: (drawn, missing)."""
     for old in folder.glob("*.png"):
@@ -242,7 +241,7 @@ def _draw_charts(
             }
         )
     known = {(m.env, m.run_id): m for m in result.runs}
-    if charts.history_chart(_history(all_runs, result.envs, known), folder / "history.png"):
+    if charts.history_chart(_history(all_runs, result.envs, known, kept), folder / "history.png"):
         chart_list.append({"title": "History of images/s across commits", "file": "history.png", "note": ""})
     return chart_list, missing
 
@@ -310,9 +309,11 @@ def write_report(
     baseline: str | None = None,
     only: set[Path] | None = None,
     allow_dirty: bool = False,
+    history: list[dict] | None = None,
 ) -> ReportResult:
     """Report one commit's runs (or exactly the run folders in `only`, as `bench demo`
-    does for the runs it just made); the history chart uses every run in `results`."""
+    does for the runs it just made); the history chart uses every run in `results` and the
+    `history` entries of the results branch."""
     results, out = Path(results), Path(out)
     all_runs = find_runs(results, envs)
     if not all_runs:
@@ -336,7 +337,7 @@ def write_report(
             sweep_temp_dirs(out)  # left by a report killed half-way
             folder = temp_dir(final)  # built aside, renamed into place whole (never a 0-byte README.md)
             try:
-                _write_folder(folder, name, sha, runs, all_runs, chosen, result, results, starts)
+                _write_folder(folder, name, sha, runs, all_runs, chosen, result, results, starts, history)
                 replace_dir(folder, final)
                 index = write_index(out)
             finally:
@@ -358,9 +359,10 @@ def _write_folder(
     result: CompareResult,
     results: Path,
     starts: list[float],
+    history: list[dict] | None = None,
 ) -> None:
     """Every file of one report, into the hidden `folder` (the caller renames it into place)."""
-    chart_list, missing = _draw_charts(folder, chosen, all_runs, result)
+    chart_list, missing = _draw_charts(folder, chosen, all_runs, result, history)
     problems = _problems(runs, sha)
     (folder / "README.md").write_text(
         _readme(
