@@ -132,7 +132,7 @@ def is_samples(name: str) -> bool:
 
 def pack(name: str, raw: bytes) -> tuple[str, bytes]:
     """(stored name, stored bytes) of one record file."""
-    if is_samples(name) and len(raw) > RAW_LIMIT // 4:
+    if is_samples(name):  # samples are always stored compressed
         packed = encode_columns(raw)
         if packed is not None:
             return name + COLUMNS_SUFFIX, packed
