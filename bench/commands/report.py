@@ -46,15 +46,16 @@ def report_each_commit(results: Path, out: Path, stream: TextIO | None = None, *
     return written
 
 
-def kept_history(results: Path, stream: TextIO | None = None) -> list[dict] | None:
-    """The results branch's history entries (None without one); restore an empty `results` from it."""
+def kept_history(results: Path, restore_empty: bool = True, stream: TextIO | None = None) -> list[dict] | None:
+    """The results branch's history entries (None without one); restore an empty `results` from it
+    (not for --each-commit, which would then write a report for every commit ever kept)."""
     from bench.gitops.results_branch import read_entries, restore, results_ref, toplevel
 
     root = toplevel(Path("."))
     ref = results_ref(root) if root else None
     if ref is None:
         return None
-    if not any(Path(results).glob("*/*/run.json")):
+    if restore_empty and not any(Path(results).glob("*/*/run.json")):
         restored = restore(root, ref, results)
         if restored:
             print(f"restored {len(restored)} run record(s) from {ref} into {results}", file=stream or sys.stdout)
@@ -65,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
     from bench.render.report import write_report
 
     options = {
-        "history": kept_history(args.results),
+        "history": kept_history(args.results, restore_empty=not args.each_commit),
         "envs": args.envs or None,
         "allow_different": args.allow_different,
         "baseline": args.baseline,
