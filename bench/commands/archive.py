@@ -30,6 +30,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from bench.gitops.results_branch import archive
 
+    if not args.results.is_dir():  # nothing collected (CI's artifact download found none)
+        print(f"bench archive: no results folder {args.results}: nothing to keep")
+        return 0
     res = archive(
         args.repo_dir,
         args.results,
