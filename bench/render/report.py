@@ -376,6 +376,7 @@ def _write_folder(
             problems=problems,
             dirty=any(_dirty(r) for r in chosen),
             identity_table=identity_table(identity_rows(chosen, result.envs), result.envs),  # the compared runs
+            expected=[md(f.describe(), 600) for f in _outside_band(chosen, result)],
         )
     )
     result.frame().to_csv(folder / "runs.csv", index=False, float_format="%.6g")
@@ -394,6 +395,14 @@ def _write_folder(
     }
     (folder / SUMMARY_JSON).write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
     os.chmod(folder, 0o755)  # mkdtemp makes 0700; a report folder is for everyone to read
+
+
+def _outside_band(chosen: list[RunData], result: CompareResult) -> list:
+    """Figures of the compared runs outside their environment's expected band (clusters/<env>/expected.yaml)."""
+    from bench.analysis.expected import outside
+
+    experiment = {(r.env, r.run_id): r.meta.get("experiment") for r in chosen}
+    return outside([(m.env, m.run_id, experiment.get((m.env, m.run_id)), m.values) for m in result.runs])
 
 
 def content_hash(runs: list[RunData]) -> str:

@@ -19,6 +19,17 @@ Runs started {{ first_start }} – {{ last_start }} (UTC). Written by `bench rep
 {% else -%}
 - Nothing to compare: no run produced figures (see *Data problems*).
 {% endfor %}
+{%- if expected %}
+
+## Outside the expected band
+
+Runs whose figures fall outside the band in their environment's `expected.yaml`
+(a reference with tolerances, changed only by pull request):
+
+{% for line in expected -%}
+- {{ line }}
+{% endfor %}
+{%- endif %}
 
 ## Identical jobs?
 
