@@ -113,22 +113,30 @@ def usable(entry: dict[str, Any]) -> bool:
     return bool(entry.get("commit")) and not entry.get("dirty") and entry.get("status") in FINISHED_OK
 
 
+# What splits one commit's runs into two points: the same code run again on a changed
+# platform (a new driver, image, kernel, ...). The node a run landed on does not.
+_PLATFORM = tuple(key for key, _ in PROVENANCE if key not in ("code", "node"))
+
+
 def series(entries: Iterable[dict[str, Any]]) -> dict[tuple[str, str, str], list[CommitPoint]]:
-    """(env, experiment, metric) -> commit points in the order the commits were first run."""
-    by_key: dict[tuple[str, str, str], dict[str, CommitPoint]] = {}
+    """(env, experiment, metric) -> points in the order they were first run. A point is one
+    commit's runs on one platform: the same commit re-run after a driver update is two
+    points, so a change there reads "driver 535 → 550; same code"."""
+    by_key: dict[tuple[str, str, str], dict[tuple, CommitPoint]] = {}
     for e in entries:
         if not usable(e):
             continue
         start = _number(e.get("start")) or 0.0
         prov = e.get("provenance") or {}
+        point_key = (e["commit"], *(str(prov.get(k)) for k in _PLATFORM))
         for metric, value in (e.get("metrics") or {}).items():
             v = _number(value)
             if v is None:
                 continue
             points = by_key.setdefault((e["env"], e.get("experiment") or "?", metric), {})
-            p = points.get(e["commit"])
+            p = points.get(point_key)
             if p is None:
-                p = points[e["commit"]] = CommitPoint(e["commit"], start, [])
+                p = points[point_key] = CommitPoint(e["commit"], start, [])
             p.start = min(p.start, start)
             p.values.append(v)
             p.provenance.append(prov)

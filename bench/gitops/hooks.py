@@ -181,8 +181,8 @@ def received(
                 file=out,
             )
         # the raw records first, so they are kept even when the report fails
-        kept = archive(work, work / "results", remote="origin")
-        if kept.added:
+        kept = archive(work, work / "results", remote="origin") if (work / "results").is_dir() else None
+        if kept and kept.added:
             print(f"atlas: {len(kept.added)} run record(s) kept on the results branch ({kept.commit[:12]})", file=out)
         bench_in(work, "report", out=out)
         bench_in(

@@ -141,3 +141,32 @@ def test_history_chart_covers_commits_only_the_branch_keeps(tmp_path: Path):
     shutil.rmtree(work / "results" / "local" / "r0")  # an old commit no longer in the folder
     points = chart_points(read_entries(work, "refs/heads/results"), ["local"])
     assert [p[2] for p in sorted(points, key=lambda p: p[1])] == [sha_of(i)[:7] for i in range(3)]
+
+
+def test_the_same_commit_run_again_on_a_new_driver_reads_same_code(tmp_path: Path):
+    work = repo(tmp_path)
+    results = work / "results"
+    t = 1_790_000_000
+
+    def runs(i: int, sha: str, driver: str, rate: float) -> None:
+        nonlocal t
+        for _ in range(3):
+            t += 600
+            spec = RunSpec(env="moc", run_id=f"r{t}", sha=sha, start=t, images_per_s=rate, gpus=1, seed=t % 997)
+            run_dir = write_run(results, spec)
+            meta = json.loads((run_dir / "run.json").read_text())
+            meta["hardware"]["gpus"][0]["driver"] = driver
+            (run_dir / "run.json").write_text(json.dumps(meta))
+
+    for i in range(1, 11):
+        runs(i, sha_of(i), "550.54", 100.0)
+    runs(10, sha_of(10), "560.28", 92.0)  # commit 10 again, after the driver update: -8 %
+    for i in range(11, 17):
+        runs(i, sha_of(i), "560.28", 92.0)
+    p = bench(work, "history", "--results", "results", "--metric", "images_per_s")
+    assert p.returncode == 0, p.stderr
+    rows = [r.split("\t") for r in p.stdout.splitlines()[2:]]
+    assert len(rows) == 1, p.stdout
+    assert rows[0][2] == sha_of(10)[:7]
+    assert -9.0 < float(rows[0][3].split("(")[1].rstrip("%)")) < -7.0, rows[0]
+    assert rows[0][5] == "driver 550.54 → 560.28; same code"
