@@ -132,3 +132,43 @@ def test_bad_places_are_one_clear_error(tmp_path: Path):
         archive(work, tmp_path, remote="nowhere")
     with pytest.raises(ConfigError, match="no results folder"):
         archive(work, tmp_path / "missing")
+
+
+def test_a_tampered_record_is_refused_and_nothing_half_written_is_left(tmp_path: Path):
+    bare, work = clone_of_bare(tmp_path)
+    results = tmp_path / "results"
+    run(results, "r1")
+    archive(work, results, remote=None)
+    # rewrite the kept run.json in a new commit, as a careless hand edit of the branch would
+    entry = json.loads(git(work, "show", "results:index/moc/r1.json"))
+    assert entry["files"]["run.json"]["stored"] == "run.json"
+    blob = subprocess.run(
+        ["git", "hash-object", "-w", "--stdin"], cwd=work, input=b"{}", capture_output=True, check=True
+    ).stdout.decode()
+    index = tmp_path / "tmp-index"
+    env = {**ENV, "GIT_INDEX_FILE": str(index)}
+    subprocess.run(["git", "read-tree", "results"], cwd=work, env=env, check=True)
+    info = f"100644 {blob.strip()}\truns/moc/r1/run.json\n"
+    subprocess.run(["git", "update-index", "--index-info"], cwd=work, env=env, input=info.encode(), check=True)
+    tree = subprocess.run(["git", "write-tree"], cwd=work, env=env, capture_output=True, check=True).stdout.decode()
+    commit = git(work, "commit-tree", tree.strip(), "-p", "results", "-m", "edit").strip()
+    git(work, "update-ref", "refs/heads/results", commit)
+    again = tmp_path / "again"
+    with pytest.raises(Exception, match="does not match its sha256"):
+        restore(work, "refs/heads/results", again)
+    assert not any(p.name.startswith(".") for p in (again / "moc").iterdir())  # no temporary left
+    assert not (again / "moc" / "r1").exists()
+
+
+def test_archive_command_with_nothing_collected_says_so(tmp_path: Path):
+    import sys
+
+    _, work = clone_of_bare(tmp_path)
+    p = subprocess.run(
+        [sys.executable, "-m", "bench", "archive", "--results", str(tmp_path / "none")],
+        cwd=work,
+        env=ENV,
+        capture_output=True,
+        text=True,
+    )
+    assert p.returncode == 0 and "nothing to keep" in p.stdout, p.stderr
