@@ -7,14 +7,14 @@ of decimals (delta-coded, bytes shuffled so like bytes sit together, as Blosc do
 https://www.blosc.org/posts/new-filters/), the same file takes under 5 MB. Decoding
 gives back the exact bytes `bench collect` placed; `pack` checks that before it picks
 the columnar form, and anything that does not round-trip (quoted cells, ragged rows,
-`1e+09`) falls back to plain xz, cell by cell column or file.
+`1e+09`) is kept as text, column by column, or the file as plain xz.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import lzma
-import re
 
 import numpy as np
 
@@ -22,7 +22,6 @@ COLUMNS_SUFFIX = ".cols.xz"  # samples CSV, column by column
 XZ_SUFFIX = ".xz"  # any other large file
 RAW_LIMIT = 256 << 10  # smaller files are kept as they are (run.json stays readable in a browser)
 _FORMAT = "atlas-columns/1"
-_DECIMAL = re.compile(rb"-?[0-9]+(\.[0-9]+)?")
 _PRESET = 6
 
 
@@ -36,51 +35,65 @@ def _unshuffle(data: bytes, dtype: str, n: int) -> np.ndarray:
     return np.frombuffer(data, dtype=np.uint8).reshape(dt.itemsize, n).T.copy().view(dt).reshape(n)
 
 
-def _decimal_cells(cells: list[bytes]) -> tuple[np.ndarray, np.ndarray] | None:
-    """(mantissas, decimals) when every cell is a plain decimal that prints back the same."""
-    if not all(_DECIMAL.fullmatch(c) for c in cells):
+def _decimals(cells: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """(mantissas, decimals) of a column of cells read as decimals (checked by the caller)."""
+    dot = np.char.find(cells, ".")
+    dec = np.where(dot >= 0, np.char.str_len(cells) - dot - 1, 0)
+    if dec.size and (dec.max() > 18 or dec.min() < 0):
         return None
-    decimals = np.fromiter((len(c) - c.index(b".") - 1 if b"." in c else 0 for c in cells), dtype=np.int64)
     try:
-        mant = np.array([int(c.replace(b".", b"")) for c in cells], dtype=np.int64)
-    except OverflowError:
+        mant = np.char.replace(cells, ".", "").astype(np.int64)
+    except (ValueError, OverflowError):
         return None
-    return mant, decimals
+    return mant, dec
 
 
-def _format_cell(m: int, d: int) -> bytes:
-    digits = str(abs(m)).rjust(d + 1, "0")
-    text = f"{digits[:-d]}.{digits[-d:]}" if d else digits
-    return (b"-" if m < 0 else b"") + text.encode()
+def _format(mant: np.ndarray, dec: np.ndarray) -> np.ndarray:
+    """The cells back from mantissas and decimals: `-12.50` is (-1250, 2)."""
+    absm, out = np.abs(mant), np.empty(mant.size, dtype=object)
+    for d in np.unique(dec):
+        sel = dec == d
+        a = absm[sel]
+        if d == 0:
+            text = a.astype(str)
+        else:
+            p = 10 ** int(d)
+            text = np.char.add(np.char.add((a // p).astype(str), "."), np.char.zfill((a % p).astype(str), int(d)))
+        out[sel] = np.where(mant[sel] < 0, np.char.add("-", text), text)
+    return out.astype(str) if out.size else np.array([], dtype=str)
 
 
-def _encode_column(cells: list[bytes]) -> tuple[dict, list[bytes]]:
-    parsed = _decimal_cells(cells)
+def _encode_column(cells: np.ndarray) -> tuple[dict, list[bytes]]:
+    parsed = _decimals(cells)
     if parsed is not None:
         mant, dec = parsed
-        if [_format_cell(int(m), int(d)) for m, d in zip(mant, dec)] == cells:
+        if np.array_equal(_format(mant, dec), cells):  # prints back exactly, else kept as text
             delta = np.diff(mant, prepend=0)
             dtype = "i4" if np.abs(delta).max(initial=0) < 2**31 else "i8"
             return {"kind": "decimal", "dtype": dtype}, [
                 _shuffle(delta.astype(dtype)),
                 dec.astype(np.uint8).tobytes(),
             ]
-    return {"kind": "text"}, [b"\n".join(cells)]
+    return {"kind": "text"}, ["\n".join(cells.tolist()).encode("ascii")]
 
 
-def _columns(raw: bytes) -> tuple[bytes, list[list[bytes]], bool] | None:
-    """(header line, columns of cells, trailing newline) for a plain rectangular CSV."""
-    if b'"' in raw or b"\r" in raw:
+def _columns(raw: bytes) -> tuple[str, list[np.ndarray], bool] | None:
+    """(header line, columns of cells, trailing newline) for a plain rectangular ASCII CSV."""
+    if b'"' in raw or b"\r" in raw or not raw.isascii():
         return None
-    trailing = raw.endswith(b"\n")
-    lines = (raw[:-1] if trailing else raw).split(b"\n")
+    text = raw.decode("ascii")
+    trailing = text.endswith("\n")
+    lines = (text[:-1] if trailing else text).split("\n")
     if len(lines) < 2:
         return None
-    header, rows = lines[0], [line.split(b",") for line in lines[1:]]
-    width = header.count(b",") + 1
-    if any(len(r) != width for r in rows) or any(len(c) > 40 for r in rows for c in r):
+    header, rows = lines[0], [line.split(",") for line in lines[1:]]
+    width = header.count(",") + 1
+    if any(len(r) != width for r in rows):
         return None
-    return header, [list(col) for col in zip(*rows)], trailing
+    grid = np.array(rows, dtype=str)
+    if grid.dtype.itemsize > 4 * 40:  # a cell over 40 characters is no sample value
+        return None
+    return header, [grid[:, j] for j in range(width)], trailing
 
 
 def encode_columns(raw: bytes) -> bytes | None:
@@ -89,8 +102,7 @@ def encode_columns(raw: bytes) -> bytes | None:
     if parts is None:
         return None
     header, columns, trailing = parts
-    meta: dict = {"format": _FORMAT, "rows": len(columns[0]), "header": header.decode("utf-8", "surrogateescape")}
-    meta["trailing_newline"] = trailing
+    meta: dict = {"format": _FORMAT, "rows": int(columns[0].size), "header": header, "trailing_newline": trailing}
     blocks: list[bytes] = []
     meta["columns"] = []
     for cells in columns:
@@ -117,13 +129,12 @@ def decode_columns(packed: bytes) -> bytes:
             pos += length
         if desc["kind"] == "decimal":
             mant = np.cumsum(_unshuffle(blocks[0], desc["dtype"], n).astype(np.int64))
-            dec = np.frombuffer(blocks[1], dtype=np.uint8)
-            columns.append([_format_cell(int(m), int(d)) for m, d in zip(mant, dec)])
+            columns.append(_format(mant, np.frombuffer(blocks[1], dtype=np.uint8).astype(np.int64)))
         else:
-            columns.append(blocks[0].split(b"\n") if n else [])
-    rows = [b",".join(cells) for cells in zip(*columns)]
-    out = b"\n".join([meta["header"].encode("utf-8", "surrogateescape"), *rows])
-    return out + b"\n" if meta["trailing_newline"] else out
+            columns.append(np.array(blocks[0].decode("ascii").split("\n"), dtype=str))
+    rows = functools.reduce(lambda a, b: np.char.add(np.char.add(a, ","), b), columns)
+    out = "\n".join([meta["header"], *rows.tolist()])
+    return (out + "\n" if meta["trailing_newline"] else out).encode("ascii")
 
 
 def is_samples(name: str) -> bool:

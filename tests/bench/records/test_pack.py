@@ -30,6 +30,10 @@ def test_a_samples_file_is_stored_by_columns_and_comes_back_byte_for_byte(tmp_pa
         b"time,a\n1.0,2\n2.0,3,4\n",  # ragged: not a table, so no columnar form
         b'time,a\n1.0,"x,y"\n',  # quoted cell
         b"time,a\r\n1.0,2\r\n",  # CRLF
+        b"time,a,b\n1.0,,3\n2.0,x\x00,+4\n",  # empty cells, a NUL, a plus sign
+        b"time,a\n1.0,12345678901234567890123\n",  # past int64
+        b"time,a\n1.0,0.0000000000000000000001\n",  # more decimals than int64 holds
+        "time,a\n1.0,\u00e9\n".encode(),  # not ASCII
     ],
 )
 def test_odd_csv_never_loses_a_byte(text: bytes):
