@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import lzma
 import os
 import random
 import re
@@ -269,7 +270,7 @@ def restore(repo: Path, ref: str, results: Path, env: str | None = None) -> list
         if dest.exists():
             continue
         files = entry.get("files") or {}
-        names = sorted(n for n in files if _NAME.fullmatch(n))
+        names = sorted(n for n in files if _NAME.fullmatch(n) and _NAME.fullmatch(str(files[n].get("stored"))))
         blobs = _cat(repo, [f"{ref}:{RUNS}/{e}/{run_id}/{files[n]['stored']}" for n in names])
         dest.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{run_id}.", dir=dest.parent))  # renamed into place whole
@@ -277,7 +278,12 @@ def restore(repo: Path, ref: str, results: Path, env: str | None = None) -> list
             for name, blob in zip(names, blobs):
                 if blob is None:
                     raise AtlasError(f"{ref}: {e}/{run_id}/{name} is listed but missing; the branch is damaged")
-                raw = unpack(name, files[name]["stored"], blob)
+                try:
+                    raw = unpack(name, str(files[name].get("stored")), blob)
+                except (ValueError, KeyError, lzma.LZMAError) as exc:
+                    raise AtlasError(
+                        f"{ref}: {e}/{run_id}/{name} cannot be unpacked ({exc}); it was not restored"
+                    ) from None
                 if hashlib.sha256(raw).hexdigest() != files[name]["sha256"]:
                     raise AtlasError(f"{ref}: {e}/{run_id}/{name} does not match its sha256; it was not restored")
                 (tmp / name).write_bytes(raw)
