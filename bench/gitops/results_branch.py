@@ -67,6 +67,8 @@ def toplevel(path: Path) -> Path | None:
     path = Path(path).resolve()
     while not path.exists():
         path = path.parent
+    if shutil.which("git") is None:  # no git here: no results branch either
+        return None
     proc = _git(path if path.is_dir() else path.parent, "rev-parse", "--show-toplevel", check=False)
     if proc.returncode == 0 and proc.stdout.strip():
         return Path(proc.stdout.decode().strip())
