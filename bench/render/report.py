@@ -24,8 +24,9 @@ import numpy as np
 import pandas as pd
 
 from bench.analysis.advisor import advise
+from bench.analysis.changepoints import change_points
 from bench.analysis.compare import CompareResult, compare_runs
-from bench.analysis.history import chart_points, merge
+from bench.analysis.history import chart_points, merge, provenance, series
 from bench.analysis.identity import identity_rows, scaling_rows
 from bench.analysis.metrics import HEADLINE, METRIC_BY_KEY, RunMetrics, fmt, run_metrics
 from bench.analysis.stats import BOOTSTRAP_RESAMPLES
@@ -171,19 +172,46 @@ def _provenance(runs: list[RunData], envs: list[str]) -> list[tuple[str, list[st
     return [(label, [distinct(env, get) for env in envs]) for label, get in rows]
 
 
-def _history(
+def _history_entries(
     all_runs: list[RunData], envs: list[str], known: dict[tuple[str, str], RunMetrics], kept: list[dict] | None
-) -> list[tuple[str, int, str, float]]:
-    """(env, position, short sha, median images/s) for every commit with rated runs: those of
-    the results folder, and every run the results branch keeps (`kept`, bench/gitops/results_branch.py)."""
+) -> list[dict]:
+    """History entries of the report's environments: the runs of the results folder, and
+    every run the results branch keeps (`kept`, bench/gitops/results_branch.py)."""
     local = []
     for r in all_runs:
         if r.env in envs and r.git_sha:
             m = known.get((r.env, r.run_id)) or run_metrics(r)
+            git = r.meta.get("git") if isinstance(r.meta.get("git"), dict) else {}
             local.append(
-                {"env": r.env, "run_id": r.run_id, "commit": r.git_sha, "start": r.start_time, "metrics": m.values}
+                {
+                    "env": r.env,
+                    "run_id": r.run_id,
+                    "commit": r.git_sha,
+                    "dirty": git.get("dirty") is True,
+                    "start": r.start_time,
+                    "status": m.status,
+                    "experiment": r.meta.get("experiment"),
+                    "metrics": m.values,
+                    "provenance": provenance(r.meta),
+                }
             )
-    return chart_points(merge(local, kept or []), envs)
+    return [e for e in merge(local, kept or []) if e.get("env") in envs]
+
+
+def _change_lines(entries: list[dict], result: CompareResult) -> list[str]:
+    """One line per confirmed change point of a headline metric in the report's experiment."""
+    lines = []
+    for key, points in sorted(series(entries).items()):
+        env, experiment, metric = key
+        if metric not in HEADLINE or (result.experiment and experiment != result.experiment):
+            continue
+        label = METRIC_BY_KEY[metric].label
+        for cp in change_points(key, points):
+            lines.append(
+                f"{cp.change:+.1%} {md(label)} on {md(env)} at `{code(cp.commit[:7])}` "
+                f"({fmt(cp.before)} → {fmt(cp.after)}, p = {cp.p_value:.2g}): {md(cp.changed, 400)}"
+            )
+    return lines
 
 
 def _select(all_runs: list[RunData], commit: str | None, only: set[Path] | None, results: Path):
@@ -199,7 +227,7 @@ def _select(all_runs: list[RunData], commit: str | None, only: set[Path] | None,
 
 
 def _draw_charts(
-    folder: Path, runs: list[RunData], all_runs: list[RunData], result: CompareResult, kept: list[dict] | None = None
+    folder: Path, runs: list[RunData], result: CompareResult, entries: list[dict]
 ) -> tuple[list[dict[str, str]], list[str]]:
     """Every chart of the catalogue that has data, the summary bars and the history: (drawn, missing)."""
     for old in folder.glob("*.png"):
@@ -240,8 +268,7 @@ def _draw_charts(
                 "note": "Median per environment; whiskers span the fastest to the slowest run.",
             }
         )
-    known = {(m.env, m.run_id): m for m in result.runs}
-    if charts.history_chart(_history(all_runs, result.envs, known, kept), folder / "history.png"):
+    if charts.history_chart(chart_points(entries, result.envs), folder / "history.png"):
         chart_list.append({"title": "History of images/s across commits", "file": "history.png", "note": ""})
     return chart_list, missing
 
@@ -362,7 +389,9 @@ def _write_folder(
     history: list[dict] | None = None,
 ) -> None:
     """Every file of one report, into the hidden `folder` (the caller renames it into place)."""
-    chart_list, missing = _draw_charts(folder, chosen, all_runs, result, history)
+    known = {(m.env, m.run_id): m for m in result.runs}
+    entries = _history_entries(all_runs, result.envs, known, history)
+    chart_list, missing = _draw_charts(folder, chosen, result, entries)
     problems = _problems(runs, sha)
     (folder / "README.md").write_text(
         _readme(
@@ -377,6 +406,7 @@ def _write_folder(
             dirty=any(_dirty(r) for r in chosen),
             identity_table=identity_table(identity_rows(chosen, result.envs), result.envs),  # the compared runs
             expected=[md(f.describe(), 600) for f in _outside_band(chosen, result)],
+            changes=_change_lines(entries, result),
         )
     )
     result.frame().to_csv(folder / "runs.csv", index=False, float_format="%.6g")

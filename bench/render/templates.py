@@ -30,6 +30,18 @@ Runs whose figures fall outside the band in their environment's `expected.yaml`
 - {{ line }}
 {% endfor %}
 {%- endif %}
+{%- if changes %}
+
+## Change points in the history
+
+Across every commit collected for these environments (the results folder and the
+`results` branch), confirmed by a Mann–Whitney U test of the runs on each side
+(`bench history` lists every metric):
+
+{% for line in changes -%}
+- {{ line }}
+{% endfor %}
+{%- endif %}
 
 ## Identical jobs?
 

@@ -170,3 +170,17 @@ def test_the_same_commit_run_again_on_a_new_driver_reads_same_code(tmp_path: Pat
     assert rows[0][2] == sha_of(10)[:7]
     assert -9.0 < float(rows[0][3].split("(")[1].rstrip("%)")) < -7.0, rows[0]
     assert rows[0][5] == "driver 550.54 → 560.28; same code"
+
+
+def test_the_report_lists_the_change_point_with_what_changed(tmp_path: Path):
+    from bench.render.report import write_report
+
+    results = tmp_path / "results"
+    shas = thirty_commits(results, runs_per_commit=1)
+    readme = write_report(results, tmp_path / "reports", commit=shas[-1]).readme.read_text().replace("\\", "")
+    section = readme.split("## Change points in the history", 1)[1].split("\n## ", 1)[0]
+    lines = [line for line in section.splitlines() if line.startswith("- ")]
+    ips = [line for line in lines if "% images/s, whole job" in line]
+    assert len(ips) == 1, section
+    assert ips[0].startswith("- +1") and f"at `{shas[15][:7]}`" in ips[0] and "driver 535.00 → 550.54" in ips[0]
+    assert all(f"`{shas[15][:7]}`" in line for line in lines)
