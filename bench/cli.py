@@ -26,9 +26,11 @@ COMMAND_ORDER = [
     "cancel",  # stop runs for good (marked: never resubmitted)
     "collect",  # copy finished run records into the results tree
     "import",  # or bring in measurements from sar / nvidia-smi / DCGM / CSV as run records
+    "archive",  # keep the raw run records on the results branch of the repository
     "check",  # validate a results tree (schema and plausibility of every record)
     "compare",  # tables across environments
     "report",  # Markdown + charts under reports/
+    "history",  # change points across every collected commit (results branch or folder)
     "publish",  # commit reports/ back to the repository
     "pr",  # a pull request: run its head and merge-base, write the comment
     "comment",  # upsert the pull-request comment

@@ -105,6 +105,12 @@ def check_env(name: str, clusters_dir: Path = CLUSTERS_DIR) -> list[str]:
         cls(env).check_files()  # the constructor runs check_settings()
     except AtlasError as exc:
         errors.append(str(exc) if where in str(exc) else f"{where}: {exc}")
+    try:  # the expected-performance bands beside it, if any (bench/analysis/expected.py)
+        from bench.analysis.expected import load_expected
+
+        load_expected(name, clusters_dir)
+    except AtlasError as exc:
+        errors.append(str(exc))
     return errors
 
 

@@ -3,7 +3,11 @@ problems) for one commit's runs and regenerate OUT/README.md, the index with his
 Same results in, same bytes out: date and sha come from the runs, not the clock.
 
 `--each-commit` writes one report per commit in the results tree (CI's scheduled
-collection, after `bench collect --unreported`)."""
+collection, after `bench collect --unreported`).
+
+Where the repository holds a `results` branch (`bench archive`), the history chart covers
+every commit it keeps, and a results folder that is missing or empty is first restored
+from it, byte for byte: a deleted results folder gives back the same report."""
 
 from __future__ import annotations
 
@@ -42,10 +46,27 @@ def report_each_commit(results: Path, out: Path, stream: TextIO | None = None, *
     return written
 
 
+def kept_history(results: Path, restore_empty: bool = True, stream: TextIO | None = None) -> list[dict] | None:
+    """The results branch's history entries (None without one); restore an empty `results` from it
+    (not for --each-commit, which would then write a report for every commit ever kept)."""
+    from bench.gitops.results_branch import read_entries, restore, results_ref, toplevel
+
+    root = toplevel(Path("."))
+    ref = results_ref(root) if root else None
+    if ref is None:
+        return None
+    if restore_empty and not any(Path(results).glob("*/*/run.json")):
+        restored = restore(root, ref, results)
+        if restored:
+            print(f"restored {len(restored)} run record(s) from {ref} into {results}", file=stream or sys.stdout)
+    return read_entries(root, ref)
+
+
 def run(args: argparse.Namespace) -> int:
     from bench.render.report import write_report
 
     options = {
+        "history": kept_history(args.results, restore_empty=not args.each_commit),
         "envs": args.envs or None,
         "allow_different": args.allow_different,
         "baseline": args.baseline,

@@ -4,7 +4,8 @@
 watched branch (except report commits, which carry `[skip ci]`, as on GitHub), the hook
 runs `bench hooks received`, which does what CI does for a commit, with the same
 commands: clone the bare repository at the pushed sha into a scratch folder, `bench run`
-each local environment there (the pushed code runs, not the installed one), `bench
+each local environment there (the pushed code runs, not the installed one), keep the
+run records on the bare repository's `results` branch (`bench archive`), `bench
 report`, and `bench publish` the report back to the bare repository. It prints the time
 from the push reaching the repository to the job's start.
 
@@ -29,6 +30,7 @@ from typing import TextIO
 from bench.errors import ConfigError
 from bench.gitops.checkout import DEFAULT_ENVS, bench_in, checkout_at, git, run_envs
 from bench.gitops.publish import SKIP_CI
+from bench.gitops.results_branch import archive
 
 HOOK_MARKER = "# atlas-bench post-receive hook"
 ZERO_SHA = "0" * 40
@@ -178,6 +180,10 @@ def received(
                 "(no run.json recorded a start time)",
                 file=out,
             )
+        # the raw records first, so they are kept even when the report fails
+        kept = archive(work, work / "results", remote="origin") if (work / "results").is_dir() else None
+        if kept and kept.added:
+            print(f"atlas: {len(kept.added)} run record(s) kept on the results branch ({kept.commit[:12]})", file=out)
         bench_in(work, "report", out=out)
         bench_in(
             work,

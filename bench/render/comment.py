@@ -61,6 +61,22 @@ def _env_section(
     return lines, regressions
 
 
+def _outside_band_lines(runs: list, head: str) -> list[str]:
+    """The PR's runs outside their environment's expected band (clusters/<env>/expected.yaml)."""
+    from bench.analysis.expected import outside
+    from bench.analysis.metrics import run_metrics
+
+    mine = [r for r in runs if _sha_matches(r.git_sha, head)]
+    flags = outside([(r.env, r.run_id, r.meta.get("experiment"), run_metrics(r).values) for r in mine])
+    if not flags:
+        return []
+    return (
+        ["**Outside the expected band** (`clusters/<env>/expected.yaml`):", ""]
+        + [f"- {md(f.describe(), 600)}" for f in flags]
+        + [""]
+    )
+
+
 def render_pr_body(
     results: Path,
     head: str,
@@ -90,6 +106,7 @@ def render_pr_body(
         else "No regression found (each environment is compared with its own merge-base runs only)."
     )
     lines = [f"## Benchmark: `{code(head[:12])}` vs merge-base `{code(base[:12])}`", "", head_line, "", *body]
+    lines += _outside_band_lines(runs, head)
     custom = ", ".join(f"{k} {v:.0%}" for k, v in sorted((thresholds or {}).items()))
     lines.append(
         f"A regression is a change past the threshold (5 %{'; ' + custom if custom else ''}) that is also "

@@ -24,11 +24,13 @@ import numpy as np
 import pandas as pd
 
 from bench.analysis.advisor import advise
+from bench.analysis.changepoints import change_points
 from bench.analysis.compare import CompareResult, compare_runs
+from bench.analysis.history import chart_points, merge, provenance, series
 from bench.analysis.identity import identity_rows, scaling_rows
 from bench.analysis.instrument import mixed_compile_note
 from bench.analysis.metrics import HEADLINE, METRIC_BY_KEY, RunMetrics, fmt, run_metrics
-from bench.analysis.stats import BOOTSTRAP_RESAMPLES, median
+from bench.analysis.stats import BOOTSTRAP_RESAMPLES
 from bench.atomic import disk_full_error, is_disk_full, locked, replace_dir, sweep_temp_dirs, temp_dir
 from bench.errors import AtlasError
 from bench.records.read import RunData, find_runs
@@ -171,21 +173,46 @@ def _provenance(runs: list[RunData], envs: list[str]) -> list[tuple[str, list[st
     return [(label, [distinct(env, get) for env in envs]) for label, get in rows]
 
 
-def _history(
-    all_runs: list[RunData], envs: list[str], known: dict[tuple[str, str], RunMetrics]
-) -> list[tuple[str, int, str, float]]:
-    """(env, position, short sha, median images/s) for every commit with rated runs."""
-    first_seen: dict[str, float] = {}
-    by_key: dict[tuple[str, str], list[float]] = {}
+def _history_entries(
+    all_runs: list[RunData], envs: list[str], known: dict[tuple[str, str], RunMetrics], kept: list[dict] | None
+) -> list[dict]:
+    """History entries of the report's environments: the runs of the results folder, and
+    every run the results branch keeps (`kept`, bench/gitops/results_branch.py)."""
+    local = []
     for r in all_runs:
-        if r.env not in envs or not r.git_sha:
+        if r.env in envs and r.git_sha:
+            m = known.get((r.env, r.run_id)) or run_metrics(r)
+            git = r.meta.get("git") if isinstance(r.meta.get("git"), dict) else {}
+            local.append(
+                {
+                    "env": r.env,
+                    "run_id": r.run_id,
+                    "commit": r.git_sha,
+                    "dirty": git.get("dirty") is True,
+                    "start": r.start_time,
+                    "status": m.status,
+                    "experiment": r.meta.get("experiment"),
+                    "metrics": m.values,
+                    "provenance": provenance(r.meta),
+                }
+            )
+    return [e for e in merge(local, kept or []) if e.get("env") in envs]
+
+
+def _change_lines(entries: list[dict], result: CompareResult) -> list[str]:
+    """One line per confirmed change point of a headline metric in the report's experiment."""
+    lines = []
+    for key, points in sorted(series(entries).items()):
+        env, experiment, metric = key
+        if metric not in HEADLINE or (result.experiment and experiment != result.experiment):
             continue
-        first_seen[r.git_sha] = min(first_seen.get(r.git_sha, float("inf")), r.start_time or 0.0)
-        m = known.get((r.env, r.run_id)) or run_metrics(r)
-        if m.images_per_s is not None:
-            by_key.setdefault((r.env, r.git_sha), []).append(m.images_per_s)
-    order = {sha: i for i, sha in enumerate(sorted(first_seen, key=lambda s: (first_seen[s], s)))}
-    return [(env, order[sha], sha[:7], float(median(v) or 0.0)) for (env, sha), v in by_key.items()]
+        label = METRIC_BY_KEY[metric].label
+        for cp in change_points(key, points):
+            lines.append(
+                f"{cp.change:+.1%} {md(label)} on {md(env)} at `{code(cp.commit[:7])}` "
+                f"({fmt(cp.before)} → {fmt(cp.after)}, p = {cp.p_value:.2g}): {md(cp.changed, 400)}"
+            )
+    return lines
 
 
 def _select(all_runs: list[RunData], commit: str | None, only: set[Path] | None, results: Path):
@@ -201,7 +228,7 @@ def _select(all_runs: list[RunData], commit: str | None, only: set[Path] | None,
 
 
 def _draw_charts(
-    folder: Path, runs: list[RunData], all_runs: list[RunData], result: CompareResult
+    folder: Path, runs: list[RunData], result: CompareResult, entries: list[dict]
 ) -> tuple[list[dict[str, str]], list[str]]:
     """Every chart of the catalogue that has data, the summary bars and the history: (drawn, missing)."""
     for old in folder.glob("*.png"):
@@ -242,8 +269,7 @@ def _draw_charts(
                 "note": "Median per environment; whiskers span the fastest to the slowest run.",
             }
         )
-    known = {(m.env, m.run_id): m for m in result.runs}
-    if charts.history_chart(_history(all_runs, result.envs, known), folder / "history.png"):
+    if charts.history_chart(chart_points(entries, result.envs), folder / "history.png"):
         chart_list.append({"title": "History of images/s across commits", "file": "history.png", "note": ""})
     return chart_list, missing
 
@@ -311,9 +337,11 @@ def write_report(
     baseline: str | None = None,
     only: set[Path] | None = None,
     allow_dirty: bool = False,
+    history: list[dict] | None = None,
 ) -> ReportResult:
     """Report one commit's runs (or exactly the run folders in `only`, as `bench demo`
-    does for the runs it just made); the history chart uses every run in `results`."""
+    does for the runs it just made); the history chart uses every run in `results` and the
+    `history` entries of the results branch."""
     results, out = Path(results), Path(out)
     all_runs = find_runs(results, envs)
     if not all_runs:
@@ -337,7 +365,7 @@ def write_report(
             sweep_temp_dirs(out)  # left by a report killed half-way
             folder = temp_dir(final)  # built aside, renamed into place whole (never a 0-byte README.md)
             try:
-                _write_folder(folder, name, sha, runs, all_runs, chosen, result, results, starts)
+                _write_folder(folder, name, sha, runs, all_runs, chosen, result, results, starts, history)
                 replace_dir(folder, final)
                 index = write_index(out)
             finally:
@@ -359,9 +387,12 @@ def _write_folder(
     result: CompareResult,
     results: Path,
     starts: list[float],
+    history: list[dict] | None = None,
 ) -> None:
     """Every file of one report, into the hidden `folder` (the caller renames it into place)."""
-    chart_list, missing = _draw_charts(folder, chosen, all_runs, result)
+    known = {(m.env, m.run_id): m for m in result.runs}
+    entries = _history_entries(all_runs, result.envs, known, history)
+    chart_list, missing = _draw_charts(folder, chosen, result, entries)
     problems = _problems(runs, sha)
     (folder / "README.md").write_text(
         _readme(
@@ -375,6 +406,8 @@ def _write_folder(
             problems=problems,
             dirty=any(_dirty(r) for r in chosen),
             identity_table=identity_table(identity_rows(chosen, result.envs), result.envs),  # the compared runs
+            expected=[md(f.describe(), 600) for f in _outside_band(chosen, result)],
+            changes=_change_lines(entries, result),
         )
     )
     result.frame().to_csv(folder / "runs.csv", index=False, float_format="%.6g")
@@ -393,6 +426,14 @@ def _write_folder(
     }
     (folder / SUMMARY_JSON).write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
     os.chmod(folder, 0o755)  # mkdtemp makes 0700; a report folder is for everyone to read
+
+
+def _outside_band(chosen: list[RunData], result: CompareResult) -> list:
+    """Figures of the compared runs outside their environment's expected band (clusters/<env>/expected.yaml)."""
+    from bench.analysis.expected import outside
+
+    experiment = {(r.env, r.run_id): r.meta.get("experiment") for r in chosen}
+    return outside([(m.env, m.run_id, experiment.get((m.env, m.run_id)), m.values) for m in result.runs])
 
 
 def content_hash(runs: list[RunData]) -> str:

@@ -19,6 +19,29 @@ Runs started {{ first_start }} – {{ last_start }} (UTC). Written by `bench rep
 {% else -%}
 - Nothing to compare: no run produced figures (see *Data problems*).
 {% endfor %}
+{%- if expected %}
+
+## Outside the expected band
+
+Runs whose figures fall outside the band in their environment's `expected.yaml`
+(a reference with tolerances, changed only by pull request):
+
+{% for line in expected -%}
+- {{ line }}
+{% endfor %}
+{%- endif %}
+{%- if changes %}
+
+## Change points in the history
+
+Across every commit collected for these environments (the results folder and the
+`results` branch), confirmed by a Mann–Whitney U test of the runs on each side
+(`bench history` lists every metric):
+
+{% for line in changes -%}
+- {{ line }}
+{% endfor %}
+{%- endif %}
 
 ## Identical jobs?
 

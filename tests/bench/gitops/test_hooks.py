@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -149,6 +150,13 @@ def test_push_runs_the_local_env_and_commits_a_report(tmp_path: Path):
     report = git(bare, "show", f"{report_sha}:{folder}")
     assert sha[:12] in report and "local" in report
     assert "reports/README.md" in files
+    # the run's raw record is kept on the bare repository's results branch (issue 26)
+    assert "run record(s) kept on the results branch" in out, out
+    kept = git(bare, "ls-tree", "-r", "--name-only", "results").split()
+    run_json = next(f for f in kept if f.startswith("runs/local/") and f.endswith("/run.json"))
+    assert any(f.startswith(run_json.rsplit("/", 1)[0] + "/samples-") and f.endswith(".cols.xz") for f in kept)
+    assert json.loads(git(bare, "show", f"results:{run_json}"))["git"]["sha"] == sha
+    assert git(bare, "log", "--format=%an", "results").split("\n")[0] == BOT_NAME
 
 
 @pytest.mark.skipif(not (ROOT / "workflows/biggan/__main__.py").is_file(), reason="needs the workload")

@@ -1,0 +1,98 @@
+"""Every collected run of an environment, per metric and commit, and its change points.
+
+Reads the history entries of the `results` branch (bench archive writes them; no
+checkout needed) or, with `--results DIR`, of a results folder, and prints each
+confirmed change point: environment, metric, the commit where it starts, the median
+before -> after, the p-value, and what changed in the runs' provenance there.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from bench.errors import ConfigError
+
+HELP = "change points across every collected commit (results branch or folder)"
+
+
+def _fraction(text: str) -> float:
+    try:
+        value = float(text.rstrip("%")) / (100 if text.endswith("%") else 1)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a fraction (e.g. 5% or 0.05)") from None
+    if not 0 <= value < 10:
+        raise argparse.ArgumentTypeError(f"{text!r} is out of range")
+    return value
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--results", type=Path, default=None, help="read this results folder instead of the branch")
+    parser.add_argument("--env", default=None, help="only this environment (default: all)")
+    parser.add_argument("--metric", action="append", default=None, help="only this metric key (repeatable)")
+    parser.add_argument("--repo-dir", type=Path, default=Path("."), help="the repository clone (default: .)")
+    parser.add_argument("--branch", default="results", help="the results branch (default: results)")
+    parser.add_argument(
+        "--min-change", type=_fraction, default=0.05, help="smallest change of the median reported (default 5%%)"
+    )
+    parser.add_argument("--alpha", type=_fraction, default=0.05, help="largest p-value reported (default 0.05)")
+    parser.add_argument("--json", action="store_true", help="print the change points as JSON lines")
+
+
+def load(args: argparse.Namespace) -> tuple[list[dict], str]:
+    """(entries, where they came from)."""
+    from bench.analysis.history import folder_entries
+    from bench.gitops.results_branch import read_entries, results_ref, toplevel
+
+    if args.results is not None:
+        if not args.results.is_dir():
+            raise ConfigError(
+                f"no results folder {args.results}: pass --results DIR, or leave it out to read the branch"
+            )
+        return folder_entries(args.results, args.env), str(args.results)
+    root = toplevel(args.repo_dir)
+    ref = results_ref(root, args.branch) if root else None
+    if ref is None:
+        raise ConfigError(
+            f"no {args.branch} branch in {args.repo_dir} (fetch it: git fetch origin {args.branch}:{args.branch}), "
+            "or read a folder with --results DIR"
+        )
+    return read_entries(root, ref, args.env), ref
+
+
+def run(args: argparse.Namespace) -> int:
+    from bench.analysis.changepoints import change_points
+    from bench.analysis.history import series, usable
+    from bench.analysis.metrics import fmt
+
+    entries, source = load(args)
+    all_series = series(entries)
+    wanted = set(args.metric or [])
+    found = []
+    for key in sorted(all_series):
+        if wanted and key[2] not in wanted:
+            continue
+        found += change_points(key, all_series[key], alpha=args.alpha, min_change=args.min_change)
+    commits = {e["commit"] for e in entries if usable(e)}
+    out = sys.stdout
+    if args.json:
+        for cp in found:
+            print(json.dumps({**cp.__dict__, "change": cp.change}, sort_keys=True), file=out)
+        return 0
+    print(
+        f"history: {len(entries)} run(s), {len(commits)} commit(s), {len(all_series)} series from {source}; "
+        f"{len(found)} change point(s) (p <= {args.alpha:g}, change >= {args.min_change:.0%})",
+        file=out,
+    )
+    if found:
+        print("environment\tmetric\tcommit\tbefore -> after\tp-value\twhat changed", file=out)
+    for cp in found:
+        env = cp.env if len({k[1] for k in all_series if k[0] == cp.env}) == 1 else f"{cp.env} ({cp.experiment})"
+        print(
+            f"{env}\t{cp.metric}\t{cp.commit[:7]}\t{fmt(cp.before)} -> {fmt(cp.after)} ({cp.change:+.1%})\t"
+            f"{cp.p_value:.2g}\t{cp.changed}",
+            file=out,
+        )
+    return 0

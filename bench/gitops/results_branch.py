@@ -1,0 +1,297 @@
+"""Raw run records kept in git, on a `results` branch of the same repository.
+
+CI artifacts expire; a question asked months later ("was that drop the data loader or
+the GPU?") needs the records themselves. `archive` adds every run of a results folder
+that the branch does not hold yet, as one commit per collect:
+
+    runs/<env>/<run_id>/<file>     each record file as `bench collect` placed it; samples
+                                   and other large files compressed (bench/records/pack.py)
+    index/<env>/<run_id>.json      the run's history entry (figures, provenance, and the
+                                   record's files with their sha256)
+
+The branch is append-only: a run already there is never rewritten, and no commit is
+ever forced. It is written with git plumbing only (`hash-object`, a temporary index via
+GIT_INDEX_FILE, `write-tree`, `commit-tree`, `push`), so the user's work tree, index and
+checked-out branch are never touched. When the push is rejected because another
+collector got there first, the commit is rebuilt on the new tip and pushed again, as
+`bench publish` does (bench/gitops/publish.py). Every commit's tree holds every record,
+so a clone of the branch's tip alone (`git fetch --depth=1 origin results`) is enough to
+archive, restore or draw the history.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import lzma
+import os
+import random
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bench.atomic import LOCK_NAME
+from bench.errors import AtlasError, ConfigError
+from bench.gitops.publish import _REJECTED, _redact, bot_env, commit_message
+
+BRANCH = "results"
+RUNS = "runs"
+INDEX = "index"
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")
+
+
+@dataclass(frozen=True)
+class ArchiveResult:
+    status: str  # "pushed" | "committed" (no remote) | "nothing"
+    commit: str | None
+    added: tuple[str, ...]  # env/run_id of the runs this commit added
+    attempts: int
+    rebases: int
+
+
+def _git(repo: Path, *args: str, data: bytes | None = None, env: dict[str, str] | None = None, check: bool = True):
+    proc = subprocess.run(["git", *args], cwd=repo, input=data, capture_output=True, env={**os.environ, **(env or {})})
+    if check and proc.returncode != 0:
+        err = proc.stderr.decode(errors="replace").strip()
+        raise AtlasError(f"`git {' '.join(args[:3])}` failed in {repo}: {_redact(err)[:400]}")
+    return proc
+
+
+def toplevel(path: Path) -> Path | None:
+    """The git work tree (or bare repository) that holds `path`, None outside one."""
+    path = Path(path).resolve()
+    while not path.exists():
+        path = path.parent
+    if shutil.which("git") is None:  # no git here: no results branch either
+        return None
+    proc = _git(path if path.is_dir() else path.parent, "rev-parse", "--show-toplevel", check=False)
+    if proc.returncode == 0 and proc.stdout.strip():
+        return Path(proc.stdout.decode().strip())
+    bare = _git(path if path.is_dir() else path.parent, "rev-parse", "--is-bare-repository", check=False)
+    return path if bare.returncode == 0 and bare.stdout.strip() == b"true" else None
+
+
+def _rev(repo: Path, ref: str) -> str | None:
+    proc = _git(repo, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}", check=False)
+    return proc.stdout.decode().strip() or None if proc.returncode == 0 else None
+
+
+def results_ref(repo: Path, branch: str = BRANCH, remote: str = "origin") -> str | None:
+    """The ref that holds the results branch here: the local branch, else the remote's."""
+    for ref in (f"refs/heads/{branch}", f"refs/remotes/{remote}/{branch}"):
+        if _rev(repo, ref):
+            return ref
+    return None
+
+
+def fetch(repo: Path, remote: str, branch: str = BRANCH, depth: int | None = None) -> str | None:
+    """Fetch the remote's results branch into refs/remotes/<remote>/<branch>; its tip or None."""
+    args = ["fetch", "--quiet", "--no-tags"] + ([f"--depth={depth}"] if depth else [])
+    proc = _git(repo, *args, remote, f"+refs/heads/{branch}:refs/remotes/{remote}/{branch}", check=False)
+    if proc.returncode != 0:
+        err = proc.stderr.decode(errors="replace")
+        if "couldn't find remote ref" in err or "could not find remote ref" in err.lower():
+            return None
+        raise AtlasError(f"could not fetch {branch} from {remote}: {_redact(err.strip())[:400]}")
+    return _rev(repo, f"refs/remotes/{remote}/{branch}")
+
+
+def _held(repo: Path, tip: str | None) -> set[str]:
+    """env/run_id of every run the tree of `tip` holds."""
+    if not tip:
+        return set()
+    out = _git(repo, "ls-tree", "-r", "--name-only", tip, "--", f"{INDEX}/").stdout.decode()
+    return {line[len(INDEX) + 1 : -len(".json")] for line in out.splitlines() if line.endswith(".json")}
+
+
+def _run_dirs(results: Path) -> list[tuple[str, str, Path]]:
+    found = []
+    for env_dir in sorted(p for p in Path(results).iterdir() if p.is_dir() and _NAME.fullmatch(p.name)):
+        for run_dir in sorted(p for p in env_dir.iterdir() if p.is_dir() and _NAME.fullmatch(p.name)):
+            if (run_dir / "run.json").is_file():
+                found.append((env_dir.name, run_dir.name, run_dir))
+    return found
+
+
+def _blob(repo: Path, data: bytes) -> str:
+    return _git(repo, "hash-object", "-w", "--stdin", data=data).stdout.decode().strip()
+
+
+def _stage_run(repo: Path, env: str, run_id: str, run_dir: Path) -> list[tuple[str, str]]:
+    """Write one run's blobs; [(path in the tree, blob sha)], its index entry last."""
+    from bench.analysis.history import run_entry
+    from bench.records.pack import pack
+    from bench.records.read import load_run
+
+    entry = run_entry(load_run(run_dir, env))
+    files, staged = {}, []
+    for f in sorted(run_dir.iterdir()):
+        if f.name == LOCK_NAME or f.is_symlink() or not f.is_file() or not _NAME.fullmatch(f.name):
+            continue
+        raw = f.read_bytes()
+        stored, data = pack(f.name, raw)
+        files[f.name] = {"stored": stored, "sha256": hashlib.sha256(raw).hexdigest(), "bytes": len(raw)}
+        staged.append((f"{RUNS}/{env}/{run_id}/{stored}", _blob(repo, data)))
+    entry["files"] = files
+    text = json.dumps(entry, sort_keys=True, indent=1) + "\n"
+    staged.append((f"{INDEX}/{env}/{run_id}.json", _blob(repo, text.encode())))
+    return staged
+
+
+def _commit(repo: Path, tip: str | None, blobs: list[tuple[str, str]], message: str) -> str:
+    """A commit of tip's tree plus `blobs`, built in a temporary index (work tree untouched)."""
+    with tempfile.TemporaryDirectory(prefix="atlas-results-index-") as tmp:
+        env = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
+        if tip:
+            _git(repo, "read-tree", tip, env=env)
+        info = "".join(f"100644 {sha}\t{path}\n" for path, sha in blobs).encode()
+        _git(repo, "update-index", "--add", "--index-info", data=info, env=env)
+        tree = _git(repo, "write-tree", env=env).stdout.decode().strip()
+    parents = ["-p", tip] if tip else []
+    return _git(repo, "commit-tree", tree, *parents, "-m", message, env=bot_env()).stdout.decode().strip()
+
+
+def _set_local_branch(repo: Path, branch: str, sha: str) -> None:
+    """Move refs/heads/<branch> forward, unless it is checked out (its work tree is the user's)."""
+    head = _git(repo, "symbolic-ref", "--quiet", "HEAD", check=False).stdout.decode().strip()
+    if head != f"refs/heads/{branch}":
+        _git(repo, "update-ref", f"refs/heads/{branch}", sha)
+
+
+def archive(
+    repo: Path,
+    results: Path,
+    *,
+    remote: str | None = "origin",
+    branch: str = BRANCH,
+    attempts: int = 5,
+    depth: int | None = None,
+    pause_s: float = 0.5,
+) -> ArchiveResult:
+    """Add the runs of `results` the branch lacks, as one bot commit; push it (rebuild and
+    retry when the branch moved, never force). `remote=None` commits to the local branch."""
+    root = toplevel(repo)
+    if root is None:
+        raise ConfigError(f"{repo} is not inside a git repository: run `bench archive` in the repository clone")
+    if not re.fullmatch(r"[A-Za-z0-9._/-]{1,100}", branch) or ".." in branch:
+        raise ConfigError(f"branch {branch[:80]!r} is not a plain branch name")
+    if remote is not None and _git(root, "remote", "get-url", remote, check=False).returncode != 0:
+        raise ConfigError(f"git remote {remote!r} does not exist in {root}: pass --remote NAME")
+    if not Path(results).is_dir():
+        raise ConfigError(f"no results folder {results}: run `bench collect` first")
+    candidates = _run_dirs(Path(results))
+    staged: dict[str, list[tuple[str, str]]] = {}
+    rebases = 0
+    for attempt in range(1, max(1, attempts) + 1):
+        tip = fetch(root, remote, branch, depth) if remote is not None else _rev(root, f"refs/heads/{branch}")
+        held = _held(root, tip)
+        new = [(env, run_id, d) for env, run_id, d in candidates if f"{env}/{run_id}" not in held]
+        if not new:
+            if tip:
+                _set_local_branch(root, branch, tip)
+            return ArchiveResult("nothing", tip, (), attempt - 1, rebases)
+        for env, run_id, d in new:
+            if f"{env}/{run_id}" not in staged:
+                staged[f"{env}/{run_id}"] = _stage_run(root, env, run_id, d)
+        added = tuple(f"{env}/{run_id}" for env, run_id, _ in new)
+        envs = sorted({a.split("/")[0] for a in added})
+        subject = commit_message(f"results: {len(added)} run(s) of {', '.join(envs)}")
+        commit = _commit(root, tip, [b for key in added for b in staged[key]], subject)
+        if remote is None:
+            _git(root, "update-ref", f"refs/heads/{branch}", commit, tip or "0" * 40)
+            return ArchiveResult("committed", commit, added, attempt, rebases)
+        push = _git(root, "push", "--porcelain", remote, f"{commit}:refs/heads/{branch}", check=False)
+        if push.returncode == 0:
+            _git(root, "update-ref", f"refs/remotes/{remote}/{branch}", commit)
+            _set_local_branch(root, branch, commit)
+            return ArchiveResult("pushed", commit, added, attempt, rebases)
+        output = (push.stdout + push.stderr).decode(errors="replace")
+        if not _REJECTED.search(output):
+            raise AtlasError(f"git push of {branch} to {remote} failed (not a moved branch): {_redact(output)[:400]}")
+        if attempt < attempts:
+            time.sleep(pause_s * attempt * (0.5 + random.random()))
+            rebases += 1
+    raise AtlasError(
+        f"{remote}/{branch} kept moving: {attempts} pushes were rejected. Nothing was forced; "
+        "the records are still in the results folder: run `bench archive` again"
+    )
+
+
+def _cat(repo: Path, specs: list[str]) -> list[bytes | None]:
+    """`git cat-file --batch` for many objects at once (one process, not one per file)."""
+    if not specs:
+        return []
+    out = _git(repo, "cat-file", "--batch", data="".join(s + "\n" for s in specs).encode()).stdout
+    blobs: list[bytes | None] = []
+    pos = 0
+    for _ in specs:
+        end = out.index(b"\n", pos)
+        header = out[pos:end].split()
+        if len(header) == 2 and header[1] == b"missing":
+            blobs.append(None)
+            pos = end + 1
+            continue
+        size = int(header[2])
+        blobs.append(out[end + 1 : end + 1 + size])
+        pos = end + 1 + size + 1
+    return blobs
+
+
+def read_entries(repo: Path, ref: str, env: str | None = None) -> list[dict[str, Any]]:
+    """Every history entry on the branch (of one environment), read without a checkout."""
+    where = f"{INDEX}/{env}/" if env else f"{INDEX}/"
+    names = _git(repo, "ls-tree", "-r", "--name-only", ref, "--", where).stdout.decode().split("\n")
+    names = [n for n in names if n.endswith(".json")]
+    entries = []
+    for blob in _cat(repo, [f"{ref}:{n}" for n in names]):
+        try:
+            entry = json.loads(blob or b"")
+        except ValueError:
+            continue  # an entry that cannot be read is no history (the record is still there)
+        if isinstance(entry, dict) and entry.get("env") and entry.get("run_id"):
+            entries.append(entry)
+    return entries
+
+
+def restore(repo: Path, ref: str, results: Path, env: str | None = None) -> list[str]:
+    """Write every record of the branch (of one environment) the results folder lacks back
+    into it, byte for byte as collected (sha256 checked); env/run_id of those written."""
+    from bench.records.pack import unpack
+
+    written = []
+    for entry in read_entries(repo, ref, env):
+        e, run_id = entry["env"], entry["run_id"]
+        if not (_NAME.fullmatch(e) and _NAME.fullmatch(run_id)):
+            continue
+        dest = Path(results) / e / run_id
+        if dest.exists():
+            continue
+        files = entry.get("files") or {}
+        names = sorted(n for n in files if _NAME.fullmatch(n) and _NAME.fullmatch(str(files[n].get("stored"))))
+        blobs = _cat(repo, [f"{ref}:{RUNS}/{e}/{run_id}/{files[n]['stored']}" for n in names])
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{run_id}.", dir=dest.parent))  # renamed into place whole
+        try:
+            for name, blob in zip(names, blobs):
+                if blob is None:
+                    raise AtlasError(f"{ref}: {e}/{run_id}/{name} is listed but missing; the branch is damaged")
+                try:
+                    raw = unpack(name, str(files[name].get("stored")), blob)
+                except (ValueError, KeyError, lzma.LZMAError) as exc:
+                    raise AtlasError(
+                        f"{ref}: {e}/{run_id}/{name} cannot be unpacked ({exc}); it was not restored"
+                    ) from None
+                if hashlib.sha256(raw).hexdigest() != files[name]["sha256"]:
+                    raise AtlasError(f"{ref}: {e}/{run_id}/{name} does not match its sha256; it was not restored")
+                (tmp / name).write_bytes(raw)
+            tmp.chmod(0o755)
+            os.replace(tmp, dest)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        written.append(f"{e}/{run_id}")
+    return written

@@ -1,0 +1,174 @@
+"""The results branch: raw records kept in git, on real repositories in tmp folders."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from bench.errors import ConfigError
+from bench.gitops import results_branch
+from bench.gitops.publish import BOT_NAME
+from bench.gitops.results_branch import archive, read_entries, restore
+from bench.records.synthetic import RunSpec, write_run
+
+ENV = {
+    **os.environ,
+    "GIT_AUTHOR_NAME": "dev",
+    "GIT_AUTHOR_EMAIL": "dev@example.org",
+    "GIT_COMMITTER_NAME": "dev",
+    "GIT_COMMITTER_EMAIL": "dev@example.org",
+    "GIT_CONFIG_NOSYSTEM": "1",
+}
+
+
+def git(cwd: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=cwd, env=ENV, check=True, capture_output=True, text=True).stdout
+
+
+def clone_of_bare(tmp_path: Path, name: str = "dev") -> tuple[Path, Path]:
+    bare = tmp_path / "origin.git"
+    if not bare.exists():
+        git(tmp_path, "init", "--quiet", "--bare", "-b", "main", str(bare))
+        seed = tmp_path / "seed"
+        git(tmp_path, "clone", "--quiet", str(bare), str(seed))
+        (seed / "code.py").write_text("print('v1')\n")
+        git(seed, "add", "code.py")
+        git(seed, "commit", "--quiet", "-m", "code")
+        git(seed, "push", "--quiet", "origin", "HEAD:main")
+    work = tmp_path / name
+    git(tmp_path, "clone", "--quiet", str(bare), str(work))
+    return bare, work
+
+
+def run(results: Path, run_id: str, sha: str = "1" * 40, gpus: int = 1) -> Path:
+    return write_run(results, RunSpec(env="moc", run_id=run_id, sha=sha, gpus=gpus, duration_s=120))
+
+
+def test_archive_keeps_each_record_and_never_touches_the_work_tree(tmp_path: Path):
+    bare, work = clone_of_bare(tmp_path)
+    (work / "code.py").write_text("print('edited, not committed')\n")
+    (work / "new.txt").write_text("staged\n")
+    git(work, "add", "new.txt")
+    before = (git(work, "status", "--porcelain"), git(work, "rev-parse", "HEAD"), git(work, "diff", "--cached"))
+    results = tmp_path / "results"
+    first = run(results, "r1")
+
+    res = archive(work, results)
+    assert res.status == "pushed" and res.added == ("moc/r1",)
+    assert (git(work, "status", "--porcelain"), git(work, "rev-parse", "HEAD"), git(work, "diff", "--cached")) == before
+    assert git(work, "symbolic-ref", "HEAD").strip() == "refs/heads/main"
+    files = git(bare, "ls-tree", "-r", "--name-only", "results").split()
+    assert "index/moc/r1.json" in files and "runs/moc/r1/run.json" in files
+    assert "runs/moc/r1/samples-node1.csv.cols.xz" in files
+    author, subject = git(bare, "log", "-1", "--format=%an|%s", "results").strip().split("|")
+    assert author == BOT_NAME and subject.endswith("[skip ci]")
+    entry = json.loads(git(bare, "show", "results:index/moc/r1.json"))
+    raw = (first / "samples-node1.csv").read_bytes()
+    assert entry["files"]["samples-node1.csv"]["sha256"] == hashlib.sha256(raw).hexdigest()
+    assert entry["metrics"]["images_per_s"] > 0 and entry["provenance"]["driver"] == "535.00"
+
+    # a second collect adds one commit on top; what was kept is never rewritten
+    assert archive(work, results).status == "nothing"
+    run(results, "r2")
+    tip = git(bare, "rev-parse", "results").strip()
+    res2 = archive(work, results)
+    assert res2.added == ("moc/r2",)
+    assert git(bare, "rev-parse", "results^").strip() == tip
+    assert git(bare, "rev-parse", f"{tip}:runs/moc/r1") == git(bare, "rev-parse", "results:runs/moc/r1")
+
+
+def test_a_branch_that_moved_meanwhile_is_rebuilt_on_and_both_runs_land(tmp_path: Path, monkeypatch):
+    bare, mine = clone_of_bare(tmp_path, "mine")
+    _, theirs = clone_of_bare(tmp_path, "theirs")
+    run(tmp_path / "ours", "ours-1")
+    run(tmp_path / "other", "other-1")
+    archive(theirs, tmp_path / "other")  # the branch exists
+    real_fetch, calls = results_branch.fetch, []
+
+    def fetch_then_lose_the_race(*args, **kwargs):
+        tip = real_fetch(*args, **kwargs)
+        calls.append(tip)
+        if len(calls) == 1:  # another collector pushes between our fetch and our push
+            run(tmp_path / "other", "other-2")
+            archive(theirs, tmp_path / "other")
+        return tip
+
+    monkeypatch.setattr(results_branch, "fetch", fetch_then_lose_the_race)
+    res = archive(mine, tmp_path / "ours", pause_s=0.01)
+    assert res.status == "pushed" and res.rebases == 1 and res.attempts == 2
+    held = {e["run_id"] for e in read_entries(bare, "results")}
+    assert held == {"ours-1", "other-1", "other-2"}
+    assert int(git(bare, "rev-list", "--count", "results")) == 3  # one commit per collect, none forced
+
+
+def test_restore_gives_back_the_exact_files_from_a_shallow_clone(tmp_path: Path):
+    bare, work = clone_of_bare(tmp_path)
+    results = tmp_path / "results"
+    kept = run(results, "r1", gpus=2)
+    archive(work, results)
+    run(results, "r2")
+    archive(work, results)
+    shallow = tmp_path / "ci"
+    git(tmp_path, "clone", "--quiet", "--depth=1", "--branch", "main", f"file://{bare}", str(shallow))
+    assert results_branch.fetch(shallow, "origin", depth=1)
+    assert git(shallow, "rev-list", "--count", "origin/results").strip() == "1"  # only the tip
+    again = tmp_path / "again"
+    assert sorted(restore(shallow, "origin/results", again)) == ["moc/r1", "moc/r2"]
+    for f in kept.iterdir():
+        assert (again / "moc" / "r1" / f.name).read_bytes() == f.read_bytes(), f.name
+    assert restore(shallow, "origin/results", again) == []  # present runs are left alone
+
+
+def test_bad_places_are_one_clear_error(tmp_path: Path):
+    with pytest.raises(ConfigError, match="not inside a git repository"):
+        archive(tmp_path, tmp_path)
+    _, work = clone_of_bare(tmp_path)
+    with pytest.raises(ConfigError, match="remote 'nowhere' does not exist"):
+        archive(work, tmp_path, remote="nowhere")
+    with pytest.raises(ConfigError, match="no results folder"):
+        archive(work, tmp_path / "missing")
+
+
+def test_a_tampered_record_is_refused_and_nothing_half_written_is_left(tmp_path: Path):
+    bare, work = clone_of_bare(tmp_path)
+    results = tmp_path / "results"
+    run(results, "r1")
+    archive(work, results, remote=None)
+    # rewrite the kept run.json in a new commit, as a careless hand edit of the branch would
+    entry = json.loads(git(work, "show", "results:index/moc/r1.json"))
+    assert entry["files"]["run.json"]["stored"] == "run.json"
+    blob = subprocess.run(
+        ["git", "hash-object", "-w", "--stdin"], cwd=work, input=b"{}", capture_output=True, check=True
+    ).stdout.decode()
+    index = tmp_path / "tmp-index"
+    env = {**ENV, "GIT_INDEX_FILE": str(index)}
+    subprocess.run(["git", "read-tree", "results"], cwd=work, env=env, check=True)
+    info = f"100644 {blob.strip()}\truns/moc/r1/run.json\n"
+    subprocess.run(["git", "update-index", "--index-info"], cwd=work, env=env, input=info.encode(), check=True)
+    tree = subprocess.run(["git", "write-tree"], cwd=work, env=env, capture_output=True, check=True).stdout.decode()
+    commit = git(work, "commit-tree", tree.strip(), "-p", "results", "-m", "edit").strip()
+    git(work, "update-ref", "refs/heads/results", commit)
+    again = tmp_path / "again"
+    with pytest.raises(Exception, match="does not match its sha256"):
+        restore(work, "refs/heads/results", again)
+    assert not any(p.name.startswith(".") for p in (again / "moc").iterdir())  # no temporary left
+    assert not (again / "moc" / "r1").exists()
+
+
+def test_archive_command_with_nothing_collected_says_so(tmp_path: Path):
+    import sys
+
+    _, work = clone_of_bare(tmp_path)
+    p = subprocess.run(
+        [sys.executable, "-m", "bench", "archive", "--results", str(tmp_path / "none")],
+        cwd=work,
+        env=ENV,
+        capture_output=True,
+        text=True,
+    )
+    assert p.returncode == 0 and "nothing to keep" in p.stdout, p.stderr
