@@ -26,6 +26,7 @@ from bench.errors import AtlasError, ConfigError
 from bench.records.contract import EXIT_RUNNING, FINISHED_OK, RUN_JSON, STATUS_PREEMPTED, TRAIN_JSONL
 from bench.records.jobfiles import copy_record, read_json
 from bench.records.place import SKIPPED
+from bench.records.rebuild import final_stop
 from bench.targets import register
 from bench.targets.base import JobSpec, RunState, RunStatus, recorded_command
 from bench.targets.folder import JOB_LOG, SUBMIT_JSON, FolderTarget
@@ -181,6 +182,16 @@ class LocalTarget(FolderTarget):
         if state == EXIT_RUNNING:
             if alive:
                 return RunStatus(run_id, RunState.RUNNING, self._progress(run_dir), job_id, commit)
+            stop = final_stop(run_dir, record.get("start_time"))
+            if stop is not None:  # the recorder's final write was lost; the workload's log says how it ended
+                ok = stop.get("status") in FINISHED_OK
+                return RunStatus(
+                    run_id,
+                    RunState.COMPLETED if ok else RunState.FAILED,
+                    f"{stop.get('status')} (run.json's final write was lost; collect rebuilds it from {TRAIN_JSONL})",
+                    job_id,
+                    commit,
+                )
             return RunStatus(
                 run_id,
                 RunState.FAILED,
