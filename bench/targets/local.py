@@ -23,7 +23,7 @@ from typing import Any, ClassVar
 
 from bench.envs import REPO_ROOT
 from bench.errors import AtlasError, ConfigError
-from bench.records.contract import EXIT_RUNNING, FINISHED_OK, RUN_JSON, STATUS_PREEMPTED, TRAIN_JSONL
+from bench.records.contract import EXIT_RUNNING, FINISHED_OK, RUN_JSON, TRAIN_JSONL
 from bench.records.jobfiles import copy_record, read_json
 from bench.records.place import SKIPPED
 from bench.records.rebuild import final_stop
@@ -195,7 +195,8 @@ class LocalTarget(FolderTarget):
             return RunStatus(
                 run_id,
                 RunState.FAILED,
-                f"the recorder died before the job ended (run.json still says running); see {run_dir / JOB_LOG}",
+                f"the recorder died before the job ended (run.json still says running); see {run_dir / JOB_LOG}"
+                + resume_hint(run_dir),
                 job_id,
                 commit,
             )
@@ -208,9 +209,7 @@ class LocalTarget(FolderTarget):
             return RunStatus(run_id, RunState.CANCELLED, detail, job_id, commit)
         if state in FINISHED_OK and exit_info.get("code") == 0:
             return RunStatus(run_id, RunState.COMPLETED, detail, job_id, commit)
-        if state == STATUS_PREEMPTED:
-            detail += f" (a checkpoint was saved: run the same command again in {run_dir} to resume)"
-        return RunStatus(run_id, RunState.FAILED, detail, job_id, commit)
+        return RunStatus(run_id, RunState.FAILED, detail + resume_hint(run_dir), job_id, commit)
 
     def copy_run(self, run_id: str, into: Path) -> dict[str, Any]:
         """run.json, samples, train.jsonl and job.log; the submit time and pid are ours."""
@@ -237,6 +236,17 @@ class LocalTarget(FolderTarget):
         self.mark_cancelled(run_id)
         signal_own(info, signal.SIGTERM)
         return True
+
+
+def resume_hint(run_dir: Path) -> str:
+    """How to go on with a killed, failed or preempted run that left a checkpoint: its
+    command again (submit.json `command`), which resumes in the same folder."""
+    if not any((run_dir / "checkpoints").glob("ckpt-*.pt")):
+        return ""
+    return (
+        f" (a checkpoint was saved in {run_dir / 'checkpoints'}: to resume, run the command in "
+        f"{run_dir / SUBMIT_JSON} again from {REPO_ROOT}; it continues from the checkpoint in the same folder)"
+    )
 
 
 def record_finished(run_dir: Path) -> bool:

@@ -13,6 +13,8 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
+
 from bench.envs import Environment
 from bench.records.contract import samples_files
 from bench.records.place import freeze
@@ -96,3 +98,18 @@ def test_a_reruns_queue_wait_counts_only_until_the_first_attempt() -> None:
     env = Environment("loc", "local", Path("/nonexistent"), {"kind": "local"})
     frozen = freeze(record, env, {"submit_time": 1000.0, "start_time": None})
     assert frozen["scheduler"]["queue_wait_s"] == 0.5
+
+
+@pytest.mark.parametrize("status", ["killed", "failed", "running"])
+def test_a_killed_run_with_a_checkpoint_says_how_to_resume(tmp_path: Path, status: str) -> None:
+    runs = tmp_path / "runs"
+    target = target_class("local")(Environment("loc", "local", tmp_path, {"kind": "local", "runs_dir": str(runs)}))
+    run_dir = runs / "loc" / "r1"
+    (run_dir / "checkpoints").mkdir(parents=True)
+    (run_dir / "submit.json").write_text(json.dumps({"pid": None}))
+    (run_dir / "run.json").write_text(json.dumps({"exit": {"status": status, "code": None, "signal": "SIGKILL"}}))
+    assert "to resume" not in target.status("r1").detail  # no checkpoint: nothing to resume from
+    (run_dir / "checkpoints" / "ckpt-00000004.pt").write_bytes(b"bundle")
+    st = target.status("r1")
+    assert st.state == RunState.FAILED and "to resume, run the command in" in st.detail
+    assert str(run_dir / "submit.json") in st.detail
