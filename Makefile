@@ -110,6 +110,7 @@ ci-setup:
 ci-kubeconfig:
 	@test -n "$$OPENSHIFT_SERVER" || { echo "ci-kubeconfig: set OPENSHIFT_SERVER (https://api.<cluster>:6443)" >&2; exit 2; }
 	@test -n "$$OPENSHIFT_TOKEN" || { echo "ci-kubeconfig: set OPENSHIFT_TOKEN (the CI ServiceAccount's token)" >&2; exit 2; }
+	@$(VENV)/bin/python -m bench.gitops.ci_values kubeconfig  # no newline or quote reaches the file
 	@mkdir -p "$(dir $(KUBECONFIG_OUT))"
 	@umask 077; { printf '%s\n' 'apiVersion: v1' 'kind: Config' 'clusters:' '- name: cluster' '  cluster:' \
 	    "    server: \"$$OPENSHIFT_SERVER\""; \
@@ -128,6 +129,7 @@ ci-ssh:
 	test -n "$$SSH_KNOWN_HOSTS" || { echo "ci-ssh: set SSH_KNOWN_HOSTS (the login node's pinned host key line)" >&2; exit 2; }; \
 	test -n "$$SSH_USER" || { echo "ci-ssh: set SSH_USER (the cluster account)" >&2; exit 2; }; \
 	host=$$($(VENV)/bin/bench envs --host "$(ENV)" $(if $(CLUSTERS),--clusters "$(CLUSTERS)")) || exit 2; \
+	$(VENV)/bin/python -m bench.gitops.ci_values ssh "$$host" || exit 2; \
 	umask 077; mkdir -p "$(SSH_DIR)" && printf '%s\n' "$$SSH_KEY" > "$(SSH_DIR)/atlas_$(ENV)" && \
 	  printf '%s\n' "$$SSH_KNOWN_HOSTS" > "$(SSH_DIR)/atlas_known_hosts_$(ENV)" && \
 	  if ! grep -qs "^# atlas ci-ssh $(ENV)$$" "$(SSH_DIR)/config"; then printf '%s\n' "# atlas ci-ssh $(ENV)" \

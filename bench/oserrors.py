@@ -55,11 +55,7 @@ def writable_caches() -> None:
         return
     home = os.environ.get("HOME")
     config = Path(os.environ.get("XDG_CONFIG_HOME") or (Path(home) / ".config" if home else tempfile.gettempdir()))
-    probe = config / "matplotlib"
-    try:
-        probe.mkdir(parents=True, exist_ok=True)
-        if os.access(probe, os.W_OK):
-            return
-    except OSError:
-        pass
+    existing = next((p for p in (config / "matplotlib", config, *config.parents) if p.exists()), None)
+    if existing is not None and os.access(existing, os.W_OK):  # nothing is created here: only asked
+        return
     os.environ["MPLCONFIGDIR"] = tempfile.mkdtemp(prefix="atlas-mpl-")
