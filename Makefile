@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 EXTRAS := torch,train,slurm,openshift,github,dev
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 
-.PHONY: setup demo test lint format bench-train bench-gpu clean help slurm-up slurm-down
+.PHONY: setup demo test chaos lint format bench-train bench-gpu clean help slurm-up slurm-down
 
 help:
 	@echo "make demo   - set up .venv and run the main job on the local environments"
@@ -42,6 +42,14 @@ demo: setup
 test: setup lint lint-workflows
 	@if [ "$$(id -u)" = 0 ]; then scripts/podman-setup.sh || echo "make test: podman could not be set up (above); its tests will be skipped"; fi
 	$(PY) -m pytest $(PYTEST_ARGS); rc=$$?; if [ $$rc -eq 5 ]; then echo "pytest: no tests collected"; rc=0; fi; exit $$rc
+
+# The chaos test at full size (make test runs its default 20 trials): 60 seeded kills of the
+# workload, the recorder, collect and report; the closing line counts trials, kills landed, resumes.
+CHAOS_TRIALS ?= 60
+chaos: setup
+	@mkdir -p .atlas && rm -f .atlas/chaos.jsonl
+	ATLAS_CHAOS_TRIALS=$(CHAOS_TRIALS) ATLAS_CHAOS_LOG=$(CURDIR)/.atlas/chaos.jsonl $(PY) -m pytest -q tests/chaos -k random_kill; \
+	  rc=$$?; $(PY) -m tests.chaos.summary .atlas/chaos.jsonl; exit $$rc
 
 # ruff (settings in pyproject.toml): lint and format check, zero findings.
 lint: setup
