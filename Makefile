@@ -10,6 +10,7 @@ STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 help:
 	@echo "make demo   - set up .venv and run the main job on the local environments"
 	@echo "make test   - set up .venv, lint (ruff) and run the whole test suite"
+	@echo "make chaos  - the chaos test at 60 trials (kills landed, resumes seen)"
 	@echo "make lint / format - ruff check and format check / rewrite the tree with ruff format"
 	@echo "make bench-train ARGS='--experiment cifar' - training throughput benchmark (JSON)"
 	@echo "make bench-gpu [ARGS='--presets cifar --startup'] - GPU matrix: presets x variants, JSON lines + Markdown table"
