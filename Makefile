@@ -87,7 +87,7 @@ moc-render:
 # through environment variables and are written to files only, never echoed. Nothing here
 # names an environment: CI's jobs come from `bench envs` (ci-matrix), a Slurm login host
 # from the environment's inventory (ci-ssh ENV=NAME).
-.PHONY: lint-workflows lint-ansible ci-matrix ci-setup ci-kubeconfig ci-ssh ci-clean
+.PHONY: lint-workflows lint-ansible ci-matrix ci-dispatch-check ci-setup ci-kubeconfig ci-ssh ci-clean
 # In CI (RUNNER_TEMP set) credentials go under the job's temporary folder, removed by
 # `make ci-clean` in an always() step; on a workstation, where you would keep them.
 CI_CREDENTIALS := $(if $(RUNNER_TEMP),$(RUNNER_TEMP)/atlas-ci)
@@ -109,6 +109,12 @@ ci-matrix:
 	@test -n "$$GITHUB_OUTPUT" || { echo "ci-matrix: GITHUB_OUTPUT is not set (GitHub Actions sets it)" >&2; exit 2; }
 	@matrix=$$($(VENV)/bin/bench envs --json --remote --only "$$DEPLOY_ENVS") && \
 	  echo "matrix=$$matrix" >> "$$GITHUB_OUTPUT" && echo "ci-matrix: $$matrix"
+
+# workflow_dispatch: deploy only a commit on the default branch or the head of an open PR
+# (SHA; GITHUB_REPOSITORY, DEFAULT_BRANCH, GITHUB_TOKEN, GITHUB_API_URL from Actions).
+ci-dispatch-check:
+	@test -n "$$SHA" || { echo "ci-dispatch-check: set SHA (the commit to deploy)" >&2; exit 2; }
+	$(VENV)/bin/python -m bench.gitops.dispatch "$$SHA"
 
 # The credentials step of ENV's kind (`bench envs` field ci_setup: ci-kubeconfig, ci-ssh or none).
 ci-setup:
