@@ -98,3 +98,20 @@ def test_a_refusal_under_home_names_home(monkeypatch: pytest.MonkeyPatch, capsys
     monkeypatch.setattr(check, "run", refuse)
     assert cli.main(["check", "/srv/results"]) == 2
     assert f"HOME ({tmp_path}) is not writable" in capsys.readouterr().err
+
+
+def test_collect_into_a_read_only_results_folder_is_one_line(tmp_path: Path, read_only: Path) -> None:
+    import json
+
+    run_dir = tmp_path / "runs" / "local" / "20261123t030000-01234567-abcd"
+    run_dir.mkdir(parents=True)
+    record = {"schema_version": 1, "run_id": run_dir.name, "env": "local", "exit": {"status": "success", "code": 0}}
+    (run_dir / "run.json").write_text(json.dumps(record))
+    (run_dir / "submit.json").write_text(json.dumps({"pid": None}))
+    done = bench(
+        "collect", "--env", "local", "--results", str(read_only / "results"), ATLAS_RUNS_DIR=str(tmp_path / "runs")
+    )
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "read-only (EROFS)" in lines[0], lines
+    assert (run_dir / "run.json").read_text() == json.dumps(record)  # nothing recorded is touched
