@@ -19,11 +19,12 @@ def summary(path: Path) -> str:
     resumes = [r for r in rows if "resumed_from" in r]
     from_ckpt = sum(r["resumed_from"] is not None for r in resumes)
     lost = sum(r.get("lost_iterations", 0) for r in resumes)
+    lost_s = sum(r.get("lost_s", 0.0) for r in resumes)
     by_kind = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items()))
     return (
         f"chaos: {len(rows)} trials passed ({by_kind}); kills landed {landed}/{len(rows)} ({redrawn} redrawn); "
         f"resumes seen {len(resumes)} ({from_ckpt} from a checkpoint, {len(resumes) - from_ckpt} from the start; "
-        f"{lost} iterations of work lost in all)"
+        f"work lost and redone: {lost} logged iterations, {lost_s:.1f} s of training in all)"
     )
 
 

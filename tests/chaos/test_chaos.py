@@ -149,7 +149,9 @@ def checkpoint_iterations(run_dir: Path) -> list[int]:
     return sorted(int(p.name[5:13]) for p in (run_dir / "checkpoints").glob("ckpt-*.pt"))
 
 
-def kill_at(proc: subprocess.Popen, run_dir: Path, after_checkpoints: int, victim: str, then: float = 0.0) -> bool:
+def kill_at(
+    proc: subprocess.Popen, run_dir: Path, after_checkpoints: int, victim: str, then: float, killed_at: list[float]
+) -> bool:
     """SIGKILL the recorder (or its workload) once train.jsonl shows `after_checkpoints`
     checkpoint events (0: right after run_start) and no run_stop; True if the kill landed:
     the process was alive and its job had not finished. Waits for the process tree to end."""
@@ -171,6 +173,7 @@ def kill_at(proc: subprocess.Popen, run_dir: Path, after_checkpoints: int, victi
         if target is None or proc.poll() is not None:
             return False
         target.send_signal(signal.SIGKILL)
+        killed_at[0] = time.time()
     except psutil.NoSuchProcess:
         return False
     proc.wait(timeout=120)
@@ -189,7 +192,8 @@ def trial_record(rng: random.Random, tmp: Path, victim: str, reference: Referenc
             recorded(run_dir), cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
         )
         try:
-            landed = kill_at(proc, run_dir, after, victim, rng.uniform(0.0, 1.0))
+            killed_at = [time.time()]
+            landed = kill_at(proc, run_dir, after, victim, rng.uniform(0.0, 1.0), killed_at)
         finally:
             if proc.poll() is None:
                 proc.kill()
@@ -216,6 +220,9 @@ def trial_record(rng: random.Random, tmp: Path, victim: str, reference: Referenc
     assert later and min(later) > second["iteration"], "the resumed segment must continue after its checkpoint"
     lost = done_before - (saved[-1] if saved else 0)
     assert lost >= 0, (done_before, saved)
+    resumed_at = [e for e in killed if e["event"] == "checkpoint" and saved and e["iteration"] == saved[-1]]
+    since = float((resumed_at or [e for e in killed if e["event"] == "run_start"])[-1]["time"])
+    lost_s = max(0.0, killed_at[0] - since)  # training time after the checkpoint it resumed from: redone
     record = load_run(run_dir, collected=False)
     assert record.schema_problems == [], record.schema_problems
     meta = read_run_json(run_dir)
@@ -234,7 +241,13 @@ def trial_record(rng: random.Random, tmp: Path, victim: str, reference: Referenc
     assert ttt >= float(stop["time"]) - float(second["time"]) - 1e-6
     if reference.usd_per_s is not None:
         assert usd_per_s(metrics) == pytest.approx(reference.usd_per_s, rel=1e-6)  # every attempt's time, same rate
-    return {"landed": True, "draws": draw + 1, "resumed_from": second["resumed_from"], "lost_iterations": lost}
+    return {
+        "landed": True,
+        "draws": draw + 1,
+        "resumed_from": second["resumed_from"],
+        "lost_iterations": lost,
+        "lost_s": round(lost_s, 2),
+    }
 
 
 def trial_collect(rng: random.Random, tmp: Path, local_runs: tuple[Path, list[str]]) -> dict[str, Any]:
