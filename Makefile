@@ -5,11 +5,12 @@ PY     := $(VENV)/bin/python
 EXTRAS := torch,train,slurm,openshift,github,dev
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 
-.PHONY: setup demo test lint format bench-train bench-gpu clean help slurm-up slurm-down api-double
+.PHONY: setup demo test chaos lint format bench-train bench-gpu clean help slurm-up slurm-down api-double
 
 help:
 	@echo "make demo   - set up .venv and run the main job on the local environments"
 	@echo "make test   - set up .venv, lint (ruff) and run the whole test suite"
+	@echo "make chaos  - the chaos test at 60 trials (kills landed, resumes seen)"
 	@echo "make lint / format - ruff check and format check / rewrite the tree with ruff format"
 	@echo "make bench-train ARGS='--experiment cifar' - training throughput benchmark (JSON)"
 	@echo "make bench-gpu [ARGS='--presets cifar --startup'] - GPU matrix: presets x variants, JSON lines + Markdown table"
@@ -43,6 +44,14 @@ demo: setup
 test: setup lint lint-workflows
 	@if [ "$$(id -u)" = 0 ]; then scripts/podman-setup.sh || echo "make test: podman could not be set up (above); its tests will be skipped"; fi
 	$(PY) -m pytest $(PYTEST_ARGS); rc=$$?; if [ $$rc -eq 5 ]; then echo "pytest: no tests collected"; rc=0; fi; exit $$rc
+
+# The chaos test at full size (make test runs its default 20 trials): 60 seeded kills of the
+# workload, the recorder, collect and report; the closing line counts trials, kills landed, resumes.
+CHAOS_TRIALS ?= 60
+chaos: setup
+	@mkdir -p .atlas && rm -f .atlas/chaos.jsonl
+	ATLAS_CHAOS_TRIALS=$(CHAOS_TRIALS) ATLAS_CHAOS_LOG=$(CURDIR)/.atlas/chaos.jsonl $(PY) -m pytest -q tests/chaos -k random_kill; \
+	  rc=$$?; $(PY) -m tests.chaos.summary .atlas/chaos.jsonl; exit $$rc
 
 # ruff (settings in pyproject.toml): lint and format check, zero findings.
 lint: setup
@@ -84,7 +93,7 @@ api-double: setup
 # through environment variables and are written to files only, never echoed. Nothing here
 # names an environment: CI's jobs come from `bench envs` (ci-matrix), a Slurm login host
 # from the environment's inventory (ci-ssh ENV=NAME).
-.PHONY: lint-workflows lint-ansible ci-matrix ci-setup ci-kubeconfig ci-ssh ci-clean
+.PHONY: lint-workflows lint-ansible ci-matrix ci-dispatch-check ci-setup ci-kubeconfig ci-ssh ci-clean
 # In CI (RUNNER_TEMP set) credentials go under the job's temporary folder, removed by
 # `make ci-clean` in an always() step; on a workstation, where you would keep them.
 CI_CREDENTIALS := $(if $(RUNNER_TEMP),$(RUNNER_TEMP)/atlas-ci)
@@ -107,6 +116,12 @@ ci-matrix:
 	@matrix=$$($(VENV)/bin/bench envs --json --remote --only "$$DEPLOY_ENVS") && \
 	  echo "matrix=$$matrix" >> "$$GITHUB_OUTPUT" && echo "ci-matrix: $$matrix"
 
+# workflow_dispatch: deploy only a commit on the default branch or the head of an open PR
+# (SHA; GITHUB_REPOSITORY, DEFAULT_BRANCH, GITHUB_TOKEN, GITHUB_API_URL from Actions).
+ci-dispatch-check:
+	@test -n "$$SHA" || { echo "ci-dispatch-check: set SHA (the commit to deploy)" >&2; exit 2; }
+	$(VENV)/bin/python -m bench.gitops.dispatch "$$SHA"
+
 # The credentials step of ENV's kind (`bench envs` field ci_setup: ci-kubeconfig, ci-ssh or none).
 ci-setup:
 	@test -n "$(ENV)" || { echo "ci-setup: name the environment: make ci-setup ENV=<env>" >&2; exit 2; }
@@ -116,6 +131,7 @@ ci-setup:
 ci-kubeconfig:
 	@test -n "$$OPENSHIFT_SERVER" || { echo "ci-kubeconfig: set OPENSHIFT_SERVER (https://api.<cluster>:6443)" >&2; exit 2; }
 	@test -n "$$OPENSHIFT_TOKEN" || { echo "ci-kubeconfig: set OPENSHIFT_TOKEN (the CI ServiceAccount's token)" >&2; exit 2; }
+	@$(VENV)/bin/python -m bench.gitops.ci_values kubeconfig  # no newline or quote reaches the file
 	@mkdir -p "$(dir $(KUBECONFIG_OUT))"
 	@umask 077; { printf '%s\n' 'apiVersion: v1' 'kind: Config' 'clusters:' '- name: cluster' '  cluster:' \
 	    "    server: \"$$OPENSHIFT_SERVER\""; \
@@ -134,6 +150,7 @@ ci-ssh:
 	test -n "$$SSH_KNOWN_HOSTS" || { echo "ci-ssh: set SSH_KNOWN_HOSTS (the login node's pinned host key line)" >&2; exit 2; }; \
 	test -n "$$SSH_USER" || { echo "ci-ssh: set SSH_USER (the cluster account)" >&2; exit 2; }; \
 	host=$$($(VENV)/bin/bench envs --host "$(ENV)" $(if $(CLUSTERS),--clusters "$(CLUSTERS)")) || exit 2; \
+	$(VENV)/bin/python -m bench.gitops.ci_values ssh "$$host" || exit 2; \
 	umask 077; mkdir -p "$(SSH_DIR)" && printf '%s\n' "$$SSH_KEY" > "$(SSH_DIR)/atlas_$(ENV)" && \
 	  printf '%s\n' "$$SSH_KNOWN_HOSTS" > "$(SSH_DIR)/atlas_known_hosts_$(ENV)" && \
 	  if ! grep -qs "^# atlas ci-ssh $(ENV)$$" "$(SSH_DIR)/config"; then printf '%s\n' "# atlas ci-ssh $(ENV)" \

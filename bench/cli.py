@@ -76,8 +76,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     from bench.atomic import disk_full_error, is_disk_full
+    from bench.oserrors import is_refused_write, refused_write_line, writable_caches
     from bench.records.contract import EXIT_DISK_FULL, EXIT_USER_ERROR
 
+    writable_caches()
     try:
         return int(args._run(args) or 0)
     except DiskFullError as exc:
@@ -86,7 +88,10 @@ def main(argv: list[str] | None = None) -> int:
     except AtlasError as exc:
         print(f"bench {args.command}: error: {exc}", file=sys.stderr)
         return EXIT_USER_ERROR
-    except OSError as exc:  # ENOSPC/EDQUOT anywhere: named, never a traceback
+    except OSError as exc:  # ENOSPC/EDQUOT, EROFS/EACCES anywhere: named, never a traceback
+        if is_refused_write(exc):
+            print(f"bench {args.command}: error: {refused_write_line(exc)}", file=sys.stderr)
+            return EXIT_USER_ERROR
         if not is_disk_full(exc):
             raise
         print(f"bench {args.command}: error: {disk_full_error(exc)}", file=sys.stderr)

@@ -80,6 +80,8 @@ def comparison_shape_warnings(names: list[str], clusters_dir: Path = CLUSTERS_DI
             env = load_env(name, clusters_dir)
         except AtlasError:
             continue  # already reported as a problem
+        if check_shape(env.settings, name):
+            continue  # a shape no scheduler grants: reported as a problem, not compared
         groups[bool(env.get("local"))][name] = declared_shape(env.settings)
     return [w for group in (groups[False], groups[True]) for w in shape_warnings(group)]
 
@@ -101,6 +103,8 @@ def check_env(name: str, clusters_dir: Path = CLUSTERS_DIR) -> list[str]:
     errors = check_common(env.settings, where)
     if schema:  # unknown or dangerous keys, wrong types: the target never sees these settings
         return schema + [e for e in errors if e not in schema]
+    if check_shape(env.settings, where):  # the target builds its manifests from the shape: not from a bad one
+        return errors
     try:
         cls(env).check_files()  # the constructor runs check_settings()
     except AtlasError as exc:

@@ -57,16 +57,9 @@ def check_shape(settings: Mapping[str, Any], where: str) -> list[str]:
         return []
     if not isinstance(shape, dict):
         return [f"{where}: shape must be a mapping (nodes, gpus_per_node, cpus_per_gpu, memory_gib_per_gpu)"]
-    errors = []  # unknown keys: the kind's schema (bench.envschema) names them
-    if not _is_int(shape.get("nodes")) or shape["nodes"] < 1:
-        errors.append(f"{where}: shape.nodes must be an integer >= 1, got {shape.get('nodes')!r}")
-    if not _is_int(shape.get("gpus_per_node")) or shape["gpus_per_node"] < 0:
-        errors.append(f"{where}: shape.gpus_per_node must be an integer >= 0, got {shape.get('gpus_per_node')!r}")
-    for key in ("cpus_per_gpu", "memory_gib_per_gpu"):
-        value = shape.get(key)
-        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0):
-            errors.append(f"{where}: shape.{key} must be a positive number, got {value!r}")
-    return errors
+    from bench.limits import shape_problems  # unknown keys: the kind's schema (bench.envschema) names them
+
+    return shape_problems(shape, where)
 
 
 def declared_shape(settings: Mapping[str, Any]) -> Shape | None:

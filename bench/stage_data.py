@@ -7,11 +7,16 @@ the pre-staged copy is there (Slurm), and in both cases compares its sha256 with
 env.yaml names. This module is the fetch itself, standard library only, so it runs in the
 image unchanged:
 
-- idempotent: a file already there with the right sha256 is left alone (its sidecar
-  `<file>.sha256`, written after a verified copy, saves re-reading it when size and time match);
+- idempotent: a file already there with the right sha256 (hashed again: its sidecar
+  `<file>.sha256` is never taken on trust here) is left alone;
 - safe: the new copy goes to a temporary file beside the target, is hashed while written,
   and replaces the target only when the sha256 matches; a wrong checksum fails with one
   line and leaves the old file as it was;
+- bounded: https only unless `--allow-http`, the credential only to its origin, at most
+  data.size (or ATLAS_STAGE_MAX_BYTES) bytes, a short body named as such (bench.stage_http);
+  a fetch killed half-way leaves a `.partial` that the next fetch removes;
+- confined: data.file and a pvc: source path stay inside their mount (no `..`, no absolute
+  path on a volume);
 - sources: `https://` (an optional `Authorization` header from ATLAS_SOURCE_AUTHORIZATION),
   `s3://bucket/key` on any S3-compatible store (AWS Signature V4 from AWS_ACCESS_KEY_ID,
   AWS_SECRET_ACCESS_KEY, AWS_REGION and ATLAS_S3_ENDPOINT, all from a Secret), or a local
@@ -24,14 +29,20 @@ import argparse
 import datetime
 import hashlib
 import hmac
+import http.client
 import os
+import re
+import signal
 import sys
 import tempfile
+import time
 import urllib.parse
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
+
+from bench.stage_http import FetchRefused, announced_length, check_length, max_bytes, open_url
 
 CHUNK = 1 << 20
 EXIT_MISMATCH = 3
@@ -54,14 +65,10 @@ def sidecar(path: Path) -> Path:
 
 
 def current_sha256(path: Path) -> str | None:
-    """The sha256 of `path` (from a sidecar at least as new as the file, else by reading it)."""
+    """The sha256 of `path`, read from its bytes: a sidecar (even with the right size and
+    time) may describe another file written in place, so "already staged" is never its word."""
     if not path.is_file():
         return None
-    side = sidecar(path)
-    if side.is_file() and side.stat().st_mtime >= path.stat().st_mtime:
-        words = side.read_text().split()
-        if len(words) >= 3 and words[2] == str(path.stat().st_size):
-            return words[0]
     return sha256_file(path)
 
 
@@ -81,9 +88,44 @@ class DataSpec:
     credentials_secret: str | None = None  # Secret whose keys become the fetch's environment
     pvc: str = "atlas-data"
     mount: str = "/data"
+    size: int | None = None  # bytes: the most a fetch reads, and what the server must announce
+    allow_http: bool = False  # `bench stage-data --allow-http`: plain http for a trusted network
 
 
-DATA_KEYS = ("file", "sha256", "source", "s3_endpoint", "credentials_secret", "pvc", "mount")
+DATA_KEYS = ("file", "sha256", "source", "s3_endpoint", "credentials_secret", "pvc", "mount", "size")
+_CLAIM = re.compile(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?")  # a PVC name (DNS-1123 subdomain)
+
+
+def confined(path: str, absolute_ok: bool = False) -> bool:
+    """Does `path` stay inside the folder it is joined to: no `..`, no control characters,
+    and not absolute (unless `absolute_ok`: a Slurm data.file may name a pre-staged path)?"""
+    if not path or any(ord(c) < 32 for c in path) or ".." in path.split("/"):
+        return False
+    return absolute_ok or not path.startswith("/")
+
+
+def path_problems(data: dict[str, Any], kind: str | None) -> list[str]:
+    """data.file, a pvc: source and data.mount, each kept inside its volume."""
+    errors = []
+    on_volume = kind in ("kubernetes", "openshift")
+    file = data.get("file")
+    if isinstance(file, str) and not confined(file, absolute_ok=not on_volume):
+        where = "inside data.mount (a relative path)" if on_volume else "a path without `..`"
+        errors.append(f"data.file must be {where}, got {file!r}")
+    source = data.get("source")
+    if isinstance(source, str) and source.startswith("pvc:"):
+        claim, _, inner = source[len("pvc:") :].partition("/")
+        if not _CLAIM.fullmatch(claim) or not confined(inner):
+            errors.append(
+                f"data.source pvc:CLAIM/path must name a claim and a path inside it (no `..`), got {source!r}"
+            )
+    mount = data.get("mount")
+    if isinstance(mount, str) and (not mount.startswith("/") or not confined(mount, absolute_ok=True)):
+        errors.append(f"data.mount must be an absolute path without `..`, got {mount!r}")
+    size = data.get("size")
+    if size is not None and (isinstance(size, bool) or not isinstance(size, int) or size <= 0):
+        errors.append(f"data.size must be the file's size in bytes (an integer > 0), got {size!r}")
+    return errors
 
 
 def check_data(settings: dict[str, Any], where: str) -> list[str]:
@@ -96,24 +138,29 @@ def check_data(settings: dict[str, Any], where: str) -> list[str]:
         return [f"{where}: data must be a mapping ({', '.join(DATA_KEYS)})"]
     errors = []  # unknown keys: the kind's schema (bench.envschema) names them
     for key in DATA_KEYS:
-        if data.get(key) is not None and not isinstance(data[key], str):
+        if key != "size" and data.get(key) is not None and not isinstance(data[key], str):
             errors.append(f"{where}: data.{key} must be a string or null, got {data[key]!r}")
+    errors.extend(f"{where}: {p}" for p in path_problems(data, settings.get("kind")))
     sha = data.get("sha256")
     if isinstance(sha, str) and (len(sha) != 64 or any(c not in "0123456789abcdef" for c in sha.lower())):
         errors.append(f"{where}: data.sha256 must be 64 hex digits (`sha256sum FILE`), got {sha!r}")
     return errors
 
 
-def data_spec(settings: dict[str, Any], env: str, **overrides: str | None) -> DataSpec:
+def data_spec(settings: dict[str, Any], env: str, **overrides: Any) -> DataSpec:
     """The staging request for `env`, or StageError naming the missing setting."""
     data = dict(settings.get("data") or {})
+    allow_http = bool(overrides.pop("allow_http", None))
     data.update({k: v for k, v in overrides.items() if v})
     for key in ("file", "sha256"):
         if not data.get(key):
             raise StageError(
                 f"{env}: data.{key} is not set: put it under `data:` in clusters/{env}/env.yaml or pass --{key}"
             )
-    return DataSpec(**{k: data[k] for k in DATA_KEYS if data.get(k)})
+    problems = path_problems(data, settings.get("kind"))
+    if problems:
+        raise StageError(f"{env}: " + "; ".join(problems))
+    return DataSpec(**{k: data[k] for k in DATA_KEYS if data.get(k)}, allow_http=allow_http)
 
 
 def data_record(path: str | None) -> dict[str, Any]:
@@ -159,9 +206,9 @@ def sigv4_headers(
 def open_source(source: str, environ: dict[str, str] | None = None) -> IO[bytes]:
     """A readable stream of the source file."""
     env = os.environ if environ is None else environ
-    if source.startswith(("https://", "http://")):
+    if "://" in source and not source.startswith("s3://"):
         headers = {"Authorization": env["ATLAS_SOURCE_AUTHORIZATION"]} if env.get("ATLAS_SOURCE_AUTHORIZATION") else {}
-        return urllib.request.urlopen(urllib.request.Request(source, headers=headers), timeout=60)
+        return open_url(source, headers, env)
     if source.startswith("s3://"):
         missing = [k for k in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "ATLAS_S3_ENDPOINT") if not env.get(k)]
         if missing:
@@ -173,7 +220,7 @@ def open_source(source: str, environ: dict[str, str] | None = None) -> IO[bytes]
             "GET", url, env.get("AWS_REGION", "us-east-1"), env["AWS_ACCESS_KEY_ID"], env["AWS_SECRET_ACCESS_KEY"], now
         )
         headers.pop("host")
-        return urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=60)
+        return open_url(url, headers, env)
     path = Path(source)
     if not path.is_file():
         raise StageError(f"source {source} is not a file (https://..., s3://bucket/key or a mounted path)")
@@ -181,28 +228,71 @@ def open_source(source: str, environ: dict[str, str] | None = None) -> IO[bytes]
 
 
 # -- the fetch -------------------------------------------------------------------------
-def stage(source: str, dest: Path, expected: str, environ: dict[str, str] | None = None) -> str:
-    """Copy `source` to `dest` unless it is there already; verify sha256. Returns what happened."""
+PARTIAL_STALE_S = 600.0  # a .partial untouched this long belongs to a fetch that was killed
+
+
+def sweep_partials(dest: Path) -> None:
+    """Remove what killed fetches of `dest` left (a live fetch writes its file continuously)."""
+    for old in dest.parent.glob(f".{dest.name}.*.partial"):
+        try:
+            if time.time() - old.stat().st_mtime > PARTIAL_STALE_S:
+                old.unlink()
+        except OSError:
+            pass
+
+
+def _copy(source: str, src: IO[bytes], out: IO[bytes], digest: Any, limit: int) -> int:
+    received = 0
+    while True:
+        block = src.read(min(CHUNK, limit - received + 1))
+        if not block:
+            return received
+        received += len(block)
+        if received > limit:
+            raise StageError(f"{source} sent more than {limit} bytes (data.size or ATLAS_STAGE_MAX_BYTES); stopped")
+        digest.update(block)
+        out.write(block)
+
+
+def stage(
+    source: str,
+    dest: Path,
+    expected: str,
+    environ: dict[str, str] | None = None,
+    size: int | None = None,
+    root: Path | None = None,
+) -> str:
+    """Copy `source` to `dest` unless it is there already; verify sha256. Returns what happened.
+    `size`: the file's bytes (read no more, and a shorter body is "short"); `root`: the mount
+    `dest` must stay inside."""
     expected = expected.lower()
     if len(expected) != 64 or any(c not in "0123456789abcdef" for c in expected):
         raise StageError(f"the expected sha256 must be 64 hex digits, got {expected!r}")
+    if root is not None and not dest.resolve().is_relative_to(Path(root).resolve()):
+        raise StageError(f"{dest} is outside {root}: refused (data.file must stay inside its mount)")
     if current_sha256(dest) == expected:
-        if not sidecar(dest).is_file():
-            write_sidecar(dest, expected)
+        write_sidecar(dest, expected)
         return f"already staged: {dest} (sha256 {expected[:12]})"
+    env = os.environ if environ is None else environ
     dest.parent.mkdir(parents=True, exist_ok=True)
+    sweep_partials(dest)
+    what = "the existing file is untouched" if dest.exists() else "nothing was written"
     digest = hashlib.sha256()
     fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".partial", dir=dest.parent)
     try:
         with os.fdopen(fd, "wb") as out, open_source(source, environ) as src:
-            for block in iter(lambda: src.read(CHUNK), b""):
-                digest.update(block)
-                out.write(block)
+            announced = announced_length(src)
+            received = _copy(source, src, out, digest, check_length(source, announced, size, max_bytes(env)))
             out.flush()
             os.fsync(out.fileno())
+        whole = announced if announced is not None else size
+        if whole is not None and received < whole:
+            raise StageError(
+                f"short body from {source}: received {received} of {whole} bytes (the transfer ended early); "
+                f"{what}. Run stage-data again"
+            )
         got = digest.hexdigest()
         if got != expected:
-            what = "the existing file is untouched" if dest.exists() else "nothing was written"
             raise StageError(
                 f"checksum mismatch for {source}: expected sha256 {expected[:12]}…, got {got[:12]}…; {what}. "
                 "Fix the source or data.sha256 in env.yaml (the sha256sum of the file prepare-data wrote)"
@@ -210,6 +300,10 @@ def stage(source: str, dest: Path, expected: str, environ: dict[str, str] | None
         os.replace(tmp, dest)
         write_sidecar(dest, got)
         return f"staged: {dest} (sha256 {got[:12]})"
+    except FetchRefused as exc:
+        raise StageError(f"{exc}; {what}") from None
+    except http.client.HTTPException as exc:  # IncompleteRead and kin: the server died mid-body
+        raise StageError(f"short body from {source} ({type(exc).__name__}); {what}. Run stage-data again") from None
     except OSError as exc:
         raise StageError(f"copying {source} to {dest} failed: {exc}") from None
     finally:
@@ -224,10 +318,15 @@ def main(argv: list[str] | None = None) -> int:
     fetch.add_argument("--source", required=True)
     fetch.add_argument("--dest", required=True, type=Path)
     fetch.add_argument("--sha256", required=True)
+    fetch.add_argument("--size", type=int, default=None, help="the file's size in bytes: read no more")
+    fetch.add_argument("--root", type=Path, default=None, help="the mount DEST must stay inside")
+    fetch.add_argument("--allow-http", action="store_true", help="fetch plain http:// too (also: ATLAS_ALLOW_HTTP=1)")
     check = sub.add_parser("check", help="does DEST exist with this sha256?")
     check.add_argument("--dest", required=True, type=Path)
     check.add_argument("--sha256", required=True)
     args = parser.parse_args(argv)
+    # SIGTERM (a deleted Job, a killed pod) unwinds like an error: the .partial is removed.
+    previous = signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     try:
         if args.action == "check":
             got = current_sha256(args.dest)
@@ -237,11 +336,14 @@ def main(argv: list[str] | None = None) -> int:
                 )
             print(f"ok: {args.dest} (sha256 {got[:12]})")
             return 0
-        print(stage(args.source, args.dest, args.sha256))
+        environ = dict(os.environ, ATLAS_ALLOW_HTTP="1") if args.allow_http else None
+        print(stage(args.source, args.dest, args.sha256, environ, size=args.size, root=args.root))
         return 0
     except StageError as exc:
         print(f"stage-data: {exc}", file=sys.stderr)
         return EXIT_MISMATCH if "checksum mismatch" in str(exc) else 1
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 if __name__ == "__main__":

@@ -33,7 +33,9 @@ def run(args: argparse.Namespace) -> int:
         if st.state.finished:
             print(f"already finished: {args.env}/{st.run_id} ({st.state.value}); left as it is")
             continue
-        target.cancel(st.run_id)
+        if target.cancel(st.run_id) is False:  # the record turned final meanwhile: never signalled
+            print(f"already finished: {args.env}/{st.run_id} (its record is final); left as it is")
+            continue
         cancelled += 1
         print(f"cancelled: {args.env}/{st.run_id} (job {st.scheduler_job_id or '-'}); it will not be resubmitted")
     if not runs:

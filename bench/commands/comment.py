@@ -1,7 +1,9 @@
 """Upsert the pull request's one benchmark comment (found again by a hidden marker).
 
-Either post a Markdown file (`--body-file`; `--artifact DIR` takes the file and the PR
-number from what `bench pr` wrote, e.g. a fork PR's uploaded artifact), or write the
+Either post a Markdown file (`--body-file`), or render the comment from a PR job's
+artifact (`--artifact DIR`: the PR, head and base from DIR/pr.json, the numbers from the
+run records under DIR/results, checked and rendered here with this checkout's template;
+the artifact's own comment.md is never posted, since the PR's code wrote it), or write the
 comparison of the PR's runs with the merge-base's runs from a results tree (`--results
 --head --base`, verdicts within each environment's own history) to `--out` and post that.
 The Markdown is on disk before anything is sent, so an API failure (bad token, fork
@@ -9,7 +11,8 @@ token, rate limit) loses nothing: fix the cause and post the same file again. Th
 comes from GITHUB_TOKEN and is never printed. Only a comment that carries the marker AND
 was written by the token's own account (GET /user; an Actions GITHUB_TOKEN writes as
 github-actions[bot]; ATLAS_COMMENT_LOGIN names another account) is edited: a comment
-anyone else planted the marker in is left alone.
+anyone else planted the marker in is left alone. The marker names this repository and
+its Atlas workflow (bench.gitops.github.marker_for).
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         type=Path,
         default=None,
         metavar="DIR",
-        help="post DIR/comment.md to the PR named in DIR/pr.json (what `bench pr` writes; read as data only)",
+        help="render the comment from DIR/results for the PR in DIR/pr.json (what `bench pr` writes; data only)",
     )
     p.add_argument(
         "--results",
@@ -92,7 +95,11 @@ def _read_artifact(args: argparse.Namespace) -> Path:
     import json
     import re
 
-    meta_path, body = args.artifact / "pr.json", args.artifact / "comment.md"
+    from bench.analysis.regression import parse_thresholds
+    from bench.names import check_name
+    from bench.render.comment import render_pr_body
+
+    meta_path = args.artifact / "pr.json"
     try:
         meta = json.loads(meta_path.read_text())
     except (OSError, ValueError) as exc:
@@ -111,11 +118,26 @@ def _read_artifact(args: argparse.Namespace) -> Path:
         raise ConfigError(f"{meta_path} is for PR #{pr}, not #{args.pr}")
     if args.expect_head_sha and args.expect_head_sha != head:
         raise ConfigError(f"{meta_path} measured {head}, not the expected {args.expect_head_sha}: not commenting")
+    base = meta.get("base_sha")
+    if not isinstance(base, str) or not re.fullmatch(r"[0-9a-f]{40}", base):
+        raise ConfigError(f"{meta_path}: 'base_sha' must be a 40-hex commit sha, got {base!r}")
+    envs = meta.get("envs")
+    if envs is not None and not (isinstance(envs, list) and all(isinstance(e, str) for e in envs)):
+        raise ConfigError(f"{meta_path}: 'envs' must be a list of environment names")
+    for env in envs or []:
+        check_name(env, f"{meta_path}: environment")
     args.pr = pr
     args.expect_head_sha = args.expect_head_sha or head
-    if not body.is_file():
-        raise ConfigError(f"{body} does not exist: the PR job did not write its comment")
-    return body
+    results = args.artifact / "results"
+    if not results.is_dir():
+        raise ConfigError(f"{results} does not exist: the PR job uploaded no run records")
+    body = render_pr_body(
+        results, head, base, args.envs or envs or None, parse_thresholds(args.threshold), args.report_url
+    )  # the numbers from the records, checked by load_run; the words from this checkout's template
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(body)
+    print(f"bench comment: rendered {args.out} from {results}")
+    return args.out
 
 
 def _body_path(args: argparse.Namespace) -> Path:
@@ -152,14 +174,20 @@ def run(args: argparse.Namespace) -> int:
     path = _body_path(args)
     body = path.read_text()
     if args.dry_run:
-        print(github.with_marker(body))
+        print(github.with_marker(body, github.marker_for(args.repo)))
         return 0
     if args.no_post:
         return 0
     try:
         token = github.token_from_env()
         result = github.upsert_comment(
-            args.repo, args.pr, body, token, api_url=args.api_url, expect_head_sha=args.expect_head_sha
+            args.repo,
+            args.pr,
+            body,
+            token,
+            api_url=args.api_url,
+            expect_head_sha=args.expect_head_sha,
+            marker=github.marker_for(args.repo),
         )
     except AtlasError as exc:
         raise type(exc)(f"{exc} (nothing is lost: the comment is still in {path})") from None

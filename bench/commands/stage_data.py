@@ -5,7 +5,10 @@ S3-compatible `s3://bucket/key` with `data.s3_endpoint` and a `data.credentials_
 holding AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, or `pvc:CLAIM/path`), verifies its
 sha256 and leaves an already staged file alone. Slurm: checks that the pre-staged file
 (`data_path`/`data.file`) is there with that sha256. A wrong checksum fails with one line
-and leaves the old file. Settings come from `data:` in clusters/<env>/env.yaml.
+and leaves the old file. The fetch uses https only (`--allow-http` for a trusted network),
+sends ATLAS_SOURCE_AUTHORIZATION only to the source's origin, reads at most `data.size`
+bytes, and keeps data.file and a pvc: path inside their volumes.
+Settings come from `data:` in clusters/<env>/env.yaml.
 """
 
 from __future__ import annotations
@@ -20,6 +23,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--file", default=None, help="data file name on the data volume / under data_path (data.file)")
     parser.add_argument("--sha256", default=None, help="the file's sha256, as `sha256sum` prints it (data.sha256)")
     parser.add_argument("--source", default=None, help="OpenShift: https://..., s3://bucket/key or pvc:CLAIM/path")
+    parser.add_argument(
+        "--allow-http", action="store_true", help="let the fetch use plain http:// (a trusted network only)"
+    )
     parser.add_argument("--timeout", type=float, default=3600, metavar="SECONDS", help="give up after (default 3600)")
 
 
@@ -30,7 +36,14 @@ def run(args: argparse.Namespace) -> int:
 
     target = target_for(args.env)
     try:
-        spec = data_spec(target.env.settings, args.env, file=args.file, sha256=args.sha256, source=args.source)
+        spec = data_spec(
+            target.env.settings,
+            args.env,
+            file=args.file,
+            sha256=args.sha256,
+            source=args.source,
+            allow_http=args.allow_http,
+        )
     except StageError as exc:
         raise AtlasError(str(exc)) from None
     print(target.stage_data(spec, args.timeout))

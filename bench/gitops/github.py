@@ -23,6 +23,15 @@ from github3 import exceptions as gh_errors
 from bench.errors import AtlasError, ConfigError
 
 MARKER = "<!-- atlas-bench:pr-comment -->"
+WORKFLOW = "pr-bench"  # the workflow whose runs the comment reports (.github/workflows/pr-bench.yml)
+
+
+def marker_for(repo: str) -> str:
+    """The hidden marker of this repository's Atlas PR workflow: a comment carrying another
+    repository's (or a bare, copied) marker is never taken for ours."""
+    return f"<!-- atlas-bench:pr-comment repo={repo} workflow={WORKFLOW} -->"
+
+
 # An Actions GITHUB_TOKEN is an app installation token: GET /user answers 403 for it
 # (https://docs.github.com/en/rest/users/users#get-the-authenticated-user), and its
 # comments are written by this account.
@@ -143,7 +152,7 @@ def upsert_comment(
             raise AtlasError(f"{step}: not found")
         login = token_login(gh, step)
         existing = next(
-            (c for c in issue.comments() if marker in (c.body or "") and _author(c) == login.lower()),
+            (c for c in issue.comments() if (c.body or "").startswith(marker) and _author(c) == login.lower()),
             None,
         )
         if existing is None:

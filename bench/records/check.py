@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from bench.records.contract import FINISHED_OK, RUN_JSON, TRAIN_JSONL
+from bench.records.sampling import first_start, gap_problems
 
 # (column suffix, low, high, what it is): the bounds a sample value can physically take.
 # CPU % of the process tree is % of one core, so its bound scales with the cores.
@@ -49,6 +50,8 @@ def meta_problems(meta: dict[str, Any], run_dir: Path, collected: bool) -> list[
         out.append(
             f"{RUN_JSON}: config_sha256 is missing for a finished run (which configuration it trained is unknown)"
         )
+    if _section(meta, "exit").get("rebuilt"):
+        out.append(f"{RUN_JSON}: exit rebuilt at collect ({_section(meta, 'exit')['rebuilt']})")
     start, end = _num(meta.get("start_time")), _num(meta.get("end_time"))
     if start is not None and end is not None and end < start:
         out.append(f"{RUN_JSON}: end_time {end} is before start_time {start}")
@@ -92,11 +95,12 @@ def samples_problems(name: str, df: pd.DataFrame, meta: dict[str, Any]) -> list[
     backwards = int((np.diff(t) < 0).sum())
     if backwards:
         out.append(f"{name}: sample time goes backwards {backwards} time(s) (clock stepped, or rows mixed up)")
-    start, end = _num(meta.get("start_time")), _num(meta.get("end_time"))
+    start, end = first_start(meta), _num(meta.get("end_time"))  # a resumed run's samples begin at its first attempt
     if len(t) and start is not None and t[0] < start - TIME_SLACK_S:
         out.append(f"{name}: first sample at {t[0]:.3f} is before the run started ({start:.3f})")
     if len(t) and end is not None and t[-1] > end + TIME_SLACK_S:
         out.append(f"{name}: last sample at {t[-1]:.3f} is after the run ended ({end:.3f})")
+    out.extend(gap_problems(name, t, meta))
     hw = _section(meta, "hardware")
     cores = _num(hw.get("cpu_cores_logical"))
     bounds: list[tuple[str, float | None, float | None, str]] = [

@@ -26,6 +26,8 @@ from bench.envs import Environment
 from bench.errors import AtlasError
 from bench.records.contract import RUN_JSON, SCHEMA_VERSION, queue_wait_s
 from bench.records.jobfiles import JobFileRefused, read_bytes, sweep
+from bench.records.rebuild import rebuild_lost_final_write
+from bench.records.sampling import first_start
 from bench.records.schema import schema_problems
 
 # A fetch may return this key beside the scheduler's facts: what it refused to copy.
@@ -100,7 +102,9 @@ def freeze(record: dict[str, Any], env: Environment, scheduler: dict[str, Any]) 
     the environment's facts frozen. Keys the target does not know (None) are kept."""
     sched = dict(record.get("scheduler") or {}) if isinstance(record.get("scheduler"), dict) else {}
     sched.update({k: v for k, v in scheduler.items() if v is not None})
-    wait = queue_wait_s(sched.get("submit_time"), sched.get("start_time"))
+    # Queued until the FIRST attempt started: a rerun or requeue in the same folder is not queue time.
+    starts = [t for t in (sched.get("start_time"), first_start(record)) if isinstance(t, (int, float))]
+    wait = queue_wait_s(sched.get("submit_time"), min(starts) if starts else None)
     if wait is not None:
         sched["queue_wait_s"] = wait
     record["scheduler"] = sched
@@ -153,7 +157,7 @@ def _place_locked(dest: Path, env: Environment, run_id: str, fetch: Callable[[Pa
             ) from exc
         problems: tuple[str, ...] = ()
         if isinstance(record, dict) and record.get("schema_version") == SCHEMA_VERSION:
-            record = freeze(record, env, facts)
+            record = freeze(rebuild_lost_final_write(record, tmp), env, facts)  # a lost final write: from train.jsonl
             problems = tuple(schema_problems(record))
             write_json_atomic(path, record)
         else:

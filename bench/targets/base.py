@@ -122,7 +122,8 @@ class Target(ABC):
         """
 
     @abstractmethod
-    def cancel(self, run_id: str) -> None: ...
+    def cancel(self, run_id: str) -> bool | None:
+        """Stop the run; False when it was left alone because its record is already final."""
 
     def stage_data(self, spec: Any, timeout_s: float = 3600) -> str:
         """Put the data file `spec` (bench.stage_data.DataSpec) where this env's jobs read it,

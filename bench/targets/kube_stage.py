@@ -38,7 +38,8 @@ def stage_job(target: Any, spec: DataSpec, image: str, timeout_s: float) -> dict
         "name": "stage",
         "image": image,
         "command": ["python", "-m", "bench.stage_data", "fetch", "--source", source, "--dest", dest,
-                    "--sha256", spec.sha256],
+                    "--sha256", spec.sha256, "--root", spec.mount]
+                   + (["--size", str(spec.size)] if spec.size else []),
         "resources": {"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"cpu": "1", "memory": "1Gi"}},
         "volumeMounts": mounts,
         # The fetch's one-line error becomes the container's termination message.
@@ -51,6 +52,8 @@ def stage_job(target: Any, spec: DataSpec, image: str, timeout_s: float) -> dict
     }  # fmt: skip
     if spec.s3_endpoint:
         container["env"] = [{"name": "ATLAS_S3_ENDPOINT", "value": spec.s3_endpoint}]
+    if spec.allow_http:  # `bench stage-data --allow-http`: the in-cluster fetch may use plain http
+        container.setdefault("env", []).append({"name": "ATLAS_ALLOW_HTTP", "value": "1"})
     if spec.credentials_secret:
         container["envFrom"] = [{"secretRef": {"name": spec.credentials_secret}}]
     job = {

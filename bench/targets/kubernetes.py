@@ -28,7 +28,7 @@ from typing import Any, ClassVar
 
 from bench.errors import AtlasError, ConfigError
 from bench.records.place import SKIPPED
-from bench.shape import Shape, declared_shape
+from bench.shape import Shape, check_shape, declared_shape
 from bench.targets import pytorchjob as kf
 from bench.targets import register
 from bench.targets.base import JobSpec, RunState, RunStatus, Target
@@ -127,6 +127,9 @@ class KubernetesTarget(JobStatusReader, RecordCopier, PyTorchJobRunner, Target):
             problems.append(f"job_template {s['job_template']!r} does not exist in {self.env.folder}")
         if problems:
             raise ConfigError(f"{self.env.folder / 'env.yaml'}: " + "; ".join(problems))
+        shape_errors = check_shape(s, str(self.env.folder / "env.yaml"))  # never a manifest from a bad shape
+        if shape_errors:
+            raise ConfigError("; ".join(shape_errors))
         # The Job template is what every run sends: check it strictly now (no cluster needed).
         template = self.env.folder / s["job_template"]
         problems = validate_objects([load_job_template(template)])

@@ -23,22 +23,16 @@ from typing import Any, ClassVar
 
 from bench.envs import REPO_ROOT
 from bench.errors import AtlasError, ConfigError
-from bench.records.contract import EXIT_RUNNING, FINISHED_OK, RUN_JSON, STATUS_PREEMPTED, TRAIN_JSONL
+from bench.records.contract import EXIT_RUNNING, FINISHED_OK, RUN_JSON, TRAIN_JSONL
 from bench.records.jobfiles import copy_record, read_json
 from bench.records.place import SKIPPED
+from bench.records.rebuild import final_stop
 from bench.targets import register
 from bench.targets.base import JobSpec, RunState, RunStatus, recorded_command
 from bench.targets.folder import JOB_LOG, SUBMIT_JSON, FolderTarget
+from bench.targets.process_identity import identity, is_own, signal_own, valid_pid
 
 LOCAL_KEYS = {"kind", "description", "local", "hardware", "cost", "shape", "data", "runs_dir", "interval_s"}
-
-
-def valid_pid(value: Any) -> int | None:
-    """`value` as a process id we may signal, or None: never 0, 1 or negative (os.kill(-1)
-    signals every process of the user; 0 our own group; 1 is init), never a bool or a text."""
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 < value < 2**22:
-        return None
-    return value
 
 
 @register("local")
@@ -101,7 +95,7 @@ class LocalTarget(FolderTarget):
                 json.dumps(
                     {
                         "run_id": job.run_id,
-                        "pid": proc.pid,
+                        **identity(proc.pid),  # pid, its start time and the boot: checked before any signal
                         "submit_time": submit_time,
                         "commit": job.commit,
                         "experiment": job.experiment,
@@ -125,23 +119,14 @@ class LocalTarget(FolderTarget):
             info["pid"] = None
         return info
 
-    def _alive(self, pid: int | None) -> bool:
-        if valid_pid(pid) is None:
-            return False
-        child = self._children.get(pid)
+    def _alive(self, info: dict[str, Any]) -> bool:
+        """Is the run's own process (pid, start time, boot: process_identity) alive? A pid
+        now owned by another process reads as not alive, so collect does not wait for it."""
+        pid = valid_pid(info.get("pid"))
+        child = self._children.get(pid) if pid is not None else None
         if child is not None:
             return child.poll() is None  # also reaps it, so no zombie lingers
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
-        try:  # a zombie of another process still "exists": look at its state
-            with open(f"/proc/{pid}/stat") as fh:
-                return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
-        except OSError:
-            return True
+        return is_own(info)
 
     @staticmethod
     def _progress(run_dir: Path) -> str:
@@ -171,7 +156,7 @@ class LocalTarget(FolderTarget):
             raise AtlasError(f"no run {run_id!r} in environment {self.env.name} (looked in {run_dir})")
         info = self.submit_info(run_id)
         pid = info.get("pid")
-        alive = self._alive(pid)
+        alive = self._alive(info)
         commit = info.get("commit")
         job_id = str(pid) if pid else None
         try:
@@ -197,10 +182,21 @@ class LocalTarget(FolderTarget):
         if state == EXIT_RUNNING:
             if alive:
                 return RunStatus(run_id, RunState.RUNNING, self._progress(run_dir), job_id, commit)
+            stop = final_stop(run_dir, record.get("start_time"))
+            if stop is not None:  # the recorder's final write was lost; the workload's log says how it ended
+                ok = stop.get("status") in FINISHED_OK
+                return RunStatus(
+                    run_id,
+                    RunState.COMPLETED if ok else RunState.FAILED,
+                    f"{stop.get('status')} (run.json's final write was lost; collect rebuilds it from {TRAIN_JSONL})",
+                    job_id,
+                    commit,
+                )
             return RunStatus(
                 run_id,
                 RunState.FAILED,
-                f"the recorder died before the job ended (run.json still says running); see {run_dir / JOB_LOG}",
+                f"the recorder died before the job ended (run.json still says running); see {run_dir / JOB_LOG}"
+                + resume_hint(run_dir),
                 job_id,
                 commit,
             )
@@ -213,9 +209,7 @@ class LocalTarget(FolderTarget):
             return RunStatus(run_id, RunState.CANCELLED, detail, job_id, commit)
         if state in FINISHED_OK and exit_info.get("code") == 0:
             return RunStatus(run_id, RunState.COMPLETED, detail, job_id, commit)
-        if state == STATUS_PREEMPTED:
-            detail += f" (a checkpoint was saved: run the same command again in {run_dir} to resume)"
-        return RunStatus(run_id, RunState.FAILED, detail, job_id, commit)
+        return RunStatus(run_id, RunState.FAILED, detail + resume_hint(run_dir), job_id, commit)
 
     def copy_run(self, run_id: str, into: Path) -> dict[str, Any]:
         """run.json, samples, train.jsonl and job.log; the submit time and pid are ours."""
@@ -229,12 +223,60 @@ class LocalTarget(FolderTarget):
             SKIPPED: skipped,
         }
 
-    def cancel(self, run_id: str) -> None:
-        """SIGTERM to the recorder, which forwards it: the workload checkpoints and exits 75."""
-        pid = valid_pid(self.submit_info(run_id).get("pid"))
+    def cancel(self, run_id: str) -> bool:
+        """SIGTERM to the recorder, which forwards it: the workload checkpoints and exits 75.
+        A run whose record is final (run.json or train.jsonl's run_stop) is left alone: False.
+        The signal goes only to the process submit started (process_identity.signal_own)."""
+        run_dir = self.runs_dir / run_id
+        if not run_dir.is_dir():
+            raise AtlasError(f"no run {run_id!r} in environment {self.env.name}")
+        if record_finished(run_dir):
+            return False
+        info = self.submit_info(run_id)
         self.mark_cancelled(run_id)
-        if pid is not None and self._alive(pid):
-            try:
-                os.kill(pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
+        signal_own(info, signal.SIGTERM)
+        return True
+
+
+def resume_hint(run_dir: Path) -> str:
+    """How to go on with a killed, failed or preempted run that left a checkpoint: its
+    command again (submit.json `command`), which resumes in the same folder."""
+    if not any((run_dir / "checkpoints").glob("ckpt-*.pt")):
+        return ""
+    return (
+        f" (a checkpoint was saved in {run_dir / 'checkpoints'}: to resume, run the command in "
+        f"{run_dir / SUBMIT_JSON} again from {REPO_ROOT}; it continues from the checkpoint in the same folder)"
+    )
+
+
+def record_finished(run_dir: Path) -> bool:
+    """Has the job's record said it ended: run.json's exit status is final, or the last
+    event of train.jsonl is a run_stop? Such a run is never signalled nor marked cancelled."""
+    try:
+        record = read_json(run_dir / RUN_JSON)
+    except (OSError, ValueError):
+        record = None
+    if isinstance(record, dict) and isinstance(record.get("exit"), dict):
+        state = record["exit"].get("status")
+        if isinstance(state, str) and state != EXIT_RUNNING:
+            return True
+    return last_event(run_dir) == "run_stop"
+
+
+def last_event(run_dir: Path) -> str | None:
+    """The `event` of the last complete line of train.jsonl (a tail read), or None."""
+    try:
+        with (run_dir / TRAIN_JSONL).open("rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            fh.seek(max(0, fh.tell() - 4096))
+            tail = fh.read().split(b"\n")
+    except OSError:
+        return None
+    for raw in reversed(tail[:-1]):
+        try:
+            ev = json.loads(raw)
+        except ValueError:
+            continue
+        if isinstance(ev, dict) and isinstance(ev.get("event"), str):
+            return ev["event"]
+    return None

@@ -26,6 +26,7 @@ import yaml
 
 from bench.envs import REPO_ROOT, Environment
 from bench.errors import AtlasError, ConfigError
+from bench.limits import slurm_problems
 from bench.records.contract import EXIT_PREEMPTED
 from bench.targets import register
 from bench.targets.base import JobSpec, RunState, RunStatus, Target
@@ -61,8 +62,6 @@ SLURM_STATES: dict[str, RunState] = {
     "SPECIAL_EXIT": RunState.FAILED,
     "REVOKED": RunState.FAILED,
 }
-
-_INT_KEYS = ("nodes", "gpus_per_node", "ntasks_per_node", "cpus_per_task", "max_segments")
 
 
 class _Unsafe(str):
@@ -173,9 +172,7 @@ class SlurmTarget(Target):
         if not isinstance(slurm, dict):
             problems.append("slurm: must be a mapping (partition, nodes, gpus_per_node, time_limit, ...)")
             slurm = {}
-        for key in _INT_KEYS:
-            if key in slurm and (not isinstance(slurm[key], int) or isinstance(slurm[key], bool) or slurm[key] < 0):
-                problems.append(f"slurm.{key}: must be a non-negative integer, got {slurm[key]!r}")
+        problems.extend(slurm_problems(slurm))  # what sbatch would refuse later (bench.limits)
         shape = self.env.get("shape")
         for key in ("nodes", "gpus_per_node"):  # one shape: env.yaml's `shape:` and the sbatch request agree
             if isinstance(shape, dict) and key in shape and key in slurm and shape[key] != slurm[key]:

@@ -85,10 +85,11 @@ class _Server:
 def test_url_and_s3_sources(tmp_path: Path) -> None:
     server = _Server()
     try:
-        env = {"ATLAS_SOURCE_AUTHORIZATION": "Bearer abc"}
+        env = {"ATLAS_SOURCE_AUTHORIZATION": "Bearer abc", "ATLAS_ALLOW_HTTP": "1"}  # a loopback http server
         assert stage(f"{server.url}/imagenet128.hdf5", tmp_path / "a.hdf5", SHA, env).startswith("staged")
         assert server.seen[-1][1]["Authorization"] == "Bearer abc"
         s3 = {"AWS_ACCESS_KEY_ID": "AKID", "AWS_SECRET_ACCESS_KEY": "secret", "ATLAS_S3_ENDPOINT": server.url}
+        s3["ATLAS_ALLOW_HTTP"] = "1"
         assert stage("s3://atlas-data/imagenet128.hdf5", tmp_path / "b.hdf5", SHA, s3).startswith("staged")
         path, headers = server.seen[-1]
         assert path == "/atlas-data/imagenet128.hdf5"  # path-style addressing

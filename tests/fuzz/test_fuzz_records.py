@@ -16,6 +16,7 @@ import json
 import math
 import os
 import re
+import signal
 import tarfile
 from pathlib import Path
 
@@ -201,6 +202,7 @@ def test_fuzz_submit_json_status_and_cancel(tmp_path_factory, monkeypatch, info,
     (run_dir / "run.json").write_text(dumps(record))
     signalled: list[tuple[int, int]] = []
     monkeypatch.setattr(os, "kill", lambda pid, sig: signalled.append((pid, sig)))
+    monkeypatch.setattr(signal, "pidfd_send_signal", lambda fd, sig: signalled.append((fd, sig)))
     target.status("r1")
     target.cancel("r1")
     assert all(pid > 1 for pid, _ in signalled)

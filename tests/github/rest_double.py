@@ -29,6 +29,8 @@ class GitHubDouble:
     logins: dict[str, str | None] = field(default_factory=dict)
     repos: set[str] = field(default_factory=set)  # "owner/name"
     pulls: dict[tuple[str, int], str] = field(default_factory=dict)  # (repo, number) -> head sha
+    closed: set[tuple[str, int]] = field(default_factory=set)  # pull requests that are closed
+    on_default: set[str] = field(default_factory=set)  # shas on the default branch (compare: behind)
     comments: list[dict] = field(default_factory=list)
     max_per_page: int = 100
     rate_limited: bool = False
@@ -111,6 +113,21 @@ class GitHubDouble:
                 if login is None:
                     return 403, {"message": "Resource not accessible by integration"}, {}
                 return 200, self._user(login), {}
+            m = re.fullmatch(API + r"/repos/([^/]+/[^/]+)/compare/([^/.]+)\.\.\.([0-9a-f]{40})", path)
+            if m and method == "GET":
+                if m.group(3) in self.on_default:
+                    return 200, {"status": "behind"}, {}
+                known = {sha for (r, _), sha in self.pulls.items() if r == m.group(1)}
+                return (200, {"status": "diverged"}, {}) if m.group(3) in known else (404, {"message": "Not Found"}, {})
+            m = re.fullmatch(API + r"/repos/([^/]+/[^/]+)/pulls", path)
+            if m and method == "GET":
+                state = query.get("state", ["open"])[0]
+                rows = [
+                    {"number": n, "state": "closed" if (r, n) in self.closed else "open", "head": {"sha": sha}}
+                    for (r, n), sha in sorted(self.pulls.items())
+                    if r == m.group(1)
+                ]
+                return 200, [x for x in rows if state == "all" or x["state"] == state], {}
             m = re.fullmatch(API + r"/repos/([^/]+/[^/]+)/(issues|pulls)/(\d+)(/comments)?", path)
             if m:
                 repo, kind, number, sub = m.group(1), m.group(2), int(m.group(3)), m.group(4)

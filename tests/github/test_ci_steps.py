@@ -119,3 +119,27 @@ def test_in_ci_credentials_live_under_runner_temp_and_ci_clean_removes_them(tmp_
     p = make("ci-clean", env=ci)
     assert p.returncode == 0 and not creds.exists()
     assert make("ci-clean", env={"HOME": str(home)}).returncode != 0  # outside CI it refuses
+
+
+def test_injected_secrets_are_refused_before_any_file_is_written(tmp_path: Path):
+    """A newline in SSH_USER would add a ProxyCommand to the ssh config; a quote and a
+    newline in OPENSHIFT_SERVER would add insecure-skip-tls-verify to the kubeconfig."""
+    hosts = "satori-login-001.mit.edu ssh-ed25519 AAAAC3Nza"
+    bad_ssh = [
+        {"SSH_USER": "atlasci\nProxyCommand sh -c 'touch /tmp/pwned'"},
+        {"SSH_USER": "atlasci", "SSH_KNOWN_HOSTS": hosts + "\r\nHost *\n"},
+    ]
+    for extra in bad_ssh:
+        env = {"SSH_KEY": KEY, "SSH_KNOWN_HOSTS": hosts, **extra}
+        p = make("ci-ssh", "ENV=satori", f"HOME={tmp_path}", env=env)
+        assert p.returncode != 0 and "ci-values:" in p.stderr, p.stderr
+        assert "ProxyCommand" not in p.stderr  # the value is never echoed
+        assert not (tmp_path / ".ssh" / "config").exists() and not (tmp_path / ".ssh" / "atlas_satori").exists()
+    server = 'https://api.moc.example:6443"\n    insecure-skip-tls-verify: true\n    x: "'
+    for extra in (
+        {"OPENSHIFT_SERVER": server},
+        {"OPENSHIFT_SERVER": "https://api.moc.example:6443", "OPENSHIFT_TOKEN": 'a"\nb'},
+    ):
+        p = make("ci-kubeconfig", f"KUBECONFIG_OUT={tmp_path / 'k'}", env={"OPENSHIFT_TOKEN": TOKEN, **extra})
+        assert p.returncode != 0 and "ci-values:" in p.stderr and "OPENSHIFT_" in p.stderr
+        assert not (tmp_path / "k").exists()

@@ -90,6 +90,9 @@ def test_fork_comment_job_never_checks_out_pr_code():
     text = (ROOT / ".github/workflows/pr-bench.yml").read_text()
     assert set(re.findall(r"secrets\.(\w+)", text)) <= {"GITHUB_TOKEN"}, "pr-bench must need no secret"
     assert set(bench["on"]) == {"pull_request"}
+    for job in bench["jobs"].values():  # the job that runs the PR's code holds no write token
+        assert "write" not in str(job.get("permissions", {})) and "write" not in str(bench.get("permissions", {}))
+    assert "head_repository" not in (ROOT / ".github/workflows/pr-comment.yml").read_text()  # every PR, from here
 
 
 def _commands(script: str) -> list[list[str]]:

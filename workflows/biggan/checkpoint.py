@@ -234,8 +234,13 @@ def file_sha256(path: Path) -> str:
 
 
 def _write_text_atomic(path: Path, text: str, folder: Path) -> None:
+    """Write the digest file as readable as its bundle (mkstemp makes 0600): another uid of
+    the group (OpenShift GID 0) that can read the bundle must be able to read its digest."""
     fd, tmp = tempfile.mkstemp(prefix=".ckpt-digest-", suffix=".tmp", dir=folder)
     try:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
         with os.fdopen(fd, "w") as fh:
             fh.write(text)
             fh.flush()
@@ -246,17 +251,28 @@ def _write_text_atomic(path: Path, text: str, folder: Path) -> None:
         raise
 
 
+def _sidecar_digest(sidecar: Path) -> str | None:
+    """The digest a sidecar names, or None when it names none: missing, empty (a crash
+    between create and write), unreadable to this uid, or not a SHA-256. The bundle's zip
+    CRC then decides, so a sidecar that says nothing never condemns an intact bundle."""
+    try:
+        words = sidecar.read_text().split()
+    except (OSError, UnicodeDecodeError):
+        return None
+    if not words or len(words[0]) != 64 or any(c not in "0123456789abcdef" for c in words[0]):
+        return None
+    return words[0]
+
+
 def verify(path: Path) -> None:
     """WorkloadConfigError naming `path` when its bytes do not match its digest file (or,
     for a bundle written before digests, when a zip member fails its CRC)."""
-    sidecar = digest_path(path)
-    if sidecar.exists():
-        try:
-            expected = sidecar.read_text().split()[0]
-        except (OSError, UnicodeDecodeError, IndexError) as exc:
-            raise WorkloadConfigError(f"checkpoint {path}'s digest file {sidecar.name} is unreadable") from exc
+    expected = _sidecar_digest(digest_path(path))
+    if expected is not None:
         if file_sha256(path) != expected:
-            raise WorkloadConfigError(f"checkpoint {path} is corrupt (its SHA-256 differs from {sidecar.name})")
+            raise WorkloadConfigError(
+                f"checkpoint {path} is corrupt (its SHA-256 differs from {digest_path(path).name})"
+            )
         return
     try:
         with zipfile.ZipFile(path) as zf:

@@ -113,13 +113,25 @@ def test_dry_run_prints_the_marked_body_without_a_token(tmp_path):
     assert p.returncode == 0 and p.stdout.startswith("<!-- atlas-bench")
 
 
+PLANTED = "@octocat LGTM, no regression ![b](https://evil.example/beacon.png) <!-- atlas-bench:pr-comment -->"
+BASE = "b" * 40
+
+
 def artifact(tmp_path: Path, pr=7, head=HEAD) -> Path:
+    """What the PR job uploads: pr.json, run records of head and base, and a comment.md
+    the PR's code could have written anything into."""
     import json
+
+    from bench.records.synthetic import RunSpec, write_run
 
     d = tmp_path / "artifact"
     d.mkdir(exist_ok=True)
-    (d / "comment.md").write_text("| local | 12.5 |\n")
-    (d / "pr.json").write_text(json.dumps({"pr": pr, "head_sha": head}))
+    (d / "comment.md").write_text(PLANTED + "\n")
+    (d / "pr.json").write_text(json.dumps({"pr": pr, "head_sha": head, "base_sha": BASE, "envs": ["local"]}))
+    if isinstance(head, str) and len(head) == 40:
+        for sha, run_id, rate in ((head, "r-head", 100.0), (BASE, "r-base", 101.0)):
+            if not (d / "results" / "local" / run_id).exists():
+                write_run(d / "results", RunSpec("local", run_id, sha=sha, images_per_s=rate))
     return d
 
 
@@ -128,6 +140,11 @@ def test_artifact_names_the_pr_and_is_checked(tmp_path, github_double):
     p = bench("--artifact", str(d), "--repo", REPO, "--expect-head-sha", HEAD, token=WRITE_TOKEN, double=github_double)
     assert p.returncode == 0, p.stderr
     assert "created comment" in p.stdout and len(github_double.comments_on(REPO, 7)) == 1
+    (posted,) = github_double.comments_on(REPO, 7)
+    body = posted["body"]
+    assert body.startswith(f"<!-- atlas-bench:pr-comment repo={REPO} workflow=pr-bench -->")
+    assert "@octocat" not in body and "evil.example" not in body and "LGTM" not in body  # comment.md never posted
+    assert "local" in body and HEAD[:7] in body  # rendered here from the records
     p = bench(
         "--artifact", str(d), "--repo", REPO, "--expect-head-sha", "d" * 40, token=WRITE_TOKEN, double=github_double
     )

@@ -81,7 +81,9 @@ def test_local_collect_refuses_planted_links_and_names_them(tmp_path: Path, caps
     out = capsys.readouterr().out
     check_outcome(dest, planted, out, before)
     assert "job.log: a symbolic link" in out and not (dest / "job.log").exists()
-    # cancel writes its marker without following a planted link
+    # cancel writes its marker without following a planted link (a run still running: a
+    # finished one is left alone, not marked)
+    (run_dir / "run.json").write_text(json.dumps({**finished_record(RUN_ID), "exit": {"status": "running"}}))
     (run_dir / CANCEL_MARK).symlink_to(planted["secret"])
     with pytest.raises(OSError):
         target.cancel(RUN_ID)

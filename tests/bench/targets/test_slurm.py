@@ -195,9 +195,8 @@ def test_sbatch_refusal_names_the_task_and_the_scheduler_message(local_slurm, st
 
 
 def test_bad_settings_and_commits_are_clear_errors(local_slurm, standin_repo, tmp_path) -> None:
-    target = make_target(tmp_path, standin_repo, time_limit="1; reboot")
-    with pytest.raises(AtlasError, match="Validate the Slurm request"):
-        submit(target, standin_repo)
+    with pytest.raises(AtlasError, match="slurm.time_limit: must be an sbatch time"):  # refused before any sbatch
+        make_target(tmp_path, standin_repo, time_limit="1; reboot")
     target = make_target(tmp_path, standin_repo)
     with pytest.raises(AtlasError, match="is not in"):
         target.submit(JobSpec(run_id="r1", experiment="smoke", commit="no-such-branch"))

@@ -99,7 +99,7 @@ def test_openshift_stages_with_a_job_from_s3(tmp_path, double):
     server = _S3()
     spec = data_spec(
         target.env.settings, "moc", sha256=SHA, source="s3://atlas-data/imagenet128.hdf5",
-        s3_endpoint=server.url, credentials_secret="atlas-data-source",
+        s3_endpoint=server.url, credentials_secret="atlas-data-source", allow_http=True,
     )  # fmt: skip
     _kubelet(
         double,
@@ -118,10 +118,11 @@ def test_openshift_stages_with_a_job_from_s3(tmp_path, double):
     (container,) = job["spec"]["template"]["spec"]["containers"]
     assert container["command"] == [
         "python", "-m", "bench.stage_data", "fetch", "--source", "s3://atlas-data/imagenet128.hdf5",
-        "--dest", "/data/imagenet128.hdf5", "--sha256", SHA,
+        "--dest", "/data/imagenet128.hdf5", "--sha256", SHA, "--root", "/data",
     ]  # fmt: skip
     assert container["envFrom"] == [{"secretRef": {"name": "atlas-data-source"}}]
     assert {"name": "ATLAS_S3_ENDPOINT", "value": server.url} in container["env"]
+    assert {"name": "ATLAS_ALLOW_HTTP", "value": "1"} in container["env"]  # a loopback http endpoint: allowed
     assert job["spec"]["template"]["spec"]["volumes"] == [
         {"name": "data", "persistentVolumeClaim": {"claimName": "atlas-data"}},
         {"name": "tmp", "emptyDir": {"sizeLimit": "1Gi"}},  # the root filesystem is read-only
