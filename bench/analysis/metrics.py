@@ -170,6 +170,9 @@ class RunContext:
         self.origins: dict[str, str] = {}  # metric key -> "process" or "host", for fallback-able figures
 
     def __getitem__(self, key: str) -> float | None:
+        if key not in self.values and key in self.run.refused:  # bench check named why: unknown, not a guess
+            self.values[key] = None
+            self.notes[key] = self.run.refused[key]
         if key not in self.values:
             source = METRIC_BY_KEY[key].source if key in METRIC_BY_KEY else None
             self.values[key] = source.value(self) if source is not None else None
