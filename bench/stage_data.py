@@ -218,13 +218,15 @@ def stage(source: str, dest: Path, expected: str, environ: dict[str, str] | None
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.stage_data", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        allow_abbrev=False, prog="python -m bench.stage_data", description=__doc__.split("\n\n")[0]
+    )
     sub = parser.add_subparsers(dest="action", required=True)
-    fetch = sub.add_parser("fetch", help="copy SOURCE to DEST unless there already; verify sha256")
+    fetch = sub.add_parser("fetch", allow_abbrev=False, help="copy SOURCE to DEST unless there already; verify sha256")
     fetch.add_argument("--source", required=True)
     fetch.add_argument("--dest", required=True, type=Path)
     fetch.add_argument("--sha256", required=True)
-    check = sub.add_parser("check", help="does DEST exist with this sha256?")
+    check = sub.add_parser("check", allow_abbrev=False, help="does DEST exist with this sha256?")
     check.add_argument("--dest", required=True, type=Path)
     check.add_argument("--sha256", required=True)
     args = parser.parse_args(argv)

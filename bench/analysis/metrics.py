@@ -275,12 +275,14 @@ def _mem_limit_gb(ctx: RunContext) -> float | None:
 
 
 def _gpu_energy_wh(df: pd.DataFrame, gpu: str) -> float | None:
-    """Last minus first energy counter (mJ), else power (W) integrated over time."""
+    """The energy counter's increases (mJ; a drop is a reset, not negative energy), else power
+    (W) integrated over time."""
     counter_col, power_col = f"{gpu}_{c.GPU_ENERGY}", f"{gpu}_{c.GPU_POWER}"
     if counter_col in df:
         ok = _finite(df[counter_col].to_numpy(dtype=float, na_value=np.nan))
-        if ok.size >= 2 and ok[-1] >= ok[0]:
-            return float(ok[-1] - ok[0]) / 3.6e6  # mJ -> Wh
+        if ok.size >= 2:
+            steps = np.diff(ok)
+            return float(steps[steps > 0].sum()) / 3.6e6  # mJ -> Wh
     if power_col in df:
         t = df["time"].to_numpy(dtype=float)
         p = df[power_col].to_numpy(dtype=float, na_value=np.nan)
