@@ -190,7 +190,12 @@ def stage(source: str, dest: Path, expected: str, environ: dict[str, str] | None
         if not sidecar(dest).is_file():
             write_sidecar(dest, expected)
         return f"already staged: {dest} (sha256 {expected[:12]})"
-    dest.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        dest.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:  # e.g. --dest under a file
+        raise StageError(
+            f"cannot make the folder {dest.parent} for --dest ({exc.strerror}): give a --dest under a folder"
+        ) from None
     digest = hashlib.sha256()
     fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".partial", dir=dest.parent)
     try:

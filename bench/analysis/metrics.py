@@ -263,7 +263,8 @@ def _gpu_hours(ctx: RunContext) -> float | None:
 
 def _cpu_limit(ctx: RunContext) -> float | None:
     hw, cg = ctx.section("hardware"), ctx.section("hardware", "cgroup")
-    return _f(cg.get("cpu_limit_cores")) or _f(hw.get("cpu_affinity_cores")) or _f(hw.get("cpu_cores_logical"))
+    # the job's allowance only: a host's core count is not a limit (runs.csv keeps an unknown limit unknown)
+    return _f(cg.get("cpu_limit_cores")) or _f(hw.get("cpu_affinity_cores"))
 
 
 def _mem_limit_gb(ctx: RunContext) -> float | None:

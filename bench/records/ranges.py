@@ -64,7 +64,7 @@ RULES: tuple[Rule, ...] = (
     Rule((*COST, "gpus_per_node"), 0.0, 1024.0, "GPUs per node", COST_KEYS, integer=True),
     Rule((*CGROUP, "cpu_limit_cores"), 0.0, MAX_CORES, "CPU limit (cores)", CPU_KEYS, open_low=True),
     Rule((*CGROUP, "memory_limit_bytes"), 0.0, MAX_BYTES, "memory limit (bytes)", ("mem_limit_gb",), open_low=True),
-    Rule(("hardware", "cpu_cores_logical"), 0.0, MAX_CORES, "logical cores", CPU_KEYS, open_low=True, integer=True),
+    Rule(("hardware", "cpu_cores_logical"), 0.0, MAX_CORES, "logical cores", (), open_low=True, integer=True),
     Rule(("hardware", "cpu_cores_physical"), 0.0, MAX_CORES, "physical cores", open_low=True, integer=True),
     Rule(
         ("hardware", "cpu_affinity_cores"),
@@ -158,12 +158,12 @@ def cost_inputs_missing(meta: dict[str, Any], refused: dict[str, str] | None = N
         return []
     hw = meta.get("hardware") if isinstance(meta.get("hardware"), dict) else {}
     cg = hw.get("cgroup") if isinstance(hw.get("cgroup"), dict) else {}
-    if any(
-        isinstance(src.get(k), (int, float))
-        for src, k in ((cg, "cpu_limit_cores"), (hw, "cpu_affinity_cores"), (hw, "cpu_cores_logical"))
-    ):
+    if any(isinstance(src.get(k), (int, float)) for src, k in ((cg, "cpu_limit_cores"), (hw, "cpu_affinity_cores"))):
         return []
-    line = f"{RUN_JSON}: hardware names no CPU core count, which the per-core price needs; cost unknown (not $0)"
+    line = (
+        f"{RUN_JSON}: hardware names no CPU allowance (cgroup limit or affinity cores), which the per-core "
+        "price needs; cost unknown (not $0)"
+    )
     if refused is not None:
         for key in COST_KEYS:
             refused.setdefault(key, line)

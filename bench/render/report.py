@@ -35,6 +35,7 @@ from bench.records.select import commit_runs
 from bench.render import charts
 from bench.render.escape import code, md
 from bench.render.index import SUMMARY_JSON, write_index
+from bench.render.runs_csv import write_runs_csv
 from bench.render.tables import (
     excluded_table,
     identity_table,
@@ -133,9 +134,11 @@ def _provenance(runs: list[RunData], envs: list[str]) -> list[tuple[str, list[st
 
     def gpus(meta: dict[str, Any]) -> str:
         gs = meta["hardware"]["gpus"]
+        if gs is None:
+            return None  # not recorded (an import without GPU files): unknown, not "none"
         if not gs:
             return "none"
-        models = Counter(str(g.get("model")) for g in gs)
+        models = Counter(str(g.get("model") or "unknown model") for g in gs)
         return ", ".join(f"{n} × {m}" for m, n in sorted(models.items()))
 
     rows: list[tuple[str, Callable[[dict[str, Any]], Any]]] = [
@@ -376,7 +379,7 @@ def _write_folder(
             identity_table=identity_table(identity_rows(chosen, result.envs), result.envs),  # the compared runs
         )
     )
-    result.frame().to_csv(folder / "runs.csv", index=False, float_format="%.6g")
+    write_runs_csv(result.frame(), folder / "runs.csv")
     excluded = pd.DataFrame([asdict(e) for e in result.excluded], columns=["env", "run_id", "reason"])
     excluded.to_csv(folder / "excluded.csv", index=False)
     summary = {

@@ -91,7 +91,10 @@ Not drawn (no environment recorded them): {{ missing_charts|join(', ') }}.
 
 ## Advisor
 
-{% for env, notes in advice -%}
+{% set advised = advice|selectattr(1)|list -%}
+{% if not advised %}No advice: the compared runs recorded none of what the advisor reads.
+{% endif -%}
+{% for env, notes in advised -%}
 **{{ env }}**
 
 {% for note in notes -%}

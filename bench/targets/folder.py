@@ -9,6 +9,7 @@ its state is read and what collection adds are each kind's own.
 
 from __future__ import annotations
 
+import errno
 import os
 import time
 from abc import abstractmethod
@@ -46,12 +47,24 @@ class FolderTarget(Target):
             info = read_json(self.runs_dir / run_id / SUBMIT_JSON)
         except (OSError, ValueError):
             return {}
-        return info if isinstance(info, dict) else {}
+        if not isinstance(info, dict):
+            return {}
+        if not isinstance(info.get("commit"), (str, type(None))):  # written by the job's side: a str or nothing
+            info["commit"] = None
+        return info
 
     def write_own(self, run_id: str, name: str, data: bytes) -> None:
         """Write one of bench's files (submit.json, the cancel marker) into the run folder,
         never through a link the job planted under that name (jobfiles.write_bytes)."""
-        write_bytes(self.runs_dir / run_id / name, data)
+        try:
+            write_bytes(self.runs_dir / run_id / name, data)
+        except OSError as exc:
+            if exc.errno not in (errno.ELOOP, errno.EISDIR, errno.ENOTDIR, errno.EEXIST):
+                raise
+            raise AtlasError(
+                f"{self.runs_dir / run_id / name}: is a link or a folder, not bench's file ({exc.strerror}); "
+                "not followed: remove it and try again"
+            ) from None
 
     def was_cancelled(self, run_id: str) -> bool:
         return (self.runs_dir / run_id / CANCELLED).exists()
