@@ -172,7 +172,7 @@ class RunContext:
     def __getitem__(self, key: str) -> float | None:
         if key not in self.values and key in self.run.refused:  # bench check named why: unknown, not a guess
             self.values[key] = None
-            self.notes[key] = self.run.refused[key]
+            self.notes["cost" if key == "cost_usd" else key] = self.run.refused[key]  # cost_note says why
         if key not in self.values:
             source = METRIC_BY_KEY[key].source if key in METRIC_BY_KEY else None
             self.values[key] = source.value(self) if source is not None else None

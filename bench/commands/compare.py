@@ -30,6 +30,12 @@ def run(args: argparse.Namespace) -> int:
     from bench.render.tables import excluded_table, pairs_table, runs_table, summary_table, verdicts
 
     runs = find_runs(args.results, args.envs or None)
+    if not runs and args.envs and (present := sorted({r.env for r in find_runs(args.results)})):
+        missing = sorted(set(args.envs) - set(present))
+        raise AtlasError(
+            f"no runs of environment {', '.join(missing)} under {args.results}; it has runs of "
+            f"{', '.join(present)}: check the --env name (or run `bench run --env {missing[0]}` first)"
+        )
     if not runs:
         raise AtlasError(
             f"no runs under {args.results} (expected {args.results}/<env>/<run_id>/); run `bench run` first"
