@@ -80,7 +80,7 @@ def _range(column: str) -> tuple[float, float] | None:
 
 def _drop_invalid(s: Series) -> None:
     for column in [col for col in s.frame.columns if col not in ("time", "sample")]:
-        values = s.frame[column].to_numpy(dtype=float, na_value=np.nan)
+        values = s.frame[column].to_numpy(dtype=float, na_value=np.nan).copy()
         bounds = _range(column)
         bad = ~np.isfinite(values) & ~np.isnan(values)
         with np.errstate(invalid="ignore"):

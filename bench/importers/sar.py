@@ -85,6 +85,7 @@ def _row_values(kind: str, cols: list[str], tokens: list[str], path: Path, no: i
         idle = number(v["%idle"], path, no, "%idle")
         iowait = number(v["%iowait"], path, no, "%iowait") if "%iowait" in v else 0.0
         busy = 100.0 - idle - iowait  # out of 0..100 (idle 150, nan): dropped by sanitize, never read as 0
+        busy = busy if busy == busy else math.inf  # nan -> inf: counted as not finite there, not lost unnamed
         return {"host_cpu_percent": 0.0 if -0.5 < busy < 0 else round(busy, 3)}
     if kind == "mem":
         used = number(v["kbmemused"], path, no, "kbmemused") * 1024

@@ -73,19 +73,23 @@ class FolderTarget(Target):
         run_dir = self.runs_dir / run_id
         if not run_dir.is_dir():
             raise AtlasError(f"no run {run_id!r} in environment {self.env.name}")
-        write_bytes(run_dir / CANCELLED, f"{time.time()}\n".encode())
+        self.write_own(run_id, CANCELLED, f"{time.time()}\n".encode())
         return run_dir
 
     def list_runs(self, commit: str | None = None) -> list[RunStatus]:
         if not self.runs_dir.is_dir():
             return []
         runs = [
-            self.status(p.name) for p in sorted(self.runs_dir.iterdir()) if p.is_dir() and not p.name.startswith(".")
+            self.status(p.name)
+            for p in sorted(self.runs_dir.iterdir())
+            if p.is_dir() and not p.is_symlink() and not p.name.startswith(".")  # a link is no run of this env
         ]
         return [r for r in runs if not commit or (r.commit or "").startswith(commit)]
 
     def fetch(self, run_id: str, into: Path) -> dict[str, Any]:
         """Copy a finished run's record files into `into`; return the scheduler facts."""
+        if (self.runs_dir / run_id).is_symlink():
+            raise AtlasError(f"{self.runs_dir / run_id} is a link, not a run folder: not followed, not collected")
         self.require_finished(self.status(run_id))
         return self.copy_run(run_id, Path(into))
 
