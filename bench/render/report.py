@@ -256,8 +256,8 @@ def _problems(runs: list[RunData], sha: str | None) -> list[tuple[str, list[str]
         for r in sorted(runs, key=lambda r: (r.env, r.run_id))
         if r.problems
     ]
-    if sha is None:
-        problems.insert(0, ("all runs", ["no git sha recorded: runs of every commit are mixed in this report"]))
+    # No git sha (imports) is no problem of a record, so it is said under Provenance, not here:
+    # Data problems lists exactly what `bench check` prints.
     return problems
 
 

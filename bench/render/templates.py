@@ -109,6 +109,9 @@ Not drawn (no environment recorded them): {{ missing_charts|join(', ') }}.
 {% for label, values in provenance -%}
 | {{ label }} | {{ values|join(' | ') }} |
 {% endfor %}
+{% if commit == "unknown" %}
+No git sha recorded (imported runs?): runs of every commit are mixed in this report.
+{% endif %}
 
 ## Data problems
 
