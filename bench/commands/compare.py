@@ -73,7 +73,9 @@ def _write(out: Path, text: str, result, sha: str | None) -> None:
     """compare.md, runs.csv and compare.json in `out`."""
     out.mkdir(parents=True, exist_ok=True)
     (out / "compare.md").write_text(text)
-    result.frame().to_csv(out / "runs.csv", index=False, float_format="%.6g")
+    from bench.render.runs_csv import write_runs_csv
+
+    write_runs_csv(result.frame(), out / "runs.csv")
     summary = {
         env: {"runs": s.runs, "statuses": s.statuses, "median": s.median, "olympic_mean": s.olympic}
         for env, s in result.summaries.items()
