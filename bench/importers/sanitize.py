@@ -111,15 +111,16 @@ def _fix_clock(s: Series) -> None:
     jumps = np.flatnonzero((steps < 0) | (steps > limit))
     if not jumps.size:
         return
-    shift = np.zeros(len(t))
+    fixed = steps.copy()
     for i in jumps:
-        shift[i + 1 :] += usual - steps[i]
+        fixed[i] = usual
         way = "back" if steps[i] < 0 else "forward"
         s.notes.append(
             f"clock stepped {way} {abs(steps[i]) / 3600:.2f} h after row {i + 1}: later samples moved to follow on "
             f"at the usual {usual:g} s (a clock step adds no wall time)"
         )
-    s.frame["time"] = t + shift
+    # rebuilt from the steps (t + a shift would lose the seconds of a step of 1e20 s to rounding)
+    s.frame["time"] = t[0] + np.concatenate(([0.0], np.cumsum(fixed)))
 
 
 def _note_counter_resets(s: Series) -> None:

@@ -126,7 +126,7 @@ def sound_figures(run_dir: Path, env: str) -> None:
         assert m.cost_note, "an unknown cost says why"
 
 
-@settings(FAST, max_examples=700)
+@settings(FAST, max_examples=450)
 @given(data=st.data())
 def test_fuzz_one_bad_number_through_the_figures(bases, tmp_path_factory, data) -> None:
     env = data.draw(st.sampled_from(sorted(bases)), "env")
@@ -221,7 +221,7 @@ def opts_for(fmt: str) -> ParseOptions:
     return ParseOptions(interval_s=5.0, mapping=yaml.safe_load(MAP.read_text()) if fmt == "csv" else None, map_path=MAP)
 
 
-@settings(FAST, max_examples=2200)
+@settings(FAST, max_examples=2600)
 @given(data=st.data())
 def test_fuzz_import_one_bad_field(tmp_path_factory, data) -> None:
     tmp = tmp_path_factory.mktemp("imp")
@@ -291,7 +291,7 @@ def test_fuzz_stage_data_fetch(tmp_path_factory, capsys, segs, good_sha, sha, pa
     assert new <= allowed, new - allowed
     if code == 0:
         assert hashlib.sha256(dest.read_bytes()).hexdigest() == expected.lower()
-    assert (box / "afile").read_text() == "x" or dest.resolve() == (box / "afile").resolve()
+    assert dest.resolve() == (box / "afile").resolve() or (box / "afile").read_text() == "x"
 
 
 @settings(FAST, max_examples=50)
@@ -313,7 +313,7 @@ pr_json = st.one_of(
 )  # fmt: skip
 
 
-@settings(FAST, max_examples=300)
+@settings(FAST, max_examples=400)
 @given(meta=pr_json, body=st.text(max_size=40))
 def test_fuzz_comment_artifact(tmp_path_factory, capsys, meta, body) -> None:
     art = tmp_path_factory.mktemp("art")
