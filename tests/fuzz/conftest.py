@@ -27,7 +27,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         handle = getattr(getattr(item, "obj", None), "hypothesis", None)
         if handle is not None and "tests/fuzz/" in str(item.fspath).replace("\\", "/"):
             handle.inner_test = _counting(handle.inner_test)
-            COUNT["tests"] += 1
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -36,6 +35,7 @@ def pytest_runtest_call(item: pytest.Item):
     yield
     if "tests/fuzz/" in str(item.fspath).replace("\\", "/"):
         COUNT["seconds"] += time.monotonic() - start
+        COUNT["tests"] += hasattr(getattr(item, "obj", None), "hypothesis")
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:

@@ -283,7 +283,7 @@ def test_fuzz_stage_data_fetch(tmp_path_factory, capsys, segs, good_sha, sha, pa
     expected = hashlib.sha256(payload).hexdigest() if good_sha else sha
     dest = box.joinpath(*segs)
     before = set(tmp.rglob("*"))
-    code = stage_main(["fetch", "--source", str(source), "--dest", str(dest), "--sha256", expected])
+    code = stage_main(["fetch", f"--source={source}", f"--dest={dest}", f"--sha256={expected}"])
     err = capsys.readouterr().err
     assert isinstance(code, int) and "Traceback" not in err
     new = {p.resolve() for p in set(tmp.rglob("*")) - before if p.is_file()}
