@@ -48,8 +48,6 @@ def run(args: argparse.Namespace) -> int:
 
     if args.out.exists() and not args.out.is_dir():
         raise AtlasError(f"--out {args.out} is a file, not a folder: give the reports folder (default reports/)")
-    if not args.results.is_dir():
-        raise AtlasError(f"--results {args.results} is not a folder: give the results tree that `bench collect` fills")
 
     options = {
         "envs": args.envs or None,
