@@ -19,6 +19,7 @@ import pytest
 import yaml
 
 from bench.envs import CLUSTERS_DIR, Environment
+from bench.errors import AtlasError
 from bench.records import jobfiles
 from bench.records.contract import CANCEL_MARK
 from bench.targets import target_class
@@ -81,9 +82,9 @@ def test_local_collect_refuses_planted_links_and_names_them(tmp_path: Path, caps
     out = capsys.readouterr().out
     check_outcome(dest, planted, out, before)
     assert "job.log: a symbolic link" in out and not (dest / "job.log").exists()
-    # cancel writes its marker without following a planted link
+    # cancel writes its marker without following a planted link, and says so in one line (issue 22)
     (run_dir / CANCEL_MARK).symlink_to(planted["secret"])
-    with pytest.raises(OSError):
+    with pytest.raises(AtlasError, match="is a link"):
         target.cancel(RUN_ID)
     assert planted["secret"].read_text() == SECRET
 
