@@ -55,6 +55,7 @@ def _load(name: str) -> ModuleType | None:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
+        allow_abbrev=False,
         prog="bench",
         description="Record, collect, compare and report BigGAN training runs across environments.",
     )
@@ -65,7 +66,10 @@ def build_parser() -> argparse.ArgumentParser:
         if module is None:
             continue
         p = sub.add_parser(
-            name.replace("_", "-"), help=module.HELP, description=getattr(module, "__doc__", None) or module.HELP
+            name.replace("_", "-"),
+            help=module.HELP,
+            description=getattr(module, "__doc__", None) or module.HELP,
+            allow_abbrev=False,
         )
         module.add_arguments(p)
         p.set_defaults(_run=module.run)

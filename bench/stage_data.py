@@ -274,7 +274,12 @@ def stage(
         write_sidecar(dest, expected)
         return f"already staged: {dest} (sha256 {expected[:12]})"
     env = os.environ if environ is None else environ
-    dest.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        dest.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:  # e.g. --dest under a file
+        raise StageError(
+            f"cannot make the folder {dest.parent} for --dest ({exc.strerror}): give a --dest under a folder"
+        ) from None
     sweep_partials(dest)
     what = "the existing file is untouched" if dest.exists() else "nothing was written"
     digest = hashlib.sha256()
@@ -312,16 +317,18 @@ def stage(
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.stage_data", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        allow_abbrev=False, prog="python -m bench.stage_data", description=__doc__.split("\n\n")[0]
+    )
     sub = parser.add_subparsers(dest="action", required=True)
-    fetch = sub.add_parser("fetch", help="copy SOURCE to DEST unless there already; verify sha256")
+    fetch = sub.add_parser("fetch", allow_abbrev=False, help="copy SOURCE to DEST unless there already; verify sha256")
     fetch.add_argument("--source", required=True)
     fetch.add_argument("--dest", required=True, type=Path)
     fetch.add_argument("--sha256", required=True)
     fetch.add_argument("--size", type=int, default=None, help="the file's size in bytes: read no more")
     fetch.add_argument("--root", type=Path, default=None, help="the mount DEST must stay inside")
     fetch.add_argument("--allow-http", action="store_true", help="fetch plain http:// too (also: ATLAS_ALLOW_HTTP=1)")
-    check = sub.add_parser("check", help="does DEST exist with this sha256?")
+    check = sub.add_parser("check", allow_abbrev=False, help="does DEST exist with this sha256?")
     check.add_argument("--dest", required=True, type=Path)
     check.add_argument("--sha256", required=True)
     args = parser.parse_args(argv)

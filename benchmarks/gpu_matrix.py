@@ -227,7 +227,7 @@ def _names(value: str, known: dict[str, Any], what: str) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.split("\n\n")[0])
     p.add_argument(
         "--presets",
         default="cifar,imagenet128,imagenet128-deep",

@@ -50,7 +50,7 @@ def read_all(results: Path) -> float:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.splitlines()[0])
     ap.add_argument("--hours", type=float, default=48.0)
     ap.add_argument("--keep", type=Path, default=None, help="write the records here and keep them")
     args = ap.parse_args()

@@ -113,7 +113,7 @@ def sampler_tick_cost(samples: int = 300) -> dict[str, float]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.splitlines()[0])
     ap.add_argument("--iters", type=int, default=300)
     ap.add_argument("--rounds", type=int, default=3)
     args = ap.parse_args()

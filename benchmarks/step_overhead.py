@@ -116,7 +116,7 @@ def measure(experiment: str, overrides: list[str], iters: int, warmup: int) -> d
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.split("\n\n")[0])
     p.add_argument("--experiment", default="cifar", help="preset name or .yaml path (default cifar)")
     p.add_argument("--iters", type=int, default=2, help="profiled (and timed) G iterations (default 2)")
     p.add_argument("--warmup", type=int, default=1, help="untimed G iterations first (default 1)")

@@ -175,7 +175,7 @@ class _Null:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.split("\n\n")[0])
     p.add_argument("--experiment", default="smoke", help="preset name or .yaml path (default smoke)")
     p.add_argument("--iters", type=int, default=10, help="timed G iterations (default 10)")
     p.add_argument("--warmup", type=int, default=2, help="untimed G iterations first (default 2)")

@@ -30,7 +30,7 @@ def advise(result: CompareResult) -> dict[str, list[str]]:
     for env in result.envs:
         runs = [r for r in result.runs if r.env == env]
         notes: list[str] = []
-        gpus = max((r.gpus for r in runs), default=0)
+        gpus = max((r.gpus for r in runs if r.gpus is not None), default=0)  # unknown (an import): as none
         util = _med(runs, "gpu_util_mean_pct")
         cpu = _med(runs, "cpu_mean_pct")
         limit = _med(runs, "cpu_limit_cores")

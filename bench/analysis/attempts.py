@@ -37,6 +37,8 @@ def attempt_spans(meta: dict[str, Any], samples: dict[str, pd.DataFrame]) -> lis
             inside = times[(times >= start) & (times < nxt)]
             end = float(inside[-1]) if inside.size else None
         if end is not None:
+            if spans and start < spans[-1][1]:  # overlaps the attempt before: that time is charged once
+                start = min(spans[-1][1], end)
             spans.append((start, end))
     return spans
 

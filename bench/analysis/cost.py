@@ -119,7 +119,10 @@ def run_cost(
 ) -> Cost:
     if not cfg or cfg.get("model") in (None, "none"):
         return Cost(None, "no cost model for this environment")
-    if wall_s is None:
+    refused = check_cost(cfg, "run.json environment")
+    if refused:  # a rate bench check refuses (negative, NaN, 1e308, missing) prices nothing
+        return Cost(None, f"{refused[0]}: cost unknown")
+    if wall_s is None or not math.isfinite(wall_s) or wall_s < 0:
         return Cost(None, "wall time unknown")
     per_node_gpus = cfg.get("gpus_per_node")
     if gpus is None and (cfg.get("model") == "cloud" or per_node_gpus):
@@ -129,6 +132,11 @@ def run_cost(
     if model == "cloud":
         usd = float(cfg["usd_per_gpu_hour"]) * max(gpus or 0, 0) * hours
         note = f"cloud: {gpus} GPU x job hours x ${cfg['usd_per_gpu_hour']}/GPU-h"
+        if cfg.get("usd_per_cpu_hour") and not cpu_cores:
+            return Cost(
+                None,
+                "CPU cores unknown (run.json hardware missing or refused) for the per-core price: cost unknown, not $0",
+            )
         if cfg.get("usd_per_cpu_hour") and cpu_cores:
             usd += float(cfg["usd_per_cpu_hour"]) * cpu_cores * hours
             note += f" + {cpu_cores:g} cores x job hours x ${cfg['usd_per_cpu_hour']}/core-h"

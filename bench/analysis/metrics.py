@@ -171,6 +171,9 @@ class RunContext:
         self.origins: dict[str, str] = {}  # metric key -> "process" or "host", for fallback-able figures
 
     def __getitem__(self, key: str) -> float | None:
+        if key not in self.values and key in self.run.refused:  # bench check named why: unknown, not a guess
+            self.values[key] = None
+            self.notes["cost" if key == "cost_usd" else key] = self.run.refused[key]  # cost_note says why
         if key not in self.values:
             source = METRIC_BY_KEY[key].source if key in METRIC_BY_KEY else None
             self.values[key] = source.value(self) if source is not None else None
@@ -261,7 +264,8 @@ def _gpu_hours(ctx: RunContext) -> float | None:
 
 def _cpu_limit(ctx: RunContext) -> float | None:
     hw, cg = ctx.section("hardware"), ctx.section("hardware", "cgroup")
-    return _f(cg.get("cpu_limit_cores")) or _f(hw.get("cpu_affinity_cores")) or _f(hw.get("cpu_cores_logical"))
+    # the job's allowance only: a host's core count is not a limit (runs.csv keeps an unknown limit unknown)
+    return _f(cg.get("cpu_limit_cores")) or _f(hw.get("cpu_affinity_cores"))
 
 
 def _mem_limit_gb(ctx: RunContext) -> float | None:
@@ -273,12 +277,14 @@ def _mem_limit_gb(ctx: RunContext) -> float | None:
 
 
 def _gpu_energy_wh(df: pd.DataFrame, gpu: str) -> float | None:
-    """Last minus first energy counter (mJ), else power (W) integrated over time."""
+    """The energy counter's increases (mJ; a drop is a reset, not negative energy), else power
+    (W) integrated over time."""
     counter_col, power_col = f"{gpu}_{c.GPU_ENERGY}", f"{gpu}_{c.GPU_POWER}"
     if counter_col in df:
         ok = _finite(df[counter_col].to_numpy(dtype=float, na_value=np.nan))
-        if ok.size >= 2 and ok[-1] >= ok[0]:
-            return float(ok[-1] - ok[0]) / 3.6e6  # mJ -> Wh
+        if ok.size >= 2:
+            steps = np.diff(ok)
+            return float(steps[steps > 0].sum()) / 3.6e6  # mJ -> Wh
     if power_col in df:
         t = df["time"].to_numpy(dtype=float)
         p = df[power_col].to_numpy(dtype=float, na_value=np.nan)

@@ -92,16 +92,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def _read_artifact(args: argparse.Namespace) -> Path:
     """PR number and measured sha from pr.json; checked, since a fork's job wrote them."""
-    import json
     import re
 
     from bench.analysis.regression import parse_thresholds
     from bench.names import check_name
+    from bench.records import numbers
     from bench.render.comment import render_pr_body
 
     meta_path = args.artifact / "pr.json"
-    try:
-        meta = json.loads(meta_path.read_text())
+    try:  # size- and depth-limited: a fork's pr.json nested 100,000 deep is refused, not a RecursionError
+        meta = numbers.loads(meta_path.read_bytes(), max_bytes=1 << 20)
     except (OSError, ValueError) as exc:
         raise ConfigError(
             f"{meta_path}: missing or not JSON ({exc}); is {args.artifact} the PR job's artifact?"

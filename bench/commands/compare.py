@@ -31,6 +31,12 @@ def run(args: argparse.Namespace) -> int:
     from bench.render.tables import excluded_table, pairs_table, runs_table, summary_table, verdicts
 
     runs = find_runs(args.results, args.envs or None)
+    if not runs and args.envs and (present := sorted({r.env for r in find_runs(args.results)})):
+        missing = sorted(set(args.envs) - set(present))
+        raise AtlasError(
+            f"no runs of environment {', '.join(missing)} under {args.results}; it has runs of "
+            f"{', '.join(present)}: check the --env name (or run `bench run --env {missing[0]}` first)"
+        )
     if not runs:
         raise AtlasError(
             f"no runs under {args.results} (expected {args.results}/<env>/<run_id>/); run `bench run` first"
@@ -68,7 +74,9 @@ def _write(out: Path, text: str, result, sha: str | None) -> None:
     """compare.md, runs.csv and compare.json in `out`."""
     out.mkdir(parents=True, exist_ok=True)
     (out / "compare.md").write_text(text)
-    result.frame().to_csv(out / "runs.csv", index=False, float_format="%.6g")
+    from bench.render.runs_csv import write_runs_csv
+
+    write_runs_csv(result.frame(), out / "runs.csv")
     summary = {
         env: {"runs": s.runs, "statuses": s.statuses, "median": s.median, "olympic_mean": s.olympic}
         for env, s in result.summaries.items()

@@ -39,7 +39,7 @@ def _common(p: argparse.ArgumentParser) -> None:
 def add_arguments(p: argparse.ArgumentParser) -> None:
     sub = p.add_subparsers(dest="hooks_command", metavar="ACTION")
     sub.required = True
-    inst = sub.add_parser("install", help="write the post-receive hook into a bare repository")
+    inst = sub.add_parser("install", allow_abbrev=False, help="write the post-receive hook into a bare repository")
     inst.add_argument("bare_repo", type=Path, metavar="BARE_REPO")
     _common(inst)
     inst.add_argument(
@@ -48,7 +48,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="the push waits for the run and shows its output (default: run in the background)",
     )
     inst.add_argument("--replace", action="store_true", help="overwrite a post-receive hook bench did not write")
-    rec = sub.add_parser("received", help="(called by the hook) run, report and publish one pushed commit")
+    rec = sub.add_parser(
+        "received", allow_abbrev=False, help="(called by the hook) run, report and publish one pushed commit"
+    )
     rec.add_argument("--repo", type=Path, required=True, help="the bare repository")
     rec.add_argument("--old", required=True)
     rec.add_argument("--new", required=True)

@@ -95,6 +95,7 @@ def _options(args: argparse.Namespace):  # -> ParseOptions
 
     from bench.errors import AtlasError
     from bench.importers import ParseOptions
+    from bench.importers.sanitize import check_interval
     from bench.importers.series import local_to_unix, zone
 
     mapping = None
@@ -109,6 +110,7 @@ def _options(args: argparse.Namespace):  # -> ParseOptions
             raise AtlasError(f"{args.map}: expected a mapping with columns: (see bench/README.md, Import)")
     if args.interval is not None and args.interval <= 0:
         raise AtlasError(f"--interval {args.interval:g}: must be more than 0 seconds")
+    check_interval(args.interval)
     for flag, value, parse in (
         ("--date", args.date, date.fromisoformat),
         ("--start", args.start, datetime.fromisoformat),

@@ -63,7 +63,11 @@ def kept_history(results: Path, restore_empty: bool = True, stream: TextIO | Non
 
 
 def run(args: argparse.Namespace) -> int:
+    from bench.errors import AtlasError
     from bench.render.report import write_report
+
+    if args.out.exists() and not args.out.is_dir():
+        raise AtlasError(f"--out {args.out} is a file, not a folder: give the reports folder (default reports/)")
 
     options = {
         "history": kept_history(args.results, restore_empty=not args.each_commit),

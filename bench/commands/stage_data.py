@@ -14,6 +14,9 @@ Settings come from `data:` in clusters/<env>/env.yaml.
 from __future__ import annotations
 
 import argparse
+import math
+
+MAX_TIMEOUT_S = 7 * 86400.0  # a week: no copy is awaited longer
 
 HELP = "stage the data file for an environment's jobs (sha256-verified)"
 
@@ -34,6 +37,8 @@ def run(args: argparse.Namespace) -> int:
     from bench.stage_data import StageError, data_spec
     from bench.targets import target_for
 
+    if not math.isfinite(args.timeout) or not 0 < args.timeout <= MAX_TIMEOUT_S:
+        raise AtlasError(f"--timeout {args.timeout:g}: give seconds, more than 0 and at most {MAX_TIMEOUT_S:g}")
     target = target_for(args.env)
     try:
         spec = data_spec(

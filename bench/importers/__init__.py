@@ -7,11 +7,13 @@ the record. A new format is one module and one line in `FORMATS`.
 
 from __future__ import annotations
 
+import csv
 from collections.abc import Callable
 from pathlib import Path
 
 from bench.errors import AtlasError
 from bench.importers import dcgm, mapped_csv, nvidia_smi, sar
+from bench.importers.sanitize import clean
 from bench.importers.series import ImportFault, ParseOptions, Series
 
 Parser = Callable[[Path, ParseOptions], Series]
@@ -30,7 +32,13 @@ def parse_file(fmt: str, path: Path, opts: ParseOptions) -> Series:
         raise AtlasError(f"unknown format {fmt!r} (known: {', '.join(FORMATS)})")
     if not Path(path).is_file():
         raise ImportFault(path, None, "no such file")
-    series = FORMATS[fmt](Path(path), opts)
+    try:
+        series = FORMATS[fmt](Path(path), opts)
+    except csv.Error as exc:  # e.g. a field over the csv module's 128 KiB limit
+        raise ImportFault(path, None, f"not a readable CSV ({exc}); is it this format, and not damaged?") from None
+    except OverflowError as exc:
+        raise ImportFault(path, None, f"a number too large to be a measurement ({exc})") from None
+    clean(series)
     if not [c for c in series.frame.columns if c not in ("time", "sample")] or series.frame.empty:
         raise ImportFault(path, None, "no values to import (every cell empty or N/A?)")
     return series

@@ -27,6 +27,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from bench.importers.sanitize import gpu_index
 from bench.importers.series import GPU_FIELD_UNITS, ImportFault, ParseOptions, Series, gpu_frame, group_samples, number
 
 # dcgmi dmon column tags -> DCGM field names (the fields the record keeps).
@@ -90,7 +91,7 @@ def parse_dmon(path: Path, opts: ParseOptions) -> Series:
             continue
         if len(tokens) != 2 + len(fields):
             raise ImportFault(path, no, f"{len(tokens) - 2} values where the column line has {len(fields)}")
-        gpu = int(number(tokens[1], path, no, "GPU id"))
+        gpu = gpu_index(number(tokens[1], path, no, "GPU id"), path, no, "GPU id")
         values = {f: number(v, path, no, f) for f, v in zip(fields, tokens[2:]) if f and v not in MISSING}
         parsed.append((gpu, values))
     if not parsed:
@@ -139,7 +140,7 @@ def parse_exporter(path: Path, opts: ParseOptions) -> Series:
             continue
         if "gpu" not in labels:
             raise ImportFault(path, no, f'{name} has no gpu="N" label')
-        gpu = int(number(labels["gpu"], path, no, "gpu label"))
+        gpu = gpu_index(number(labels["gpu"], path, no, "gpu label"), path, no, "gpu label")
         facts = series.gpu_facts.setdefault(gpu, {})
         for label, key in (("UUID", "uuid"), ("modelName", "model"), ("DCGM_FI_DRIVER_VERSION", "driver")):
             if labels.get(label):

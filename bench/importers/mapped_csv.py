@@ -107,7 +107,18 @@ def _time_reader(mapping: dict[str, Any], opts: ParseOptions) -> tuple[str | Non
         return spec["column"], lambda s: float(s) / 1000.0
     if fmt == "iso":
         return spec["column"], lambda s: _iso(s, tz)
+    if not any(d in fmt for d in DATE_DIRECTIVES):  # strptime would date every row 1900-01-01
+        raise _map_error(
+            opts,
+            "time",
+            f"format {fmt!r} of column {spec['column']!r} has no date (only a time of day): give a format with the "
+            "date (e.g. '%Y-%m-%d %H:%M:%S') if the column has one, else leave time: out and give interval_s "
+            "with start: 'YYYY-MM-DD HH:MM:SS'",
+        )
     return spec["column"], lambda s: local_to_unix(datetime.strptime(s, fmt), tz)
+
+
+DATE_DIRECTIVES = ("%d", "%j", "%c", "%x", "%s", "%G")  # a strptime format that names the day
 
 
 def _rows(

@@ -19,6 +19,7 @@ from typing import Any
 
 import pandas as pd
 
+from bench.importers.sanitize import gpu_index
 from bench.importers.series import (
     GPU_FIELD_UNITS,
     ImportFault,
@@ -120,7 +121,11 @@ def _rows(
             raise ImportFault(path, no, f"{len(row)} fields where the header has {len(heads)}")
         cells = {n: c.strip() for n, c in zip(names, row)}
         key = cells[id_col] if id_col else "0"
-        gpu = int(number(key, path, no, "index")) if id_col == "index" else ids.setdefault(key, len(ids))
+        gpu = (
+            gpu_index(number(key, path, no, "index"), path, no, "index")
+            if id_col == "index"
+            else ids.setdefault(key, len(ids))
+        )
         t = local_to_unix(_timestamp(cells["timestamp"], path, no), tz) if series.timed else None
         values = {}
         for (name, unit), text in zip(heads, row):

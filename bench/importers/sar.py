@@ -20,6 +20,7 @@ over the interval). Mapping onto the record:
 
 from __future__ import annotations
 
+import math
 import re
 from datetime import date, datetime, timedelta
 from pathlib import Path
@@ -83,14 +84,17 @@ def _row_values(kind: str, cols: list[str], tokens: list[str], path: Path, no: i
             return None  # a per-CPU row of `sar -P ALL`; the record keeps the host total
         idle = number(v["%idle"], path, no, "%idle")
         iowait = number(v["%iowait"], path, no, "%iowait") if "%iowait" in v else 0.0
-        return {"host_cpu_percent": round(max(0.0, 100.0 - idle - iowait), 3)}
+        busy = 100.0 - idle - iowait  # out of 0..100 (idle 150, nan): dropped by sanitize, never read as 0
+        busy = busy if busy == busy else math.inf  # nan -> inf: counted as not finite there, not lost unnamed
+        return {"host_cpu_percent": 0.0 if -0.5 < busy < 0 else round(busy, 3)}
     if kind == "mem":
         used = number(v["kbmemused"], path, no, "kbmemused") * 1024
         out = {"host_mem_used_bytes": used}
         if "%memused" in v:
             pct = number(v["%memused"], path, no, "%memused")
-            if pct > 0:
-                out["host_mem_total_bytes"] = round(used * 100.0 / pct / 1024) * 1024
+            total = used * 100.0 / pct if 0 < pct <= 100 else math.nan
+            if math.isfinite(total) and total < 1e18:  # %memused 1e-300 would give an infinite total
+                out["host_mem_total_bytes"] = round(total / 1024) * 1024
         return out
     if v["IFACE"] == "lo":
         return None

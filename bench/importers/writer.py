@@ -91,7 +91,8 @@ def _hardware(merged: Merged, first: pd.DataFrame) -> dict[str, Any]:
         "cpu_affinity_cores": None,
         "memory_bytes": f.get("memory_bytes"),
         "cgroup": {"version": None, "cpu_limit_cores": None, "memory_limit_bytes": None},
-        "gpus": _gpu_entries(merged, first),
+        # no GPU file imported: which GPUs the job had is unknown (null), not "none" ([])
+        "gpus": _gpu_entries(merged, first) if merged.gpus_sampled or merged.gpus_job else None,
     }
 
 

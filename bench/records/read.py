@@ -16,12 +16,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from bench.records import numbers
+from bench.records import numbers, ranges
 from bench.records.check import meta_problems, samples_problems
 from bench.records.compile_facts import compile_problems
 from bench.records.contract import EXIT_RUNNING, RUN_JSON, SCHEMA_VERSION, TRAIN_JSONL, samples_files
 from bench.records.jobfiles import read_bytes
 from bench.records.schema import refused_paths, schema_problems
+from bench.records.trainclock import train_clock_refusal
 from bench.records.trainlog import TrainLog, read_train_log, time_to_train
 
 
@@ -35,6 +36,7 @@ class RunData:
     train: TrainLog = field(default_factory=TrainLog)
     problems: list[str] = field(default_factory=list)
     schema_problems: list[str] = field(default_factory=list)  # run.json against run.schema.json
+    refused: dict[str, str] = field(default_factory=dict)  # metric key -> why the record cannot support it
 
     @property
     def git_sha(self) -> str | None:
@@ -166,6 +168,9 @@ def _read_meta(data: RunData, collected: bool) -> dict[str, Any]:
         if isinstance(meta.get("run_id"), str) and meta["run_id"] and meta["run_id"] != data.run_id:
             data.problems.append(f"{RUN_JSON} names run_id {meta['run_id']!r} but its folder is {data.run_id!r}")
         data.problems.extend(meta_problems(meta, data.path, collected))
+        data.problems.extend(ranges.refuse_out_of_range(meta, data.refused))
+        data.problems.extend(ranges.cost_inputs_missing(meta, data.refused))
+        data.problems.extend(ranges.overlapping_attempts(meta))
         start, end = numbers.finite(meta.get("start_time")), numbers.finite(meta.get("end_time"))
         if start is not None and end is not None and end < start:
             del meta["end_time"]  # times out of order: the duration (and its cost) is unknown, not negative
@@ -187,8 +192,15 @@ def load_run(run_dir: Path, env: str | None = None, collected: bool = True) -> R
     files = samples_files(run_dir)
     if not files:
         data.problems.append("no samples-<host>.csv (no CPU, memory or GPU figures)")
+    named = ranges.named_samples_files(meta)
     for path in files:
         host = path.name[len("samples-") : -len(".csv")]
+        if named is not None and path.name not in named:
+            data.problems.append(
+                f"{path.name}: a samples file of no host run.json names ({', '.join(sorted(named))}); "
+                "not counted (one samples file per host)"
+            )
+            continue
         df, problems = read_samples(path)
         data.problems.extend(problems)
         if df is not None:
@@ -197,6 +209,10 @@ def load_run(run_dir: Path, env: str | None = None, collected: bool = True) -> R
     data.train = read_train_log(run_dir / TRAIN_JSONL)
     data.problems.extend(_train_problems(data.train, run_dir, meta))
     data.problems.extend(compile_problems(meta, data.train))
+    clock = train_clock_refusal(data.train, meta)
+    if clock:
+        data.problems.append(clock)
+        data.refused["time_to_train_s"] = clock
     return data
 
 
@@ -215,16 +231,22 @@ def _train_problems(train: TrainLog, run_dir: Path, meta: dict[str, Any]) -> lis
     return out
 
 
+def _real_dir(path: Path) -> bool:
+    """A folder of the results tree itself: a symlink is not an environment or a run (it would
+    show one run twice, as a phantom environment)."""
+    return not path.name.startswith(".") and not path.is_symlink() and path.is_dir()
+
+
 def find_runs(results: Path, envs: list[str] | None = None) -> list[RunData]:
     """Every `results/<env>/<run_id>/` folder, sorted by env then run id."""
     results = Path(results)
     runs: list[RunData] = []
     if not results.is_dir():
         return runs
-    for env_dir in sorted(p for p in results.iterdir() if p.is_dir() and not p.name.startswith(".")):
+    for env_dir in sorted(p for p in results.iterdir() if _real_dir(p)):
         if envs and env_dir.name not in envs:
             continue
-        for run_dir in sorted(p for p in env_dir.iterdir() if p.is_dir() and not p.name.startswith(".")):
+        for run_dir in sorted(p for p in env_dir.iterdir() if _real_dir(p)):
             runs.append(load_run(run_dir, env_dir.name))
     return runs
 

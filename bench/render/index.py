@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import re
 from pathlib import Path
 
@@ -69,6 +70,7 @@ def write_index(out: Path) -> Path:
         text = text.replace("\n\n\n", "\n\n")
     path = out / "README.md"
     write_text_atomic(path, text.rstrip() + "\n")
+    os.chmod(path, 0o644)  # like every report file: for everyone to read (mkstemp makes 0600)
     return path
 
 

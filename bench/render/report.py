@@ -38,6 +38,7 @@ from bench.records.select import commit_runs
 from bench.render import charts
 from bench.render.escape import code, md
 from bench.render.index import SUMMARY_JSON, write_index
+from bench.render.runs_csv import write_runs_csv
 from bench.render.tables import (
     excluded_table,
     identity_table,
@@ -136,9 +137,11 @@ def _provenance(runs: list[RunData], envs: list[str]) -> list[tuple[str, list[st
 
     def gpus(meta: dict[str, Any]) -> str:
         gs = meta["hardware"]["gpus"]
+        if gs is None:
+            return None  # not recorded (an import without GPU files): unknown, not "none"
         if not gs:
             return "none"
-        models = Counter(str(g.get("model")) for g in gs)
+        models = Counter(str(g.get("model") or "unknown model") for g in gs)
         return ", ".join(f"{n} × {m}" for m, n in sorted(models.items()))
 
     rows: list[tuple[str, Callable[[dict[str, Any]], Any]]] = [
@@ -280,8 +283,8 @@ def _problems(runs: list[RunData], sha: str | None) -> list[tuple[str, list[str]
         for r in sorted(runs, key=lambda r: (r.env, r.run_id))
         if r.problems
     ]
-    if sha is None:
-        problems.insert(0, ("all runs", ["no git sha recorded: runs of every commit are mixed in this report"]))
+    # No git sha (imports) is no problem of a record, so it is said under Provenance, not here:
+    # Data problems lists exactly what `bench check` prints.
     return problems
 
 
@@ -410,7 +413,7 @@ def _write_folder(
             changes=_change_lines(entries, result),
         )
     )
-    result.frame().to_csv(folder / "runs.csv", index=False, float_format="%.6g")
+    write_runs_csv(result.frame(), folder / "runs.csv")
     excluded = pd.DataFrame([asdict(e) for e in result.excluded], columns=["env", "run_id", "reason"])
     excluded.to_csv(folder / "excluded.csv", index=False)
     summary = {

@@ -159,7 +159,8 @@ def excluded_table(excluded: list[Excluded]) -> str:
 
 def shape_note(metrics: list[RunMetrics]) -> str:
     """A sentence when the compared runs had different GPU counts, else empty."""
-    shapes = sorted({(m.env, int(m.nodes or 1), int(m.gpus_per_node or 0)) for m in metrics})
+    known = [m for m in metrics if m.gpus_per_node is not None]  # an unknown shape is not "0 GPUs"
+    shapes = sorted({(m.env, int(m.nodes or 1), int(m.gpus_per_node)) for m in known})
     if len({(n, g) for _, n, g in shapes}) <= 1:
         return ""
     listing = ", ".join(f"{md(env)} {n}×{g}" for env, n, g in shapes)

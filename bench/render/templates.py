@@ -114,7 +114,10 @@ Not drawn (no environment recorded them): {{ missing_charts|join(', ') }}.
 
 ## Advisor
 
-{% for env, notes in advice -%}
+{% set advised = advice|selectattr(1)|list -%}
+{% if not advised %}No advice: the compared runs recorded none of what the advisor reads.
+{% endif -%}
+{% for env, notes in advised -%}
 **{{ env }}**
 
 {% for note in notes -%}
@@ -129,6 +132,9 @@ Not drawn (no environment recorded them): {{ missing_charts|join(', ') }}.
 {% for label, values in provenance -%}
 | {{ label }} | {{ values|join(' | ') }} |
 {% endfor %}
+{% if commit == "unknown" %}
+No git sha recorded (imported runs?): runs of every commit are mixed in this report.
+{% endif %}
 
 ## Data problems
 

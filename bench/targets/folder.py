@@ -9,6 +9,7 @@ its state is read and what collection adds are each kind's own.
 
 from __future__ import annotations
 
+import errno
 import os
 import time
 from abc import abstractmethod
@@ -46,12 +47,24 @@ class FolderTarget(Target):
             info = read_json(self.runs_dir / run_id / SUBMIT_JSON)
         except (OSError, ValueError):
             return {}
-        return info if isinstance(info, dict) else {}
+        if not isinstance(info, dict):
+            return {}
+        if not isinstance(info.get("commit"), (str, type(None))):  # written by the job's side: a str or nothing
+            info["commit"] = None
+        return info
 
     def write_own(self, run_id: str, name: str, data: bytes) -> None:
         """Write one of bench's files (submit.json, the cancel marker) into the run folder,
         never through a link the job planted under that name (jobfiles.write_bytes)."""
-        write_bytes(self.runs_dir / run_id / name, data)
+        try:
+            write_bytes(self.runs_dir / run_id / name, data)
+        except OSError as exc:
+            if exc.errno not in (errno.ELOOP, errno.EISDIR, errno.ENOTDIR, errno.EEXIST):
+                raise
+            raise AtlasError(
+                f"{self.runs_dir / run_id / name}: is a link or a folder, not bench's file ({exc.strerror}); "
+                "not followed: remove it and try again"
+            ) from None
 
     def was_cancelled(self, run_id: str) -> bool:
         return (self.runs_dir / run_id / CANCELLED).exists()
@@ -60,19 +73,23 @@ class FolderTarget(Target):
         run_dir = self.runs_dir / run_id
         if not run_dir.is_dir():
             raise AtlasError(f"no run {run_id!r} in environment {self.env.name}")
-        write_bytes(run_dir / CANCELLED, f"{time.time()}\n".encode())
+        self.write_own(run_id, CANCELLED, f"{time.time()}\n".encode())
         return run_dir
 
     def list_runs(self, commit: str | None = None) -> list[RunStatus]:
         if not self.runs_dir.is_dir():
             return []
         runs = [
-            self.status(p.name) for p in sorted(self.runs_dir.iterdir()) if p.is_dir() and not p.name.startswith(".")
+            self.status(p.name)
+            for p in sorted(self.runs_dir.iterdir())
+            if p.is_dir() and not p.is_symlink() and not p.name.startswith(".")  # a link is no run of this env
         ]
         return [r for r in runs if not commit or (r.commit or "").startswith(commit)]
 
     def fetch(self, run_id: str, into: Path) -> dict[str, Any]:
         """Copy a finished run's record files into `into`; return the scheduler facts."""
+        if (self.runs_dir / run_id).is_symlink():
+            raise AtlasError(f"{self.runs_dir / run_id} is a link, not a run folder: not followed, not collected")
         self.require_finished(self.status(run_id))
         return self.copy_run(run_id, Path(into))
 

@@ -24,6 +24,7 @@ def build_parser() -> argparse.ArgumentParser:
     from workflows.biggan.config import known_experiments
 
     p = argparse.ArgumentParser(
+        allow_abbrev=False,
         prog="python -m workflows.biggan",
         description="Train BigGAN / BigGAN-deep. Writes DIR/train.jsonl, DIR/checkpoints/ and "
         "DIR/samples.png; resumes from DIR/checkpoints/ when present.",

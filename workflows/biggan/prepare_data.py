@@ -56,6 +56,7 @@ def convert(src: Path, out: Path, resolution: int, chunk: int = 256) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
+        allow_abbrev=False,
         prog="python -m workflows.biggan prepare-data",
         description="Convert an image folder (SRC/<class>/<image>) into one HDF5 file for "
         "data.source=hdf5. Images are centre-cropped and resized to --resolution.",

@@ -19,6 +19,7 @@ import pytest
 import yaml
 
 from bench.envs import CLUSTERS_DIR, Environment
+from bench.errors import AtlasError
 from bench.records import jobfiles
 from bench.records.contract import CANCEL_MARK
 from bench.targets import target_class
@@ -81,11 +82,11 @@ def test_local_collect_refuses_planted_links_and_names_them(tmp_path: Path, caps
     out = capsys.readouterr().out
     check_outcome(dest, planted, out, before)
     assert "job.log: a symbolic link" in out and not (dest / "job.log").exists()
-    # cancel writes its marker without following a planted link (a run still running: a
-    # finished one is left alone, not marked)
+    # cancel writes its marker without following a planted link, and says so in one line
+    # (a run still running: a finished one is left alone, not marked)
     (run_dir / "run.json").write_text(json.dumps({**finished_record(RUN_ID), "exit": {"status": "running"}}))
     (run_dir / CANCEL_MARK).symlink_to(planted["secret"])
-    with pytest.raises(OSError):
+    with pytest.raises(AtlasError, match="is a link"):
         target.cancel(RUN_ID)
     assert planted["secret"].read_text() == SECRET
 

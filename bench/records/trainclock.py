@@ -1,0 +1,58 @@
+"""Does the training log's clock agree with the run's? Time to train is only as good as it.
+
+train.jsonl times come from the job's clock; run.json's start and end from the
+recorder's. A clock step inside the job (NTP, a VM migrated) moves train.jsonl's times
+and would turn a 30 s job into an hour of "time to train". So time to train is refused,
+with the reason, when the log's events lie outside the run's attempts, go backwards,
+add up to more than the wall time, or span no time at all.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from bench.records.contract import TRAIN_JSONL
+from bench.records.trainlog import TrainLog, time_to_train
+
+SLACK_S = 5.0  # recorder start -> workload start, and clocks read a moment apart
+
+
+def _time(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    number = float(value)
+    return number if math.isfinite(number) else None
+
+
+def _attempts(meta: dict[str, Any]) -> list[tuple[float | None, float | None]]:
+    previous = meta.get("previous_attempts")
+    raw = [a for a in previous if isinstance(a, dict)] if isinstance(previous, list) else []
+    return [(_time(a.get("start_time")), _time(a.get("end_time"))) for a in [*raw, meta]]
+
+
+def train_clock_refusal(train: TrainLog, meta: dict[str, Any]) -> str | None:
+    """Why time to train cannot be trusted for this run (one line), or None when it can."""
+    times = [t for e in train.events if (t := _time(e.get("time"))) is not None]
+    if not times or not train.of("run_start"):
+        return None
+    if any(b < a - SLACK_S for a, b in zip(times, times[1:])):
+        return f"{TRAIN_JSONL}: event times go backwards (the job's clock stepped); time to train excluded"
+    spans = _attempts(meta)
+    starts = [s for s, _ in spans if s is not None]
+    ends = [e for _, e in spans if e is not None]
+    if starts and min(times) < min(starts) - SLACK_S or ends and max(times) > max(ends) + SLACK_S:
+        return (
+            f"{TRAIN_JSONL}: event times lie outside the run's start..end in run.json "
+            "(the job's clock stepped, or the log belongs to another run); time to train excluded"
+        )
+    total, _ = time_to_train(train)
+    if total is not None and total <= 0 and train.of("train"):
+        return f"{TRAIN_JSONL}: run_start and run_stop carry the same time (clock not read?); time to train excluded"
+    wall = sum(e - s for s, e in spans if s is not None and e is not None and e >= s)
+    if total is not None and all(s is not None and e is not None for s, e in spans) and total > wall + SLACK_S:
+        return (
+            f"{TRAIN_JSONL}: time to train {total:.1f} s exceeds the job's wall time {wall:.1f} s "
+            "(the job's clock stepped?); time to train excluded"
+        )
+    return None
