@@ -34,6 +34,25 @@ def workload_args(experiment: str, run_dir: str, overrides: Sequence[str] = ()) 
     return args
 
 
+def workload_command(
+    experiment: str,
+    run_dir: str,
+    overrides: Sequence[str] = (),
+    python: str = "python",
+    launcher: Sequence[str] = (),
+    extra: Sequence[str] = (),
+) -> list[str]:
+    """The workload under its launcher: `python [LAUNCHER] -m workflows.biggan ...`."""
+    return [python, *launcher, *workload_args(experiment, run_dir, overrides), *extra]
+
+
+def recorder_command(
+    workload: Sequence[str], env_name: str, run_dir: str, python: str = "python", options: Sequence[str] = ()
+) -> list[str]:
+    """`python -m bench record [OPTIONS] --run-dir DIR --env ENV -- WORKLOAD...`: the recorder around it."""
+    return [python, "-m", "bench", "record", *options, "--run-dir", run_dir, "--env", env_name, "--", *workload]
+
+
 def job_command(
     env_name: str,
     experiment: str,
@@ -42,10 +61,11 @@ def job_command(
     python: str = "python",
     launcher: Sequence[str] = (),
     extra: Sequence[str] = (),
+    recorder_options: Sequence[str] = (),
 ) -> list[str]:
-    """`python -m bench record --run-dir DIR --env ENV -- python [LAUNCHER] -m workflows.biggan ...`."""
-    workload = [python, *launcher, *workload_args(experiment, run_dir, overrides), *extra]
-    return [python, "-m", "bench", "record", "--run-dir", run_dir, "--env", env_name, "--", *workload]
+    """The one job command: workload -> launcher -> recorder, each wrapping the one inside."""
+    workload = workload_command(experiment, run_dir, overrides, python, launcher, extra)
+    return recorder_command(workload, env_name, run_dir, python, recorder_options)
 
 
 def main(argv: list[str] | None = None) -> int:

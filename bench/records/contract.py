@@ -55,6 +55,11 @@ def exit_status(code: int | None, signal_name: str | None = None, run_stop: str 
     return STATUS_PREEMPTED if code == EXIT_PREEMPTED else STATUS_FAILED
 
 
+def exit_succeeded(status: Any, code: Any) -> bool:
+    """The one rule for "the run did what it was asked": a finished-OK exit.status and exit code 0."""
+    return status in FINISHED_OK and code == 0
+
+
 def queue_wait_s(submit_time: Any, start_time: Any) -> float | None:
     """Scheduler queue wait (s): submit -> start, never negative; None unless both are numbers."""
     numbers = all(isinstance(t, (int, float)) and not isinstance(t, bool) for t in (submit_time, start_time))

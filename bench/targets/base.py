@@ -69,13 +69,16 @@ class Target(ABC):
     # hands both to CI's deploy and collect matrix.
     extras: ClassVar[str] = ""
     ci_setup: ClassVar[str] = ""
+    # The kind's own env.yaml keys, as JSON Schema properties (bench.envschema adds the
+    # common ones and refuses every other key): a kind declares its keys here, nowhere else.
+    settings_properties: ClassVar[dict[str, Any]] = {}
 
     def __init__(self, env: Environment) -> None:
         from bench.envschema import settings_problems
         from bench.names import check_name
 
         check_name(env.name, "environment")  # a folder, a label, a shell word: whoever built `env`
-        problems = settings_problems(env.settings, env.kind, keys_only=True)  # allow-list, no ansible_* key
+        problems = settings_problems(env.settings, env.kind, self.settings_properties, keys_only=True)
         if problems:
             raise ConfigError(f"{env.folder / 'env.yaml'}: " + "; ".join(problems))
         self.env = env
@@ -83,6 +86,10 @@ class Target(ABC):
 
     def check_settings(self) -> None:  # noqa: B027 (an optional hook: most kinds accept the defaults)
         """Raise ConfigError naming every wrong key of `env.yaml`; default: accept."""
+
+    def login_host(self) -> str | None:
+        """The host CI's SSH set-up must trust (`bench envs --host`); None: this kind needs no SSH."""
+        return None
 
     def check_files(self) -> None:  # noqa: B027 (an optional hook)
         """Check the kind-specific files beside env.yaml (manifests, inventory).
@@ -148,10 +155,3 @@ def new_run_id(commit: str, now: float | None = None) -> str:
 
     stamp = time.strftime("%Y%m%dt%H%M%S", time.gmtime(now if now is not None else time.time()))
     return f"{stamp}-{(commit or 'nocommit')[:8]}-{secrets.token_hex(2)}"
-
-
-def recorded_command(env_name: str, job: JobSpec, run_dir: str, python: str = "python") -> list[str]:
-    """`bench record` wrapped around the workload: what every target finally executes."""
-    from bench.record.job import job_command
-
-    return job_command(env_name, job.experiment, run_dir, job.overrides, python)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bench.record.job import job_command
+from bench.record.job import job_command, workload_command
 from bench.targets.base import JobSpec
 
 
@@ -57,7 +57,7 @@ def launch_command(
     rendezvous: Rendezvous | None = None,
 ) -> list[str]:
     """The workload's command line for `nodes` × `gpus_per_node` (without the recorder)."""
-    return recorded_launch("-", job, run_dir, nodes, gpus_per_node, python, rendezvous)[9:]
+    return workload_command(job.experiment, run_dir, job.overrides, python, launcher(nodes, gpus_per_node, rendezvous))
 
 
 def recorded_launch(
@@ -68,8 +68,18 @@ def recorded_launch(
     gpus_per_node: int = 0,
     python: str = "python",
     rendezvous: Rendezvous | None = None,
+    recorder_options: tuple[str, ...] = (),
 ) -> list[str]:
-    """`bench record` around the launch (bench/record/job.py's one job command), one recorder per node."""
+    """`bench record` around the launch (bench/record/job.py's one job command), one recorder per node.
+
+    Every target builds its job with this (local, container, Kubernetes, PyTorchJob); the
+    Slurm batch script runs bench/record/job.py, which builds the same command in the job."""
     return job_command(
-        env_name, job.experiment, run_dir, job.overrides, python, launcher(nodes, gpus_per_node, rendezvous)
+        env_name,
+        job.experiment,
+        run_dir,
+        job.overrides,
+        python,
+        launcher(nodes, gpus_per_node, rendezvous),
+        recorder_options=recorder_options,
     )

@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from bench.targets.base import JobSpec, recorded_command
+from bench.targets.base import JobSpec
+from bench.targets.launch import recorded_launch
 from bench.targets.slurm import ansible_variables, extravars_yaml
 
 REPO = Path(__file__).resolve().parents[2]
@@ -172,7 +173,7 @@ def test_rendered_command_is_recorded_command_and_hostile_values_stay_text(tmp_p
     argv = json.loads(next(line for line in run.stdout.splitlines() if line.startswith("ARGV "))[5:])
     run_dir = str(tmp_path / "cluster" / "runs" / "r1")
     job = JobSpec(run_id="r1", experiment="smoke", commit=COMMIT, overrides=tuple(overrides))
-    assert argv == recorded_command(env_name, job, run_dir, python=sys.executable)
+    assert argv == recorded_launch(env_name, job, run_dir, python=sys.executable)
     assert [c for c in canaries if c.exists()] == []
 
 

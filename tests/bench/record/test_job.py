@@ -7,7 +7,8 @@ import subprocess
 import sys
 
 from bench.record.job import job_command, main
-from bench.targets.base import JobSpec, recorded_command
+from bench.targets.base import JobSpec
+from bench.targets.launch import recorded_launch
 
 
 def test_the_command_wraps_the_workload_in_bench_record():
@@ -17,7 +18,7 @@ def test_the_command_wraps_the_workload_in_bench_record():
         "py", "-m", "workflows.biggan", "--experiment", "cifar", "--run-dir", "/r/1", "--set", "train.max_iters=2",
     ]  # fmt: skip
     job = JobSpec(run_id="1", experiment="cifar", commit="c", overrides=("train.max_iters=2",))
-    assert recorded_command("satori", job, "/r/1", python="py") == cmd  # the local target's command
+    assert recorded_launch("satori", job, "/r/1", python="py") == cmd  # the local target's command
 
 
 def test_entry_point_reads_the_job_from_the_environment(monkeypatch, capsys):
