@@ -97,7 +97,7 @@ def check_env(name: str, clusters_dir: Path = CLUSTERS_DIR) -> list[str]:
         cls = target_class(env.kind)
     except AtlasError as exc:
         return check_common(env.settings, where) + [f"{where}: kind: {exc}"]
-    schema = [f"{where}: {p}" for p in settings_problems(env.settings, env.kind)]
+    schema = [f"{where}: {p}" for p in settings_problems(env.settings, env.kind, cls.settings_properties)]
     errors = check_common(env.settings, where)
     if schema:  # unknown or dangerous keys, wrong types: the target never sees these settings
         return schema + [e for e in errors if e not in schema]

@@ -18,8 +18,8 @@ import argparse
 import os
 from pathlib import Path
 
+from bench.commands.common_args import add_envs
 from bench.errors import AtlasError, ConfigError
-from bench.names import arg_type
 
 HELP = "create or update the pull request's benchmark comment (GITHUB_TOKEN)"
 
@@ -48,15 +48,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--head", metavar="SHA", help="the PR's commit (with --results)")
     p.add_argument("--base", metavar="SHA", help="the merge-base commit (with --results)")
-    p.add_argument(
-        "--env",
-        type=arg_type("environment"),
-        dest="envs",
-        action="append",
-        default=[],
-        metavar="ENV",
-        help="only this environment (repeatable; default: all in the results)",
-    )
+    add_envs(p, "only this environment (repeatable; default: all in the results)")
     p.add_argument(
         "--threshold",
         action="append",

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from bench.commands.common_args import add_env
 from bench.names import arg_type
 
 HELP = "wrap a command and write its run record (runs inside the job)"
@@ -31,9 +32,7 @@ def positive_seconds(text: str) -> float:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--run-dir", required=True, type=Path, help="the run's directory (created if missing)")
-    parser.add_argument(
-        "--env", type=arg_type("environment"), required=True, help="environment name written into run.json"
-    )
+    add_env(parser, "environment name written into run.json")
     parser.add_argument(
         "--interval", type=positive_seconds, default=1.0, metavar="SECONDS", help="sampling interval (default 1 s)"
     )

@@ -10,15 +10,14 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from bench.commands.common_args import add_env
 from bench.names import arg_type
 
 HELP = "submit to an environment, wait, collect"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--env", type=arg_type("environment"), required=True, help="environment: a folder clusters/<env>/ with env.yaml"
-    )
+    add_env(parser, "environment: a folder clusters/<env>/ with env.yaml")
     parser.add_argument(
         "--experiment",
         type=arg_type("experiment"),

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import __version__
-from bench.atomic import DISK_FULL_ERRNOS
+from bench.atomic import DISK_FULL_ERRNOS, write_json_atomic
 from bench.errors import AtlasError
 from bench.record.cgroups import CgroupReader
 from bench.record.gpus import GpuProbe
@@ -44,7 +44,6 @@ from bench.records.contract import (
     queue_wait_s,
     samples_name,
 )
-from bench.records.place import write_json_atomic
 from bench.records.schema import schema_problems
 from bench.records.trainlog import read_train_log
 from bench.shape import observed_shape

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from bench.records.contract import FINISHED_OK, RUN_JSON, TRAIN_JSONL
+from bench.records.numbers import finite
 
 # (column suffix, low, high, what it is): the bounds a sample value can physically take.
 # CPU % of the process tree is % of one core, so its bound scales with the cores.
@@ -28,12 +29,6 @@ GPU_BOUNDS = (
     ("DCGM_FI_DEV_FB_TOTAL", 0.0, None, "GPU memory total MiB"),
 )
 TIME_SLACK_S = 5.0
-
-
-def _num(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return float(value) if np.isfinite(value) else None
 
 
 def _section(meta: dict[str, Any], key: str) -> dict[str, Any]:
@@ -49,11 +44,11 @@ def meta_problems(meta: dict[str, Any], run_dir: Path, collected: bool) -> list[
         out.append(
             f"{RUN_JSON}: config_sha256 is missing for a finished run (which configuration it trained is unknown)"
         )
-    start, end = _num(meta.get("start_time")), _num(meta.get("end_time"))
+    start, end = finite(meta.get("start_time")), finite(meta.get("end_time"))
     if start is not None and end is not None and end < start:
         out.append(f"{RUN_JSON}: end_time {end} is before start_time {start}")
     sched = _section(meta, "scheduler")
-    submit, sched_start = _num(sched.get("submit_time")), _num(sched.get("start_time"))
+    submit, sched_start = finite(sched.get("submit_time")), finite(sched.get("start_time"))
     if submit is not None and sched_start is not None and sched_start + TIME_SLACK_S < submit:
         out.append(f"{RUN_JSON}: scheduler.start_time {sched_start} is before submit_time {submit}")
     named = meta.get("samples_file")
@@ -92,13 +87,13 @@ def samples_problems(name: str, df: pd.DataFrame, meta: dict[str, Any]) -> list[
     backwards = int((np.diff(t) < 0).sum())
     if backwards:
         out.append(f"{name}: sample time goes backwards {backwards} time(s) (clock stepped, or rows mixed up)")
-    start, end = _num(meta.get("start_time")), _num(meta.get("end_time"))
+    start, end = finite(meta.get("start_time")), finite(meta.get("end_time"))
     if len(t) and start is not None and t[0] < start - TIME_SLACK_S:
         out.append(f"{name}: first sample at {t[0]:.3f} is before the run started ({start:.3f})")
     if len(t) and end is not None and t[-1] > end + TIME_SLACK_S:
         out.append(f"{name}: last sample at {t[-1]:.3f} is after the run ended ({end:.3f})")
     hw = _section(meta, "hardware")
-    cores = _num(hw.get("cpu_cores_logical"))
+    cores = finite(hw.get("cpu_cores_logical"))
     bounds: list[tuple[str, float | None, float | None, str]] = [
         ("host_cpu_percent", 0.0, 100.5, "host CPU %"),
         ("proc_cpu_percent", 0.0, (100.0 * cores * 1.05 + 5.0) if cores else None, "process CPU % of a core"),

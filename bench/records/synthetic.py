@@ -13,9 +13,9 @@ from pathlib import Path
 
 import numpy as np
 
+from bench.atomic import write_json_atomic
 from bench.records import contract as c
 from bench.records.contract import BASE_COLUMNS, FIELD_NAMES, SCHEMA_VERSION, samples_name
-from bench.records.place import write_json_atomic
 
 CONFIG = {"experiment": "smoke", "batch_size": 8, "ch": 16, "max_iters": 40}
 CONFIG_SHA = hashlib.sha256(json.dumps(CONFIG, sort_keys=True).encode()).hexdigest()

@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 from typing import Any, ClassVar
 
+from bench.envschema import OPT_STR, POSITIVE, STR
 from bench.errors import AtlasError, ConfigError
 from bench.records.place import SKIPPED
 from bench.shape import Shape, declared_shape
@@ -101,12 +102,27 @@ def own_run_folder(pod_spec: dict[str, Any], train: dict[str, Any], mount: str, 
     pod_spec["initContainers"].append(init)
 
 
+# env.yaml keys of every kind that runs Kubernetes Jobs (this one and openshift).
+KUBE_PROPERTIES: dict[str, Any] = {
+    "namespace": STR,
+    "context": OPT_STR,
+    "kubeconfig": OPT_STR,
+    "job_template": STR,
+    "job_prefix": STR,
+    "results_pvc": STR,
+    "results_mount": STR,
+    "poll_interval_s": POSITIVE,
+    "collect_timeout_s": POSITIVE,
+}
+
+
 @register("kubernetes")
 class KubernetesTarget(JobStatusReader, RecordCopier, PyTorchJobRunner, Target):
     """One namespace of a Kubernetes cluster described by `clusters/<env>/env.yaml`."""
 
     extras: ClassVar[str] = "openshift"  # the kubernetes client and kubernetes-validate
     ci_setup: ClassVar[str] = "ci-kubeconfig"
+    settings_properties: ClassVar[dict[str, Any]] = {**KUBE_PROPERTIES, "image": STR}
     cli: ClassVar[str] = "kubectl"
     api_name: ClassVar[str] = "Kubernetes"
     login_hint: ClassVar[str] = KUBE_LOGIN

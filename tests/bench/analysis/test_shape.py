@@ -47,15 +47,16 @@ def test_declared_shape_and_its_checks() -> None:
 @pytest.mark.parametrize("kind", ["local", "container", "slurm", "kubernetes", "openshift"])
 def test_every_kind_allows_shape_and_data_and_only_their_keys(kind: str) -> None:
     from bench.envschema import settings_problems
+    from bench.targets import target_class
 
     good = {
         "kind": kind,
         "shape": {"nodes": 1, "gpus_per_node": 4, "cpus_per_gpu": 4, "memory_gib_per_gpu": 24},
         "data": {"file": "imagenet128.hdf5", "sha256": None, "source": None, "pvc": "atlas-data", "mount": "/data"},
     }
-    assert settings_problems(good, kind) == []
+    assert settings_problems(good, kind, target_class(kind).settings_properties) == []
     bad = {**good, "shape": {"nodes": 1, "gpus_per_node": 4, "gpu": 1}, "data": {"file": "x", "ansible_x": "y"}}
-    text = "\n".join(settings_problems(bad, kind))
+    text = "\n".join(settings_problems(bad, kind, target_class(kind).settings_properties))
     assert f"shape: unknown key(s) gpu for kind {kind}" in text and "ansible_x" in text
 
 
