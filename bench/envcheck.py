@@ -15,7 +15,8 @@ from bench.analysis.cost import check_cost
 from bench.envs import CLUSTERS_DIR, load_env
 from bench.envschema import settings_problems
 from bench.errors import AtlasError
-from bench.shape import Shape, check_shape, declared_shape, shape_warnings
+from bench.records.shape import Shape, declared_shape
+from bench.shape import check_shape, shape_warnings
 from bench.stage_data import check_data
 
 HARDWARE_TYPES: dict[str, tuple[type, ...]] = {

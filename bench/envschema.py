@@ -20,7 +20,7 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 
-from bench.shape import SHAPE_KEYS
+from bench.records.shape import SHAPE_KEYS
 from bench.stage_data import DATA_KEYS
 
 STR = {"type": "string"}

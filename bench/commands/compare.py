@@ -23,21 +23,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from bench.analysis.compare import compare_runs
-    from bench.errors import AtlasError
-    from bench.records.read import find_runs
-    from bench.records.select import commit_runs
+    from bench.analysis.select_compare import select_and_compare
     from bench.render.tables import excluded_table, pairs_table, runs_table, summary_table, verdicts
 
-    runs = find_runs(args.results, args.envs or None)
-    if not runs:
-        raise AtlasError(
-            f"no runs under {args.results} (expected {args.results}/<env>/<run_id>/); run `bench run` first"
-        )
-    sha, runs = commit_runs(runs, args.commit)
-    result = compare_runs(
-        runs, allow_different=args.allow_different, baseline=args.baseline, allow_dirty=args.allow_dirty
+    selected = select_and_compare(
+        args.results,
+        args.envs or None,
+        args.commit,
+        allow_different=args.allow_different,
+        baseline=args.baseline,
+        allow_dirty=args.allow_dirty,
     )
+    sha, runs, result = selected.sha, selected.runs, selected.result
     text = (
         "\n\n".join(
             x

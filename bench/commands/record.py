@@ -42,6 +42,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="run id (default: $ATLAS_RUN_ID, else the run directory's name)",
     )
+    parser.add_argument("--kind", default=None, help="the target kind that started the job (default: $ATLAS_KIND)")
+    parser.add_argument(
+        "--scheduler",
+        default=None,
+        help="the job's scheduler: plain, slurm or kubernetes (default: $ATLAS_SCHEDULER, else what the job shows)",
+    )
     parser.add_argument(
         "cmd", nargs=argparse.REMAINDER, metavar="-- COMMAND ...", help="the command to run, after `--`"
     )
@@ -53,4 +59,4 @@ def run(args: argparse.Namespace) -> int:
     command = list(args.cmd)
     if command and command[0] == "--":
         command = command[1:]
-    return Recorder(args.run_dir, args.env, command, args.interval, args.run_id).run()
+    return Recorder(args.run_dir, args.env, command, args.interval, args.run_id, args.kind, args.scheduler).run()

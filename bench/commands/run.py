@@ -8,32 +8,18 @@ training goes on in the environment, and `bench collect` fetches the records lat
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
-from bench.commands.common_args import add_env
-from bench.names import arg_type
+from bench.commands.common_args import add_env, add_experiment, add_overrides, add_results
 
 HELP = "submit to an environment, wait, collect"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_env(parser, "environment: a folder clusters/<env>/ with env.yaml")
-    parser.add_argument(
-        "--experiment",
-        type=arg_type("experiment"),
-        required=True,
-        help="workload preset (workflows/biggan/experiments/NAME.yaml)",
-    )
+    add_experiment(parser, default=None)
     parser.add_argument("--runs", type=int, default=1, help="how many runs (default 1)")
-    parser.add_argument("--results", type=Path, default=Path("results"), help="results tree (default results/)")
-    parser.add_argument(
-        "--set",
-        dest="overrides",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="workload setting override, repeatable (passed to --set of the workload)",
-    )
+    add_results(parser)
+    add_overrides(parser)
     parser.add_argument(
         "--timeout",
         type=float,

@@ -49,7 +49,7 @@ def environment_facts(env: Environment, now: float | None = None) -> dict[str, A
     `shape` is the shape env.yaml asked for; the record's own `shape` (the recorder's,
     from the scheduler and the pod) is the one that ran, and `freeze` keeps both.
     """
-    from bench.shape import declared_shape
+    from bench.records.shape import declared_shape
 
     path = env.folder / "env.yaml"
     try:

@@ -72,6 +72,9 @@ class Target(ABC):
     # The kind's own env.yaml keys, as JSON Schema properties (bench.envschema adds the
     # common ones and refuses every other key): a kind declares its keys here, nowhere else.
     settings_properties: ClassVar[dict[str, Any]] = {}
+    # The scheduler the job runs under, passed into the job with the kind so that the
+    # recorder reads the right in-job facts (bench/record/scheduler/<name>.py).
+    job_scheduler: ClassVar[str] = "plain"
 
     def __init__(self, env: Environment) -> None:
         from bench.envschema import settings_problems
@@ -86,6 +89,16 @@ class Target(ABC):
 
     def check_settings(self) -> None:  # noqa: B027 (an optional hook: most kinds accept the defaults)
         """Raise ConfigError naming every wrong key of `env.yaml`; default: accept."""
+
+    def job_identity(self) -> dict[str, str]:
+        """What the job is told about who started it: ATLAS_KIND and ATLAS_SCHEDULER (`bench
+        record` reads them, or the same as --kind / --scheduler options)."""
+        return {"ATLAS_KIND": self.kind, "ATLAS_SCHEDULER": self.job_scheduler}
+
+    def recorder_options(self) -> tuple[str, ...]:
+        """`job_identity` as `bench record` options, for targets that build the command line."""
+        ident = self.job_identity()
+        return ("--kind", ident["ATLAS_KIND"], "--scheduler", ident["ATLAS_SCHEDULER"])
 
     def login_host(self) -> str | None:
         """The host CI's SSH set-up must trust (`bench envs --host`); None: this kind needs no SSH."""

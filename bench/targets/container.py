@@ -175,6 +175,7 @@ class ContainerTarget(FolderTarget):
             "ATLAS_IMAGE_REF": self.image,
             "ATLAS_IMAGE_DIGEST": digest,
             "ATLAS_JOB_ID": self.container_name(job.run_id),
+            **self.job_identity(),
         }
         if commit:
             env["ATLAS_GIT_SHA"] = commit

@@ -29,7 +29,7 @@ from typing import Any, ClassVar
 from bench.envschema import OPT_STR, POSITIVE, STR
 from bench.errors import AtlasError, ConfigError
 from bench.records.place import SKIPPED
-from bench.shape import Shape, declared_shape
+from bench.records.shape import Shape, declared_shape
 from bench.targets import pytorchjob as kf
 from bench.targets import register
 from bench.targets.base import JobSpec, RunState, RunStatus, Target
@@ -122,6 +122,7 @@ class KubernetesTarget(JobStatusReader, RecordCopier, PyTorchJobRunner, Target):
 
     extras: ClassVar[str] = "openshift"  # the kubernetes client and kubernetes-validate
     ci_setup: ClassVar[str] = "ci-kubeconfig"
+    job_scheduler: ClassVar[str] = "kubernetes"
     settings_properties: ClassVar[dict[str, Any]] = {**KUBE_PROPERTIES, "image": STR}
     cli: ClassVar[str] = "kubectl"
     api_name: ClassVar[str] = "Kubernetes"
@@ -294,7 +295,9 @@ class KubernetesTarget(JobStatusReader, RecordCopier, PyTorchJobRunner, Target):
         run_dir = f"{s['results_mount'].rstrip('/')}/{job.run_id}"
         # The exact launcher for the shape (one process per GPU), under the recorder.
         train.pop("args", None)
-        train["command"] = recorded_launch(self.env.name, job, run_dir, 1, self.shape.gpus_per_node)
+        train["command"] = recorded_launch(
+            self.env.name, job, run_dir, 1, self.shape.gpus_per_node, recorder_options=self.recorder_options()
+        )
         train["resources"] = self._resources(train.get("resources") or {})
         values = {
             "ATLAS_ENV": self.env.name,

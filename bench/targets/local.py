@@ -71,7 +71,7 @@ class LocalTarget(FolderTarget):
             raise AtlasError(f"run {job.run_id} already exists in {run_dir}; pick a new run id")
         run_dir.mkdir(parents=True)
         interval = self.env.get("interval_s")
-        options = (f"--interval={float(interval)}",) if interval else ()
+        options = (*self.recorder_options(), *((f"--interval={float(interval)}",) if interval else ()))
         command = recorded_launch(self.env.name, job, str(run_dir), python=sys.executable, recorder_options=options)
         submit_time = time.time()
         env = dict(os.environ, ATLAS_SUBMIT_TIME=repr(submit_time), ATLAS_RUN_ID=job.run_id, PYTHONUNBUFFERED="1")

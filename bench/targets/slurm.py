@@ -174,6 +174,7 @@ class SlurmTarget(Target):
 
     extras: ClassVar[str] = "slurm"
     ci_setup: ClassVar[str] = "ci-ssh"
+    job_scheduler: ClassVar[str] = "slurm"
     settings_properties: ClassVar[dict[str, Any]] = {
         "login_host": STR,
         "inventory": STR,
