@@ -10,6 +10,7 @@ from bench.analysis.compare import compare_runs
 from bench.analysis.identity import identity_rows, scaling_rows
 from bench.cli import main
 from bench.record.observed_shape import observed_shape
+from bench.record.scheduler import probe_for
 from bench.records.read import find_runs
 from bench.records.shape import Shape, declared_shape
 from bench.records.synthetic import RunSpec, write_run
@@ -21,8 +22,10 @@ V100 = [{"index": i, "model": "Tesla V100-SXM2-32GB"} for i in range(4)]
 
 def test_observed_shape_comes_from_the_scheduler_and_the_job() -> None:
     cmd = ["python", "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=4", "-m", "workflows.biggan"]
-    # A Slurm allocation of 2 nodes, 4 GPUs each; NVML there shows the whole node.
-    slurm = observed_shape(V100, cmd, {"SLURM_JOB_NUM_NODES": "2", "SLURM_GPUS_ON_NODE": "4"})
+    # A Slurm allocation of 2 nodes, 4 GPUs each (the target passed in its scheduler, whose
+    # probe reads the allocation); NVML there shows the whole node.
+    allocation = {"SLURM_JOB_NUM_NODES": "2", "SLURM_GPUS_ON_NODE": "4"}
+    slurm = observed_shape(V100, cmd, allocation, probe_for("slurm", allocation))
     assert (slurm["nodes"], slurm["gpus_per_node"], slurm["gpus"], slurm["processes_per_node"]) == (2, 4, 8, 4)
     assert slurm["source"] == {"nodes": "SLURM_JOB_NUM_NODES", "gpus_per_node": "SLURM_GPUS_ON_NODE"}
     # A pod sees only its nvidia.com/gpu allocation through NVML; nodes from torchrun's --nnodes.
