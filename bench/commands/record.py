@@ -54,7 +54,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from bench.record.recorder import Recorder
+    from bench.in_job.recorder import Recorder
 
     command = list(args.cmd)
     if command and command[0] == "--":

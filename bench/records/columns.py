@@ -6,7 +6,7 @@ part of bench that handles a column derives from its row: the CSV header
 (bench.records.contract), `bench check`'s range checks (bench.records.check), the
 synthetic writer (bench.records.synthetic), the importers' units and dcgmi dmon tags
 (bench.importers), and the tests. Adding a metric from a new column is its row here plus
-its reader (bench/record/gpus.py for NVML, bench/record/sampler.py for the host).
+its reader (bench/in_job/gpus.py for NVML, bench/in_job/sampler.py for the host).
 
 GPU columns are written once per GPU as `gpu<i>_<name>`, named after DCGM's fields (what a
 cluster's DCGM exporter reports: https://docs.nvidia.com/datacenter/dcgm/latest/dcgm-api/dcgm-api-field-ids.html),

@@ -121,7 +121,7 @@ def samples_files(run_dir: Path) -> list[Path]:
 BASE_COLUMNS = [col.name for col in HOST_CATALOGUE]
 
 # Per GPU `gpu<i>_<field>`: NVML readings named after DCGM's fields (bench.records.columns
-# holds each one's row; bench.record.gpus reads each through NVML). Names used by code:
+# holds each one's row; bench.in_job.gpus reads each through NVML). Names used by code:
 GPU_UTIL = "DCGM_FI_DEV_GPU_UTIL"
 GPU_MEM_COPY_UTIL = "DCGM_FI_DEV_MEM_COPY_UTIL"
 GPU_FB_USED = "DCGM_FI_DEV_FB_USED"

@@ -73,7 +73,7 @@ class Target(ABC):
     # common ones and refuses every other key): a kind declares its keys here, nowhere else.
     settings_properties: ClassVar[dict[str, Any]] = {}
     # The scheduler the job runs under, passed into the job with the kind so that the
-    # recorder reads the right in-job facts (bench/record/scheduler/<name>.py).
+    # recorder reads the right in-job facts (bench/in_job/scheduler/<name>.py).
     job_scheduler: ClassVar[str] = "plain"
 
     def __init__(self, env: Environment) -> None:

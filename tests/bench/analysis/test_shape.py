@@ -9,8 +9,8 @@ import pytest
 from bench.analysis.compare import compare_runs
 from bench.analysis.identity import identity_rows, scaling_rows
 from bench.cli import main
-from bench.record.observed_shape import observed_shape
-from bench.record.scheduler import probe_for
+from bench.in_job.observed_shape import observed_shape
+from bench.in_job.scheduler import probe_for
 from bench.records.read import find_runs
 from bench.records.shape import Shape, declared_shape
 from bench.records.synthetic import RunSpec, write_run

@@ -11,7 +11,7 @@ import pytest
 
 from bench.importers.dcgm import DMON_TAGS
 from bench.importers.series import GPU_FIELD_UNITS, HOST_COLUMNS
-from bench.record.gpus import NVML_READERS
+from bench.in_job.gpus import NVML_READERS
 from bench.records import contract as c
 from bench.records.check import samples_problems
 from bench.records.columns import CATALOGUE, COUNTER, GAUGE, GPU_CATALOGUE, HOST_CATALOGUE, column_of

@@ -2,11 +2,11 @@
 
 Every launcher runs exactly this: the local target builds it with `job_command`; the
 training image's entrypoint (Dockerfile, hence the container and OpenShift/Kubernetes
-Jobs) and the Slurm batch script run `python -m bench.record.job`, which reads the run
+Jobs) and the Slurm batch script run `python -m bench.in_job.command`, which reads the run
 from ATLAS_ENV, ATLAS_EXPERIMENT and ATLAS_RUN_DIR and execs the same command. So
 "identical jobs" holds by construction: only paths and the launcher differ.
 
-    python -m bench.record.job [--print] [--launcher "ARGS"] [-- WORKLOAD_ARGS ...]
+    python -m bench.in_job.command [--print] [--launcher "ARGS"] [-- WORKLOAD_ARGS ...]
 
 `--launcher` goes between the workload's Python and its module (e.g. `-m
 torch.distributed.run --standalone --nproc-per-node=4` for several GPUs); arguments
@@ -77,12 +77,12 @@ def main(argv: list[str] | None = None) -> int:
     if "--launcher" in options:
         i = options.index("--launcher")
         if i + 1 >= len(options):
-            print("bench.record.job: --launcher needs its arguments as one word", file=sys.stderr)
+            print("bench.in_job.command: --launcher needs its arguments as one word", file=sys.stderr)
             return 2
         launcher = shlex.split(options[i + 1])
     missing = [name for name in JOB_VARIABLES if not os.environ.get(name)]
     if missing:
-        print(f"bench.record.job: set {', '.join(missing)} (the job's environment, run folder)", file=sys.stderr)
+        print(f"bench.in_job.command: set {', '.join(missing)} (the job's environment, run folder)", file=sys.stderr)
         return 2
     env = os.environ
     cmd = job_command(

@@ -6,10 +6,10 @@ import sys
 
 import pytest
 
-from bench.record.gpus import GpuProbe
+from bench.in_job.gpus import GpuProbe
 from bench.records import contract as c
 from bench.records.contract import FIELD_NAMES
-from tests.bench.record import nvml_double
+from tests.bench.in_job import nvml_double
 
 # What the double's GPU 0 answers, per column it has a call for.
 DOUBLE_VALUES = {

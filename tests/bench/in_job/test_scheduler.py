@@ -1,4 +1,4 @@
-"""In-job scheduler probes (bench/record/scheduler/): one module per scheduler, one interface;
+"""In-job scheduler probes (bench/in_job/scheduler/): one module per scheduler, one interface;
 the recorder uses the scheduler the target passed in, else the one the job's variables show."""
 
 from __future__ import annotations
@@ -7,10 +7,10 @@ import pkgutil
 
 import pytest
 
-from bench.record import scheduler
-from bench.record.observed_shape import observed_shape
-from bench.record.provenance import scheduler_info
-from bench.record.scheduler import probe_for
+from bench.in_job import scheduler
+from bench.in_job.observed_shape import observed_shape
+from bench.in_job.provenance import scheduler_info
+from bench.in_job.scheduler import probe_for
 
 NAMES = sorted(m.name for m in pkgutil.iter_modules(scheduler.__path__))
 SLURM_JOB = {"SLURM_JOB_ID": "42", "SLURM_NODEID": "1", "SLURM_JOB_NUM_NODES": "2", "SLURM_GPUS_ON_NODE": "4"}

@@ -126,7 +126,7 @@ class GpuProbe:
                 reader = NVML_READERS.get(name)
                 try:
                     if reader is None:
-                        raise LookupError(f"no NVML reader for {name} (bench/record/gpus.py NVML_READERS)")
+                        raise LookupError(f"no NVML reader for {name} (bench/in_job/gpus.py NVML_READERS)")
                     row.append(reader(self._nvml, h, self._state[pos]))
                 except Exception as exc:
                     row.append(None)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from bench.record.scheduler import int_env, int_or_zero
+from bench.in_job.scheduler import int_env, int_or_zero
 
 
 class Probe:

@@ -15,8 +15,8 @@ from typing import Any
 
 import psutil
 
-from bench.record.cgroups import read_limits
-from bench.record.scheduler import SchedulerProbe
+from bench.in_job.cgroups import read_limits
+from bench.in_job.scheduler import SchedulerProbe
 
 
 def hostname() -> str:
@@ -159,7 +159,7 @@ def _float_env(name: str) -> float | None:
 
 def scheduler_info(kind: str | None, probe: SchedulerProbe) -> dict[str, Any]:
     """What the job itself can tell about its scheduler (the target passed in its kind and
-    scheduler: bench.record.scheduler); targets merge in more at collection."""
+    scheduler: bench.in_job.scheduler); targets merge in more at collection."""
     job_id = probe.job_id(os.environ)
     kind = kind or (probe.name if probe.name != "plain" else None)
     return {

@@ -7,7 +7,7 @@ from __future__ import annotations
 import socket
 from collections.abc import Mapping
 
-from bench.record.scheduler import int_or_zero
+from bench.in_job.scheduler import int_or_zero
 
 
 class Probe:
@@ -20,7 +20,7 @@ class Probe:
         return int_or_zero(environ.get("RANK", "0"))
 
     def nodes(self, environ: Mapping[str, str]) -> tuple[int | None, str | None]:
-        return None, None  # a PyTorchJob's torchrun --nnodes says it (bench.record.observed_shape)
+        return None, None  # a PyTorchJob's torchrun --nnodes says it (bench.in_job.observed_shape)
 
     def gpus_per_node(self, environ: Mapping[str, str]) -> tuple[int | None, str | None]:
         return None, None  # the pod sees only its GPUs: NVML's count is the allocation

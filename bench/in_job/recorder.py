@@ -23,12 +23,12 @@ from typing import Any
 from bench import __version__
 from bench.atomic import DISK_FULL_ERRNOS, write_json_atomic
 from bench.errors import AtlasError
-from bench.record.cgroups import CgroupReader
-from bench.record.gpus import GpuProbe
-from bench.record.observed_shape import observed_shape
-from bench.record.provenance import git_info, hardware, hostname, image_info, scheduler_info, software
-from bench.record.sampler import Sampler
-from bench.record.scheduler import probe_for
+from bench.in_job.cgroups import CgroupReader
+from bench.in_job.gpus import GpuProbe
+from bench.in_job.observed_shape import observed_shape
+from bench.in_job.provenance import git_info, hardware, hostname, image_info, scheduler_info, software
+from bench.in_job.sampler import Sampler
+from bench.in_job.scheduler import probe_for
 from bench.records.contract import (
     CANCEL_MARK,
     EXIT_CANNOT_START,
@@ -120,7 +120,7 @@ class Recorder:
         self._run_start_seen = False  # this attempt's run_start read from train.jsonl
         self._final_write_errno: int | None = None
         # The target passed in its kind and scheduler (else ATLAS_KIND / ATLAS_SCHEDULER);
-        # the scheduler's probe reads the job id and this node's rank (bench.record.scheduler).
+        # the scheduler's probe reads the job id and this node's rank (bench.in_job.scheduler).
         self.kind = kind or os.environ.get("ATLAS_KIND") or None
         self.scheduler = probe_for(scheduler or os.environ.get("ATLAS_SCHEDULER"), os.environ)
         # Multi-node jobs run one recorder per node into one shared run dir: every node

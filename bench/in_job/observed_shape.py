@@ -1,6 +1,6 @@
 """The shape this job really has, observed inside the job by the recorder (written to run.json).
 
-Read from the scheduler (its probe: bench.record.scheduler), the launcher's command line
+Read from the scheduler (its probe: bench.in_job.scheduler), the launcher's command line
 and NVML, never from env.yaml, so a record says what ran, not what was asked for.
 """
 
@@ -10,7 +10,7 @@ import os
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from bench.record.scheduler import SchedulerProbe, probe_for
+from bench.in_job.scheduler import SchedulerProbe, probe_for
 
 
 def _nproc(command: Iterable[str]) -> int | None:
