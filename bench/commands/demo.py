@@ -39,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
     from bench.errors import AtlasError
     from bench.render.report import write_report
     from bench.targets import target_for
-    from bench.targets.runner import run_and_collect
+    from bench.targets.lifecycle import run_and_collect
 
     clusters = args.clusters or CLUSTERS_DIR
     names = args.envs or known_envs(clusters)

@@ -53,7 +53,7 @@ def check_before_running(env: str, experiment: str) -> None:
 def run(args: argparse.Namespace) -> int:
     from bench.errors import AtlasError
     from bench.targets import target_for
-    from bench.targets.runner import run_and_collect
+    from bench.targets.lifecycle import run_and_collect
 
     check_before_running(args.env, args.experiment)
     target = target_for(args.env)
@@ -61,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
     if reason:
         raise AtlasError(f"environment {args.env} cannot be used from here: {reason}")
     if args.no_wait:
-        from bench.targets.runner import current_commit, submit_runs
+        from bench.targets.lifecycle import current_commit, submit_runs
 
         for st in submit_runs(
             target, args.experiment, args.commit or current_commit(), args.runs, tuple(args.overrides)

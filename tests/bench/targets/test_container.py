@@ -23,7 +23,7 @@ from bench.errors import AtlasError, ConfigError
 from bench.targets import target_class
 from bench.targets.base import JobSpec, RunState, new_run_id
 from bench.targets.container import cpu_quantity, memory_quantity, podman_time
-from bench.targets.runner import collect_run
+from bench.targets.lifecycle import collect_run
 
 ENV_DIR = CLUSTERS_DIR / "local-podman"
 TEST_IMAGE = "localhost/atlas-biggan:test"

@@ -23,7 +23,7 @@ from bench.envs import Environment, load_env
 from bench.errors import AtlasError, ConfigError
 from bench.targets import target_for
 from bench.targets.base import JobSpec, RunState, new_run_id
-from bench.targets.runner import collect_run
+from bench.targets.lifecycle import collect_run
 from bench.targets.slurm import SlurmTarget, extravars_yaml
 from tests.ansible.local_slurm import REPO, RUNS, head, local_slurm, slurm_env, standin_repo  # noqa: F401
 
