@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from bench import __version__
-from bench.atomic import write_json_atomic
+from bench.atomic_files import write_json_atomic
 from bench.envs import Environment
 from bench.errors import AtlasError
 from bench.importers.merge import Merged

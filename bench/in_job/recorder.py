@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import __version__
-from bench.atomic import DISK_FULL_ERRNOS, write_json_atomic
+from bench.atomic_files import DISK_FULL_ERRNOS, write_json_atomic
 from bench.errors import AtlasError
 from bench.in_job.cgroups import CgroupReader
 from bench.in_job.gpus import GpuProbe

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import __version__
-from bench.atomic import disk_full_error, is_disk_full, locked, sweep_temp_dirs, write_json_atomic
+from bench.atomic_files import disk_full_error, is_disk_full, locked, sweep_temp_dirs, write_json_atomic
 from bench.envs import Environment
 from bench.errors import AtlasError
 from bench.records.contract import RUN_JSON, SCHEMA_VERSION, queue_wait_s

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.atomic import write_json_atomic
+from bench.atomic_files import write_json_atomic
 from bench.records import contract as c
 from bench.records.columns import COUNTER, GPU_CATALOGUE, HOST_CATALOGUE, Column
 from bench.records.contract import BASE_COLUMNS, FIELD_NAMES, SCHEMA_VERSION, samples_name

@@ -29,7 +29,7 @@ from bench.analysis.identity import identity_rows, scaling_rows
 from bench.analysis.metrics import HEADLINE, METRIC_BY_KEY, RunMetrics, fmt, run_metrics
 from bench.analysis.select_compare import select_and_compare
 from bench.analysis.stats import BOOTSTRAP_RESAMPLES, median
-from bench.atomic import disk_full_error, is_disk_full, locked, replace_dir, sweep_temp_dirs, temp_dir
+from bench.atomic_files import disk_full_error, is_disk_full, locked, replace_dir, sweep_temp_dirs, temp_dir
 from bench.records.read import RunData
 from bench.render import charts
 from bench.render.escape import code, md

@@ -24,7 +24,7 @@ from typing import Any, ClassVar
 
 import yaml
 
-from bench.atomic import write_bytes_atomic
+from bench.atomic_files import write_bytes_atomic
 from bench.envs import REPO_ROOT, Environment
 from bench.envschema import NON_NEG_INT, STR
 from bench.errors import AtlasError, ConfigError
