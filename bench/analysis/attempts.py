@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from bench.records.numbers import finite
+from bench.records.strict_numbers import finite
 
 
 def attempt_spans(meta: dict[str, Any], samples: dict[str, pd.DataFrame]) -> list[tuple[float, float]]:

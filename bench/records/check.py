@@ -19,7 +19,7 @@ import pandas as pd
 
 from bench.records.columns import column_of
 from bench.records.contract import FINISHED_OK, RUN_JSON, TRAIN_JSONL
-from bench.records.numbers import finite
+from bench.records.strict_numbers import finite
 
 TIME_SLACK_S = 5.0
 
