@@ -12,11 +12,11 @@ from pathlib import Path
 from typing import Any
 
 from bench.analysis.cost import check_cost
+from bench.declared_shape import check_shape, shape_warnings
 from bench.envs import CLUSTERS_DIR, load_env
 from bench.envschema import settings_problems
 from bench.errors import AtlasError
 from bench.records.shape import Shape, declared_shape
-from bench.shape import check_shape, shape_warnings
 from bench.stage_data import check_data
 
 HARDWARE_TYPES: dict[str, tuple[type, ...]] = {

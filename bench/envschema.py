@@ -30,7 +30,7 @@ NON_NEG_INT = {"type": "integer", "minimum": 0}
 QUANTITY = {"type": ["string", "number"]}
 
 # shape: and data: are allow-lists of keys here; their values are checked (and worded) by
-# bench.shape.check_shape and bench.stage_data.check_data, so one bad value is one line.
+# bench.declared_shape.check_shape and bench.stage_data.check_data, so one bad value is one line.
 _SHAPE = {"additionalProperties": False, "properties": dict.fromkeys(SHAPE_KEYS, {})}
 _DATA = {"additionalProperties": False, "properties": dict.fromkeys(DATA_KEYS, {})}
 

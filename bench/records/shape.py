@@ -2,7 +2,7 @@
 
 Why it is part of "identical": a 4-GPU run is about 4× faster than a 1-GPU run, and a
 comparison that does not say so calls that a platform difference. Three layers handle a
-shape: env.yaml declares one (`declared_shape` here; bench.shape checks it), the job
+shape: env.yaml declares one (`declared_shape` here; bench.declared_shape checks it), the job
 observes the one it really has (bench.in_job.observed_shape) and writes it into
 `run.json` (`shape`), and analysis reads it back from the record (`recorded_shape`).
 """

@@ -9,13 +9,13 @@ import pytest
 from bench.analysis.compare import compare_runs
 from bench.analysis.identity import identity_rows, scaling_rows
 from bench.cli import main
+from bench.declared_shape import check_shape
 from bench.in_job.observed_shape import observed_shape
 from bench.in_job.scheduler import probe_for
 from bench.records.read import find_runs
 from bench.records.shape import Shape, declared_shape
 from bench.records.synthetic import RunSpec, write_run
 from bench.render.tables import shape_note, summary_table
-from bench.shape import check_shape
 
 V100 = [{"index": i, "model": "Tesla V100-SXM2-32GB"} for i in range(4)]
 
