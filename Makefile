@@ -40,10 +40,11 @@ demo: setup
 
 # The Slurm tests start their own cluster; the podman tests need podman set up (root).
 # Where that cannot be done they are skipped with the reason, never faked.
-# pytest exits 5 when it collected no test; that is not a failure of the suite.
+# pytest exits 5 when it collected no test; that is not a failure of the suite. It lists
+# the 15 slowest tests at the end (--durations=15), to keep the suite fast.
 test: setup lint lint-workflows
 	@if [ "$$(id -u)" = 0 ]; then scripts/podman-setup.sh || echo "make test: podman could not be set up (above); its tests will be skipped"; fi
-	$(PY) -m pytest $(PYTEST_ARGS); rc=$$?; if [ $$rc -eq 5 ]; then echo "pytest: no tests collected"; rc=0; fi; exit $$rc
+	$(PY) -m pytest --durations=15 $(PYTEST_ARGS); rc=$$?; if [ $$rc -eq 5 ]; then echo "pytest: no tests collected"; rc=0; fi; exit $$rc
 
 # The chaos test at full size (make test runs its default 20 trials): 60 seeded kills of the
 # workload, the recorder, collect and report; the closing line counts trials, kills landed, resumes.

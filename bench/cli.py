@@ -79,7 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    from bench.atomic import disk_full_error, is_disk_full
+    from bench.atomic_files import disk_full_error, is_disk_full
     from bench.oserrors import is_refused_write, refused_write_line, writable_caches
     from bench.records.contract import EXIT_DISK_FULL, EXIT_USER_ERROR
 

@@ -12,10 +12,11 @@ from pathlib import Path
 from typing import Any
 
 from bench.analysis.cost import check_cost
+from bench.declared_shape import check_shape, shape_warnings
 from bench.envs import CLUSTERS_DIR, load_env
 from bench.envschema import settings_problems
 from bench.errors import AtlasError
-from bench.shape import Shape, check_shape, declared_shape, shape_warnings
+from bench.records.shape import Shape, declared_shape
 from bench.stage_data import check_data
 
 HARDWARE_TYPES: dict[str, tuple[type, ...]] = {
@@ -99,7 +100,7 @@ def check_env(name: str, clusters_dir: Path = CLUSTERS_DIR) -> list[str]:
         cls = target_class(env.kind)
     except AtlasError as exc:
         return check_common(env.settings, where) + [f"{where}: kind: {exc}"]
-    schema = [f"{where}: {p}" for p in settings_problems(env.settings, env.kind)]
+    schema = [f"{where}: {p}" for p in settings_problems(env.settings, env.kind, cls.settings_properties)]
     errors = check_common(env.settings, where)
     if schema:  # unknown or dangerous keys, wrong types: the target never sees these settings
         return schema + [e for e in errors if e not in schema]

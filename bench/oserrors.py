@@ -1,5 +1,5 @@
 """One line for a file system that refuses a write: read-only (EROFS), permission denied
-(EACCES/EPERM), quota or disk full (EDQUOT/ENOSPC, bench.atomic). `bench` commands end
+(EACCES/EPERM), quota or disk full (EDQUOT/ENOSPC, bench.atomic_files). `bench` commands end
 with this line and exit 2 instead of a traceback; nothing already recorded is touched.
 
 An unwritable HOME is named as such, with the variables that move what is written there

@@ -26,7 +26,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from bench.record.sampler import Sampler  # noqa: E402
+from bench.in_job.sampler import Sampler  # noqa: E402
 from bench.records.trainlog import read_train_log, steady_images_per_s  # noqa: E402
 
 MODES = {"bare": None, "record_1hz": 1.0, "record_10hz": 0.1}

@@ -18,9 +18,16 @@ DIR="${ATLAS_SLURM_DIR:-$REPO/.slurm}"
 CONF="$DIR/etc/slurm.conf"
 export SLURM_CONF="$CONF"
 WAIT_S="${ATLAS_SLURM_WAIT_S:-60}"
-# Ports follow the folder, so two checkouts (a developer's and CI's clone) can each run
-# their own cluster on one machine: controller on CTLD_PORT, slurmd on CTLD_PORT+1.
-CTLD_PORT=$(( 6817 + ( $(printf '%s' "$DIR" | cksum | cut -d' ' -f1) % 400 ) * 2 ))
+# Each folder's cluster has its own ports, so two checkouts (a developer's and CI's clone)
+# can each run one on this machine: controller on CTLD_PORT, slurmd on CTLD_PORT+1. `up`
+# picks them once (first choice derived from the folder, then the next free pair), records
+# them in $DIR/etc/ports and reserves them in a machine-wide list, so a second checkout
+# never picks a pair that is taken or reserved, whether its cluster is running or not.
+PORTS_FILE="$DIR/etc/ports"
+RESERVED="${ATLAS_SLURM_PORTS_LIST:-/tmp/atlas-local-slurm-ports}"  # "PORT FOLDER" per line
+PORT_SLOTS=400
+CTLD_PORT=$(( 6817 + ( $(printf '%s' "$DIR" | cksum | cut -d' ' -f1) % PORT_SLOTS ) * 2 ))
+[[ -s "$PORTS_FILE" ]] && read -r CTLD_PORT <"$PORTS_FILE"
 SLURMD_PORT=$(( CTLD_PORT + 1 ))
 PACKAGES=(slurmctld slurmd slurm-client munge)
 
@@ -129,15 +136,39 @@ wait_idle() {
     die "node not idle after ${WAIT_S}s (state: ${state:-no answer}); see $DIR/log/slurmctld.log and $DIR/log/slurmd.log"
 }
 
-ports_free() {  # another program on our ports: say so, touch nothing
-    local port
-    for port in "$CTLD_PORT" "$SLURMD_PORT"; do
-        pid_alive "$DIR/run/slurmctld.pid" && [[ "$port" == "$CTLD_PORT" ]] && continue
-        pid_alive "$DIR/run/slurmd.pid" && [[ "$port" == "$SLURMD_PORT" ]] && continue
-        if [[ -n "$(ss -Hltn "sport = :$port" 2>/dev/null)" ]]; then
-            die "TCP port $port (this folder's Slurm port) is taken: $(ss -Hltnp "sport = :$port" 2>/dev/null | head -n1). Stop that program, or set ATLAS_SLURM_DIR to another folder (ports follow it)"
-        fi
+port_taken() { [[ -n "$(ss -Hltn "sport = :$1" 2>/dev/null)" ]]; }
+
+others_reservations() {  # the reservations of other folders that still record that port
+    local port dir
+    [[ -f "$RESERVED" ]] || return 0
+    while read -r port dir; do
+        [[ -n "$dir" && "$dir" != "$DIR" && "$(head -n1 "$dir/etc/ports" 2>/dev/null)" == "$port" ]] \
+            && echo "$port $dir"
+    done <"$RESERVED"
+    return 0
+}
+
+pick_ports() {  # under the machine-wide lock: the first free, unreserved pair; record and reserve it
+    local kept first slot port
+    if pid_alive "$DIR/run/slurmctld.pid" || pid_alive "$DIR/run/slurmd.pid"; then return 0; fi  # keep ours
+    exec 8>>"$RESERVED.lock"
+    timeout 60 flock 8 || die "another \`local-slurm.sh\` holds $RESERVED.lock for over 60s"
+    kept="$(others_reservations)"
+    first=$(( (CTLD_PORT - 6817) / 2 ))
+    for i in $(seq 0 $(( PORT_SLOTS - 1 ))); do
+        slot=$(( (first + i) % PORT_SLOTS ))
+        port=$(( 6817 + slot * 2 ))
+        grep -q "^$port " <<<"$kept" && continue
+        port_taken "$port" || port_taken $(( port + 1 )) && continue
+        CTLD_PORT=$port SLURMD_PORT=$(( port + 1 ))
+        install -d "$DIR/etc"
+        echo "$CTLD_PORT" >"$PORTS_FILE"
+        { [[ -n "$kept" ]] && echo "$kept"; echo "$CTLD_PORT $DIR"; } >"$RESERVED.tmp" && mv "$RESERVED.tmp" "$RESERVED"
+        exec 8>&-
+        return 0
     done
+    exec 8>&-
+    die "no free pair of TCP ports in $PORT_SLOTS slots from 6817 (see \`ss -ltn\`); stop another checkout's cluster (scripts/local-slurm.sh down)"
 }
 
 is_up() {
@@ -152,7 +183,7 @@ cmd_up() {
     timeout 120 flock 9 || die "another \`local-slurm.sh\` holds $DIR/run/lock"
     if is_up; then wait_idle; say "already up (SLURM_CONF=$CONF)"; return 0; fi
     [[ $(id -u) -eq 0 ]] || die "starting the local Slurm needs root (slurmd runs jobs as their users)"
-    ports_free
+    pick_ports
     write_config
     start_munge
     pid_alive "$DIR/run/slurmctld.pid" || slurmctld -f "$CONF" </dev/null >/dev/null 2>&1 9>&- \

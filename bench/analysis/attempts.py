@@ -16,11 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-
-def _num(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return float(value) if np.isfinite(value) else None
+from bench.records.strict_numbers import finite
 
 
 def attempt_spans(meta: dict[str, Any], samples: dict[str, pd.DataFrame]) -> list[tuple[float, float]]:
@@ -28,7 +24,7 @@ def attempt_spans(meta: dict[str, Any], samples: dict[str, pd.DataFrame]) -> lis
     previous = meta.get("previous_attempts") if isinstance(meta.get("previous_attempts"), list) else []
     raw = [(a.get("start_time"), a.get("end_time")) for a in previous if isinstance(a, dict)]
     raw.append((meta.get("start_time"), meta.get("end_time")))
-    starts = sorted((s, e) for s, e in ((_num(s), _num(e)) for s, e in raw) if s is not None)
+    starts = sorted((s, e) for s, e in ((finite(s), finite(e)) for s, e in raw) if s is not None)
     times = np.sort(np.concatenate([df["time"].to_numpy(dtype=float) for df in samples.values()] or [np.empty(0)]))
     spans = []
     for i, (start, end) in enumerate(starts):

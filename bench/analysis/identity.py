@@ -15,7 +15,7 @@ from typing import Any
 
 from bench.analysis.metrics import RunMetrics
 from bench.records.read import RunData
-from bench.shape import recorded_shape
+from bench.records.shape import recorded_shape
 
 
 def _get(meta: dict[str, Any], *path: str) -> Any:

@@ -23,6 +23,7 @@ from bench.analysis.attempts import attempt_spans, per_attempt, wall_over_attemp
 from bench.analysis.cost import record_cost
 from bench.records import contract as c
 from bench.records.read import RunData
+from bench.records.shape import recorded_shape
 from bench.records.trainlog import (
     images_seen,
     images_series,
@@ -32,7 +33,6 @@ from bench.records.trainlog import (
     steady_images_per_s,
     time_to_train,
 )
-from bench.shape import recorded_shape
 
 HIGHER, LOWER = "higher", "lower"  # Metric.direction; "" = neither (a fact, not a score)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from bench.names import arg_type
+from bench.commands.common_args import add_envs
 
 HELP = "validate a results tree (schema, sample times, config hash, files, units)"
 
@@ -20,14 +20,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "results", type=Path, nargs="?", default=Path("results"), help="results tree (default results/)"
     )
-    parser.add_argument(
-        "--env",
-        type=arg_type("environment"),
-        dest="envs",
-        action="append",
-        default=[],
-        help="only this environment (repeatable)",
-    )
+    add_envs(parser, "only this environment (repeatable)")
 
 
 def run(args: argparse.Namespace) -> int:

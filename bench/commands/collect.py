@@ -45,7 +45,7 @@ def collect_unreported(env: str, results: Path, reports: Path, out: TextIO | Non
     from bench.records.select import unreported_commits
     from bench.render.index import reported_runs
     from bench.targets import target_for
-    from bench.targets.runner import collect_run
+    from bench.targets.lifecycle import collect_run
 
     target = target_for(env)
     name = target.env.name
@@ -62,7 +62,7 @@ def collect_unreported(env: str, results: Path, reports: Path, out: TextIO | Non
 
 
 def run(args: argparse.Namespace) -> int:
-    from bench.targets.runner import collect_run
+    from bench.targets.lifecycle import collect_run
 
     if args.unreported:
         if args.run_ids or args.commit:

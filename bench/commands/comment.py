@@ -21,8 +21,8 @@ import argparse
 import os
 from pathlib import Path
 
+from bench.commands.common_args import add_envs
 from bench.errors import AtlasError, ConfigError
-from bench.names import arg_type
 
 HELP = "create or update the pull request's benchmark comment (GITHUB_TOKEN)"
 
@@ -51,15 +51,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--head", metavar="SHA", help="the PR's commit (with --results)")
     p.add_argument("--base", metavar="SHA", help="the merge-base commit (with --results)")
-    p.add_argument(
-        "--env",
-        type=arg_type("environment"),
-        dest="envs",
-        action="append",
-        default=[],
-        metavar="ENV",
-        help="only this environment (repeatable; default: all in the results)",
-    )
+    add_envs(p, "only this environment (repeatable; default: all in the results)")
     p.add_argument(
         "--threshold",
         action="append",
@@ -96,12 +88,12 @@ def _read_artifact(args: argparse.Namespace) -> Path:
 
     from bench.analysis.regression import parse_thresholds
     from bench.names import check_name
-    from bench.records import numbers
+    from bench.records import strict_numbers
     from bench.render.comment import render_pr_body
 
     meta_path = args.artifact / "pr.json"
     try:  # size- and depth-limited: a fork's pr.json nested 100,000 deep is refused, not a RecursionError
-        meta = numbers.loads(meta_path.read_bytes(), max_bytes=1 << 20)
+        meta = strict_numbers.loads(meta_path.read_bytes(), max_bytes=1 << 20)
     except (OSError, ValueError) as exc:
         raise ConfigError(
             f"{meta_path}: missing or not JSON ({exc}); is {args.artifact} the PR job's artifact?"

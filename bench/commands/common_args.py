@@ -19,6 +19,11 @@ def add_reports(parser: argparse.ArgumentParser, dest: str = "reports", flag: st
     parser.add_argument(flag, dest=dest, type=Path, default=Path("reports"), help="reports folder (default reports/)")
 
 
+def add_env(parser: argparse.ArgumentParser, help: str = "environment (clusters/<env>/)") -> None:
+    """`--env NAME`, required: the one environment a command acts on (a checked name)."""
+    parser.add_argument("--env", type=arg_type("environment"), required=True, help=help)
+
+
 def add_envs(parser: argparse.ArgumentParser, help: str = "only this environment (repeatable; default: all)") -> None:
     parser.add_argument(
         "--env", type=arg_type("environment"), dest="envs", action="append", default=[], metavar="ENV", help=help
@@ -86,7 +91,7 @@ def add_selection(parser: argparse.ArgumentParser) -> None:
 
 def add_run_selection(parser: argparse.ArgumentParser) -> None:
     """The runs one environment knows of; `bench status` and `bench collect` take the same."""
-    parser.add_argument("--env", type=arg_type("environment"), required=True, help="environment (clusters/<env>/)")
+    add_env(parser)
     parser.add_argument(
         "--run",
         type=arg_type("run id"),

@@ -23,28 +23,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from bench.analysis.compare import compare_runs
     from bench.analysis.instrument import mixed_compile_note
-    from bench.errors import AtlasError
-    from bench.records.read import find_runs
-    from bench.records.select import commit_runs
+    from bench.analysis.select_compare import select_and_compare
     from bench.render.tables import excluded_table, pairs_table, runs_table, summary_table, verdicts
 
-    runs = find_runs(args.results, args.envs or None)
-    if not runs and args.envs and (present := sorted({r.env for r in find_runs(args.results)})):
-        missing = sorted(set(args.envs) - set(present))
-        raise AtlasError(
-            f"no runs of environment {', '.join(missing)} under {args.results}; it has runs of "
-            f"{', '.join(present)}: check the --env name (or run `bench run --env {missing[0]}` first)"
-        )
-    if not runs:
-        raise AtlasError(
-            f"no runs under {args.results} (expected {args.results}/<env>/<run_id>/); run `bench run` first"
-        )
-    sha, runs = commit_runs(runs, args.commit)
-    result = compare_runs(
-        runs, allow_different=args.allow_different, baseline=args.baseline, allow_dirty=args.allow_dirty
+    selected = select_and_compare(
+        args.results,
+        args.envs or None,
+        args.commit,
+        allow_different=args.allow_different,
+        baseline=args.baseline,
+        allow_dirty=args.allow_dirty,
     )
+    sha, runs, result = selected.sha, selected.runs, selected.result
     text = (
         "\n\n".join(
             x

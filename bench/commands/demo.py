@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from bench.commands.common_args import add_envs
 from bench.names import arg_type
 
 HELP = "everything below, on the local environments"
@@ -22,15 +23,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--runs", type=int, default=3, help="runs per environment (default 3: enough for the tests)")
     parser.add_argument("--results", type=Path, default=Path("results"), help="results tree (default results/)")
     parser.add_argument("--out", type=Path, default=Path("reports"), help="reports folder (default reports/)")
-    parser.add_argument(
-        "--env",
-        type=arg_type("environment"),
-        dest="envs",
-        action="append",
-        default=[],
-        metavar="ENV",
-        help="only this local environment (repeatable; default: every local one)",
-    )
+    add_envs(parser, "only this local environment (repeatable; default: every local one)")
     parser.add_argument("--clusters", type=Path, default=None, help="clusters folder (default: the repository's)")
     parser.add_argument(
         "--timeout",
@@ -46,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
     from bench.errors import AtlasError
     from bench.render.report import write_report
     from bench.targets import target_for
-    from bench.targets.runner import run_and_collect
+    from bench.targets.lifecycle import run_and_collect
 
     clusters = args.clusters or CLUSTERS_DIR
     names = args.envs or known_envs(clusters)

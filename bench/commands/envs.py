@@ -71,9 +71,10 @@ def run(args: argparse.Namespace) -> int:
     clusters = args.clusters or CLUSTERS_DIR
     if args.host:
         target = target_for(load_env(args.host, clusters))
-        if not hasattr(target, "login_host"):
+        host = target.login_host()
+        if host is None:
             raise ConfigError(f"environment {args.host} (kind {target.kind}) has no login host")
-        print(target.login_host())
+        print(host)
         return 0
     only = [n for n in re.split(r"[\s,]+", args.only) if n] if args.only is not None else None
     entries = describe(clusters, args.remote, only)

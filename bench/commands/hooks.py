@@ -16,21 +16,13 @@ import sys
 import time
 from pathlib import Path
 
-from bench.commands.common_args import add_experiment, add_overrides
-from bench.names import arg_type
+from bench.commands.common_args import add_envs, add_experiment, add_overrides
 
 HELP = "install the git hook: `git push` to a bare repo runs, reports and publishes"
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--env",
-        type=arg_type("environment"),
-        dest="envs",
-        action="append",
-        metavar="NAME",
-        help="environment to run, repeatable (default: local)",
-    )
+    add_envs(p, "environment to run, repeatable (default: local)")
     add_experiment(p)
     p.add_argument("--branch", default="main", help="branch whose pushes run (default: main)")
     add_overrides(p)

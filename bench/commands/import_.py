@@ -14,6 +14,7 @@ import re
 from datetime import date, datetime
 from pathlib import Path
 
+from bench.commands.common_args import add_env
 from bench.names import arg_type
 
 HELP = "bring sar / nvidia-smi / DCGM / CSV measurements in as a run record"
@@ -28,12 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--format", choices=sorted(FORMATS), default=None, help="format of every FILE without a FORMAT: prefix"
     )
-    parser.add_argument(
-        "--env",
-        type=arg_type("environment"),
-        required=True,
-        help="environment the run belongs to (a results folder; clusters/ENV/env.yaml's facts when it exists)",
-    )
+    add_env(parser, "environment the run belongs to (a results folder; clusters/ENV/env.yaml's facts when it exists)")
     parser.add_argument("--run-id", type=arg_type("run id"), required=True, help="the run's id (its folder name)")
     parser.add_argument("--results", type=Path, default=Path("results"), help="results tree (default results/)")
     parser.add_argument("--map", type=Path, default=None, help="MAP.yaml for the csv format")

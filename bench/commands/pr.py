@@ -8,8 +8,14 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from bench.commands.common_args import add_experiment, add_overrides, add_report_url, add_results, add_thresholds
-from bench.names import arg_type
+from bench.commands.common_args import (
+    add_envs,
+    add_experiment,
+    add_overrides,
+    add_report_url,
+    add_results,
+    add_thresholds,
+)
 
 HELP = "run a PR's head and merge-base here and write its comment (CI)"
 
@@ -25,14 +31,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="JSON",
         help="the PR's label names as a JSON list; `bench:<env>` labels choose the environments",
     )
-    parser.add_argument(
-        "--env",
-        type=arg_type("environment"),
-        dest="envs",
-        action="append",
-        metavar="NAME",
-        help="environment, repeatable (overrides the labels; default: local)",
-    )
+    add_envs(parser, "environment, repeatable (overrides the labels; default: local)")
     add_experiment(parser)
     add_overrides(parser)
     add_results(parser)

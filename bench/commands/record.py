@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from bench.commands.common_args import add_env
 from bench.names import arg_type
 
 HELP = "wrap a command and write its run record (runs inside the job)"
@@ -31,9 +32,7 @@ def positive_seconds(text: str) -> float:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--run-dir", required=True, type=Path, help="the run's directory (created if missing)")
-    parser.add_argument(
-        "--env", type=arg_type("environment"), required=True, help="environment name written into run.json"
-    )
+    add_env(parser, "environment name written into run.json")
     parser.add_argument(
         "--interval", type=positive_seconds, default=1.0, metavar="SECONDS", help="sampling interval (default 1 s)"
     )
@@ -43,15 +42,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="run id (default: $ATLAS_RUN_ID, else the run directory's name)",
     )
+    parser.add_argument("--kind", default=None, help="the target kind that started the job (default: $ATLAS_KIND)")
+    parser.add_argument(
+        "--scheduler",
+        default=None,
+        help="the job's scheduler: plain, slurm or kubernetes (default: $ATLAS_SCHEDULER, else what the job shows)",
+    )
     parser.add_argument(
         "cmd", nargs=argparse.REMAINDER, metavar="-- COMMAND ...", help="the command to run, after `--`"
     )
 
 
 def run(args: argparse.Namespace) -> int:
-    from bench.record.recorder import Recorder
+    from bench.in_job.recorder import Recorder
 
     command = list(args.cmd)
     if command and command[0] == "--":
         command = command[1:]
-    return Recorder(args.run_dir, args.env, command, args.interval, args.run_id).run()
+    return Recorder(args.run_dir, args.env, command, args.interval, args.run_id, args.kind, args.scheduler).run()

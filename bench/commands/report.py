@@ -35,10 +35,11 @@ def report_each_commit(results: Path, out: Path, stream: TextIO | None = None, *
     from bench.records.read import find_runs
     from bench.render.report import write_report
 
-    shas = sorted({r.git_sha for r in find_runs(results) if r.git_sha})
+    all_runs = find_runs(results, options.get("envs"))  # read once for every commit's report
+    shas = sorted({r.git_sha for r in all_runs if r.git_sha})
     written = []
     for sha in shas:
-        result = write_report(results, out, commit=sha, **options)
+        result = write_report(results, out, commit=sha, all_runs=all_runs, **options)
         print(f"report: {result.readme}", file=stream)
         written.append(result.readme)
     if not shas:

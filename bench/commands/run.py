@@ -8,33 +8,18 @@ training goes on in the environment, and `bench collect` fetches the records lat
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
-from bench.names import arg_type
+from bench.commands.common_args import add_env, add_experiment, add_overrides, add_results
 
 HELP = "submit to an environment, wait, collect"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--env", type=arg_type("environment"), required=True, help="environment: a folder clusters/<env>/ with env.yaml"
-    )
-    parser.add_argument(
-        "--experiment",
-        type=arg_type("experiment"),
-        required=True,
-        help="workload preset (workflows/biggan/experiments/NAME.yaml)",
-    )
+    add_env(parser, "environment: a folder clusters/<env>/ with env.yaml")
+    add_experiment(parser, default=None)
     parser.add_argument("--runs", type=int, default=1, help="how many runs (default 1)")
-    parser.add_argument("--results", type=Path, default=Path("results"), help="results tree (default results/)")
-    parser.add_argument(
-        "--set",
-        dest="overrides",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="workload setting override, repeatable (passed to --set of the workload)",
-    )
+    add_results(parser)
+    add_overrides(parser)
     parser.add_argument(
         "--timeout",
         type=float,
@@ -68,7 +53,7 @@ def check_before_running(env: str, experiment: str) -> None:
 def run(args: argparse.Namespace) -> int:
     from bench.errors import AtlasError
     from bench.targets import target_for
-    from bench.targets.runner import run_and_collect
+    from bench.targets.lifecycle import run_and_collect
 
     check_before_running(args.env, args.experiment)
     target = target_for(args.env)
@@ -76,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
     if reason:
         raise AtlasError(f"environment {args.env} cannot be used from here: {reason}")
     if args.no_wait:
-        from bench.targets.runner import current_commit, submit_runs
+        from bench.targets.lifecycle import current_commit, submit_runs
 
         for st in submit_runs(
             target, args.experiment, args.commit or current_commit(), args.runs, tuple(args.overrides)

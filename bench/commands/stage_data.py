@@ -16,13 +16,15 @@ from __future__ import annotations
 import argparse
 import math
 
+from bench.commands.common_args import add_env
+
 MAX_TIMEOUT_S = 7 * 86400.0  # a week: no copy is awaited longer
 
 HELP = "stage the data file for an environment's jobs (sha256-verified)"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--env", required=True, help="environment (clusters/<env>/)")
+    add_env(parser, "environment (clusters/<env>/)")
     parser.add_argument("--file", default=None, help="data file name on the data volume / under data_path (data.file)")
     parser.add_argument("--sha256", default=None, help="the file's sha256, as `sha256sum` prints it (data.sha256)")
     parser.add_argument("--source", default=None, help="OpenShift: https://..., s3://bucket/key or pvc:CLAIM/path")

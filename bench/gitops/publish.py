@@ -20,7 +20,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.atomic import LOCK_NAME, locked
+from bench.atomic_files import LOCK_NAME, locked
 from bench.errors import AtlasError, ConfigError
 
 BOT_NAME = "atlas-bench[bot]"

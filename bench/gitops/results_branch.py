@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.atomic import LOCK_NAME
+from bench.atomic_files import LOCK_NAME
 from bench.errors import AtlasError, ConfigError
 from bench.gitops.publish import _REJECTED, _redact, bot_env, commit_message
 

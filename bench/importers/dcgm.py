@@ -29,18 +29,10 @@ import pandas as pd
 
 from bench.importers.sanitize import gpu_index
 from bench.importers.series import GPU_FIELD_UNITS, ImportFault, ParseOptions, Series, gpu_frame, group_samples, number
+from bench.records.columns import GPU_CATALOGUE
 
-# dcgmi dmon column tags -> DCGM field names (the fields the record keeps).
-DMON_TAGS = {
-    "GPUTL": "DCGM_FI_DEV_GPU_UTIL",
-    "MCUTL": "DCGM_FI_DEV_MEM_COPY_UTIL",
-    "FBUSD": "DCGM_FI_DEV_FB_USED",
-    "FBTTL": "DCGM_FI_DEV_FB_TOTAL",
-    "POWER": "DCGM_FI_DEV_POWER_USAGE",
-    "TOTEC": "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION",
-    "TMPTR": "DCGM_FI_DEV_GPU_TEMP",
-    "SMCLK": "DCGM_FI_DEV_SM_CLOCK",
-}
+# dcgmi dmon column tags -> DCGM field names: each catalogue row's tag (bench.records.columns).
+DMON_TAGS = {col.dmon: col.name for col in GPU_CATALOGUE if col.dmon}
 MISSING = {"N/A", "-", ""}
 # Exported beside FB_USED by dcgm-exporter's default counters; their sum is FB_TOTAL.
 FB_PARTS = ("DCGM_FI_DEV_FB_FREE", "DCGM_FI_DEV_FB_RESERVED")

@@ -17,23 +17,12 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import pandas as pd
 
 from bench.errors import AtlasError
-from bench.records import contract
+from bench.records.columns import GPU_CATALOGUE, HOST_CATALOGUE, IMPORTED_CATALOGUE
 
-# The columns of bench/README.md's samples-<host>.csv an import may fill, with their unit.
-HOST_COLUMNS: dict[str, str] = {
-    "proc_cpu_percent": "%",
-    "proc_rss_bytes": "B",
-    "host_cpu_percent": "%",
-    "host_mem_used_bytes": "B",
-    "host_mem_total_bytes": "B",
-    "host_net_rx_bytes_per_s": "B/s",
-    "host_net_tx_bytes_per_s": "B/s",
-    "cgroup_cpu_limit_cores": "cores",
-    "cgroup_mem_limit_bytes": "B",
-    "cgroup_mem_used_bytes": "B",
-}
-# DCGM field -> unit, as the recorder writes them (one definition: bench.records.contract).
-GPU_FIELD_UNITS: dict[str, str] = dict(contract.GPU_FIELDS)
+# The host columns an import may fill, with their unit, and each DCGM field's unit: the
+# catalogue's rows (bench.records.columns), as the recorder writes them.
+HOST_COLUMNS: dict[str, str] = {col.name: col.unit for col in HOST_CATALOGUE + IMPORTED_CATALOGUE if col.importable}
+GPU_FIELD_UNITS: dict[str, str] = {col.name: col.unit for col in GPU_CATALOGUE}
 
 # Units by family, as multiples of the family's first unit.
 UNIT_FACTORS: dict[str, dict[str, float]] = {

@@ -21,12 +21,13 @@ import numpy as np
 import pandas as pd
 
 from bench import __version__
+from bench.atomic_files import write_json_atomic
 from bench.envs import Environment
 from bench.errors import AtlasError
 from bench.importers.merge import Merged
 from bench.names import check_name
 from bench.records.contract import RUN_JSON, SCHEDULER_KEYS, SCHEMA_VERSION, samples_name
-from bench.records.place import freeze, place_run, write_json_atomic
+from bench.records.place import freeze, place_run
 from bench.records.schema import schema_problems
 
 

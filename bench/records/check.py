@@ -4,7 +4,8 @@
 `bench report` see the same problems. Each problem is one line naming the file and what
 is wrong; none raises. The checks: files the record names are present, sample time only
 moves forward, the config hash is there for a finished run, values are in plausible
-units (percentages within range, bytes not negative, GPU memory used within its total),
+units (each column within its catalogue row's range, bench.records.columns; GPU memory
+used within its total),
 and times agree with each other.
 """
 
@@ -16,25 +17,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from bench.records.columns import column_of
 from bench.records.contract import FINISHED_OK, RUN_JSON, TRAIN_JSONL
 from bench.records.sampling import first_start, gap_problems
+from bench.records.strict_numbers import finite
 
-# (column suffix, low, high, what it is): the bounds a sample value can physically take.
-# CPU % of the process tree is % of one core, so its bound scales with the cores.
-GPU_BOUNDS = (
-    ("DCGM_FI_DEV_GPU_UTIL", 0.0, 100.0, "GPU utilisation %"),
-    ("DCGM_FI_DEV_MEM_COPY_UTIL", 0.0, 100.0, "GPU memory copy utilisation %"),
-    ("DCGM_FI_DEV_POWER_USAGE", 0.0, 2000.0, "GPU power W"),
-    ("DCGM_FI_DEV_FB_USED", 0.0, None, "GPU memory used MiB"),
-    ("DCGM_FI_DEV_FB_TOTAL", 0.0, None, "GPU memory total MiB"),
-)
 TIME_SLACK_S = 5.0
-
-
-def _num(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return float(value) if np.isfinite(value) else None
 
 
 def _section(meta: dict[str, Any], key: str) -> dict[str, Any]:
@@ -52,11 +40,11 @@ def meta_problems(meta: dict[str, Any], run_dir: Path, collected: bool) -> list[
         )
     if _section(meta, "exit").get("rebuilt"):
         out.append(f"{RUN_JSON}: exit rebuilt at collect ({_section(meta, 'exit')['rebuilt']})")
-    start, end = _num(meta.get("start_time")), _num(meta.get("end_time"))
+    start, end = finite(meta.get("start_time")), finite(meta.get("end_time"))
     if start is not None and end is not None and end < start:
         out.append(f"{RUN_JSON}: end_time {end} is before start_time {start}")
     sched = _section(meta, "scheduler")
-    submit, sched_start = _num(sched.get("submit_time")), _num(sched.get("start_time"))
+    submit, sched_start = finite(sched.get("submit_time")), finite(sched.get("start_time"))
     if submit is not None and sched_start is not None and sched_start + TIME_SLACK_S < submit:
         out.append(f"{RUN_JSON}: scheduler.start_time {sched_start} is before submit_time {submit}")
     named = meta.get("samples_file")
@@ -95,23 +83,25 @@ def samples_problems(name: str, df: pd.DataFrame, meta: dict[str, Any]) -> list[
     backwards = int((np.diff(t) < 0).sum())
     if backwards:
         out.append(f"{name}: sample time goes backwards {backwards} time(s) (clock stepped, or rows mixed up)")
-    start, end = first_start(meta), _num(meta.get("end_time"))  # a resumed run's samples begin at its first attempt
+    start, end = first_start(meta), finite(meta.get("end_time"))  # a resumed run's samples begin at its first attempt
     if len(t) and start is not None and t[0] < start - TIME_SLACK_S:
         out.append(f"{name}: first sample at {t[0]:.3f} is before the run started ({start:.3f})")
     if len(t) and end is not None and t[-1] > end + TIME_SLACK_S:
         out.append(f"{name}: last sample at {t[-1]:.3f} is after the run ended ({end:.3f})")
     out.extend(gap_problems(name, t, meta))
     hw = _section(meta, "hardware")
-    cores = _num(hw.get("cpu_cores_logical"))
-    bounds: list[tuple[str, float | None, float | None, str]] = [
-        ("host_cpu_percent", 0.0, 100.5, "host CPU %"),
-        ("proc_cpu_percent", 0.0, (100.0 * cores * 1.05 + 5.0) if cores else None, "process CPU % of a core"),
-        ("proc_rss_bytes", 0.0, None, "process memory bytes"),
-        ("host_mem_used_bytes", 0.0, None, "host memory bytes"),
-    ]
+    cores = finite(hw.get("cpu_cores_logical"))
+    bounds: list[tuple[str, float | None, float | None, str]] = []
+    for column in df.columns:  # each column held to its catalogue row's range (bench.records.columns)
+        row = column_of(str(column))
+        if row is None or (row.low is None and row.high is None):
+            continue
+        high = row.high
+        if row.high_per_core:  # % of one core summed over a tree: the bound scales with the cores
+            high = (high * cores + 5.0) if (high is not None and cores) else None
+        prefix = f"{str(column).split('_', 1)[0]} " if row.source == "nvml" else ""
+        bounds.append((str(column), row.low, high, prefix + row.what))
     gpus = sorted({c.split("_", 1)[0] for c in df.columns if c.startswith("gpu") and "_DCGM_" in c})
-    for g in gpus:
-        bounds += [(f"{g}_{suffix}", low, high, f"{g} {what}") for suffix, low, high, what in GPU_BOUNDS]
     for column, low, high, what in bounds:
         values = _col(df, column)
         if values is None:

@@ -11,6 +11,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from bench.records.columns import GPU_CATALOGUE, HOST_CATALOGUE
+
 SCHEMA_VERSION = 1
 RUN_JSON = "run.json"
 TRAIN_JSONL = "train.jsonl"
@@ -53,6 +55,11 @@ def exit_status(code: int | None, signal_name: str | None = None, run_stop: str 
     if code == EXIT_OK:
         return STATUS_SUCCESS
     return STATUS_PREEMPTED if code == EXIT_PREEMPTED else STATUS_FAILED
+
+
+def exit_succeeded(status: Any, code: Any) -> bool:
+    """The one rule for "the run did what it was asked": a finished-OK exit.status and exit code 0."""
+    return status in FINISHED_OK and code == 0
 
 
 def queue_wait_s(submit_time: Any, start_time: Any) -> float | None:
@@ -110,23 +117,11 @@ def samples_files(run_dir: Path) -> list[Path]:
 
 # -- samples-<host>.csv: the columns -----------------------------------------------------
 
-# Host and process-tree columns, in CSV order (bench/README.md documents each one).
-BASE_COLUMNS = [
-    "time",  # unix seconds
-    "proc_cpu_percent",  # process tree, % of one core (200 = two cores busy)
-    "proc_rss_bytes",  # process tree resident memory
-    "proc_count",  # processes in the tree
-    "host_cpu_percent",  # whole host, % of all cores (0..100)
-    "host_mem_used_bytes",
-    "host_mem_total_bytes",
-    "cgroup_cpu_limit_cores",  # empty: no quota
-    "cgroup_mem_limit_bytes",  # empty: no limit
-    "cgroup_mem_used_bytes",
-]
+# Host and process-tree columns, in CSV order: the catalogue's rows (bench.records.columns).
+BASE_COLUMNS = [col.name for col in HOST_CATALOGUE]
 
-# Per GPU `gpu<i>_<field>`: NVML readings named after DCGM's fields (what a cluster's DCGM
-# exporter reports), so the records line up with cluster monitoring. bench.record.gpus
-# reads each through NVML; bench/README.md documents each one.
+# Per GPU `gpu<i>_<field>`: NVML readings named after DCGM's fields (bench.records.columns
+# holds each one's row; bench.in_job.gpus reads each through NVML). Names used by code:
 GPU_UTIL = "DCGM_FI_DEV_GPU_UTIL"
 GPU_MEM_COPY_UTIL = "DCGM_FI_DEV_MEM_COPY_UTIL"
 GPU_FB_USED = "DCGM_FI_DEV_FB_USED"
@@ -135,17 +130,8 @@ GPU_POWER = "DCGM_FI_DEV_POWER_USAGE"
 GPU_ENERGY = "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"
 GPU_TEMP = "DCGM_FI_DEV_GPU_TEMP"
 GPU_SM_CLOCK = "DCGM_FI_DEV_SM_CLOCK"
-# (field, unit), in CSV column order.
-GPU_FIELDS: tuple[tuple[str, str], ...] = (
-    (GPU_UTIL, "%"),
-    (GPU_MEM_COPY_UTIL, "%"),
-    (GPU_FB_USED, "MiB"),
-    (GPU_FB_TOTAL, "MiB"),
-    (GPU_POWER, "W"),
-    (GPU_ENERGY, "mJ"),
-    (GPU_TEMP, "C"),
-    (GPU_SM_CLOCK, "MHz"),
-)
+# (field, unit), in CSV column order: the catalogue's GPU rows.
+GPU_FIELDS: tuple[tuple[str, str], ...] = tuple((col.name, col.unit) for col in GPU_CATALOGUE)
 FIELD_NAMES = tuple(name for name, _ in GPU_FIELDS)
 
 

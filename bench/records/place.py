@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import __version__
-from bench.atomic import disk_full_error, is_disk_full, locked, sweep_temp_dirs
+from bench.atomic_files import disk_full_error, is_disk_full, locked, sweep_temp_dirs, write_json_atomic
 from bench.envs import Environment
 from bench.errors import AtlasError
 from bench.records.contract import RUN_JSON, SCHEMA_VERSION, queue_wait_s
@@ -33,25 +33,6 @@ from bench.records.schema import schema_problems
 # A fetch may return this key beside the scheduler's facts: what it refused to copy.
 SKIPPED = "skipped_files"
 RUN_JSON_MAX_BYTES = 16 << 20
-
-
-def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
-    """Write JSON to a temporary file beside `path`, fsync it, and rename it over `path`."""
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as fh:
-            json.dump(data, fh, indent=2, sort_keys=True, default=str)
-            fh.write("\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
 
 
 @dataclass(frozen=True)
@@ -70,7 +51,7 @@ def environment_facts(env: Environment, now: float | None = None) -> dict[str, A
     `shape` is the shape env.yaml asked for; the record's own `shape` (the recorder's,
     from the scheduler and the pod) is the one that ran, and `freeze` keeps both.
     """
-    from bench.shape import declared_shape
+    from bench.records.shape import declared_shape
 
     path = env.folder / "env.yaml"
     try:

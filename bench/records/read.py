@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from bench.records import numbers, ranges
+from bench.records import ranges, strict_numbers
 from bench.records.check import meta_problems, samples_problems
 from bench.records.compile_facts import compile_problems
 from bench.records.contract import EXIT_RUNNING, RUN_JSON, SCHEMA_VERSION, TRAIN_JSONL, samples_files
@@ -113,7 +113,7 @@ def read_samples(path: Path) -> tuple[pd.DataFrame | None, list[str]]:
         problems.append(f"{name}: {bad_cells} value(s) are not finite numbers (damaged rows?); treated as missing")
     good_time = np.isfinite(df["time"].to_numpy(dtype=float, na_value=np.nan))
     good_time &= (df["time"].to_numpy(dtype=float, na_value=np.nan) >= 0) & (
-        df["time"].to_numpy(dtype=float, na_value=np.nan) <= numbers.LATEST_TIME
+        df["time"].to_numpy(dtype=float, na_value=np.nan) <= strict_numbers.LATEST_TIME
     )
     if not good_time.all():
         problems.append(f"{name}: {int((~good_time).sum())} row(s) without a readable time; dropped")
@@ -137,7 +137,7 @@ def _read_meta(data: RunData, collected: bool) -> dict[str, Any]:
     """`run.json` checked against the schema and the record checks; {} when unusable."""
     parsed = False
     try:
-        meta = numbers.loads(read_bytes(data.path / RUN_JSON, numbers.MAX_JSON_BYTES))
+        meta = strict_numbers.loads(read_bytes(data.path / RUN_JSON, strict_numbers.MAX_JSON_BYTES))
         if not isinstance(meta, dict):
             raise ValueError(f"top level is {type(meta).__name__}, not an object")
         parsed = True
@@ -154,7 +154,7 @@ def _read_meta(data: RunData, collected: bool) -> dict[str, Any]:
         data.problems.extend(data.schema_problems)
         refused = refused_paths(meta)
         if refused:  # a value the schema refuses is never shown: the report says unknown
-            numbers.excluded(meta, refused)
+            strict_numbers.excluded(meta, refused)
             data.problems.append(f"{RUN_JSON}: {len(refused)} value(s) refused above are excluded (shown as unknown)")
         if meta.get("schema_version") != SCHEMA_VERSION or set(meta) <= {"schema_version"}:
             meta = {}  # another version's keys may mean other things; an empty record has none
@@ -171,7 +171,7 @@ def _read_meta(data: RunData, collected: bool) -> dict[str, Any]:
         data.problems.extend(ranges.refuse_out_of_range(meta, data.refused))
         data.problems.extend(ranges.cost_inputs_missing(meta, data.refused))
         data.problems.extend(ranges.overlapping_attempts(meta))
-        start, end = numbers.finite(meta.get("start_time")), numbers.finite(meta.get("end_time"))
+        start, end = strict_numbers.finite(meta.get("start_time")), strict_numbers.finite(meta.get("end_time"))
         if start is not None and end is not None and end < start:
             del meta["end_time"]  # times out of order: the duration (and its cost) is unknown, not negative
     return meta

@@ -14,21 +14,17 @@ from typing import Any
 
 import numpy as np
 
+from bench.records.strict_numbers import finite
+
 GAP_INTERVALS = 10  # a gap of this many sample intervals ...
 GAP_MIN_S = 10.0  # ... and at least this long is named
-
-
-def _num(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return float(value) if np.isfinite(value) else None
 
 
 def attempt_starts(meta: dict[str, Any]) -> list[float]:
     """Start times of every attempt (earlier ones from previous_attempts), oldest first."""
     previous = meta.get("previous_attempts") if isinstance(meta.get("previous_attempts"), list) else []
-    starts = [_num(a.get("start_time")) for a in previous if isinstance(a, dict)]
-    starts.append(_num(meta.get("start_time")))
+    starts = [finite(a.get("start_time")) for a in previous if isinstance(a, dict)]
+    starts.append(finite(meta.get("start_time")))
     return sorted(s for s in starts if s is not None)
 
 
@@ -43,7 +39,7 @@ def gap_problems(name: str, t: np.ndarray, meta: dict[str, Any]) -> list[str]:
     if len(t) < 3:
         return []
     steps = np.diff(t)
-    interval = _num(meta.get("sample_interval_s"))
+    interval = finite(meta.get("sample_interval_s"))
     if interval is None:
         interval = float(np.median(steps[steps > 0])) if (steps > 0).any() else 1.0
     limit = max(GAP_INTERVALS * interval, GAP_MIN_S)

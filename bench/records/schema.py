@@ -61,7 +61,7 @@ def schema_problems(record: Any) -> list[str]:
 def refused_paths(record: Any) -> list[tuple[Any, ...]]:
     """The path of every value the schema refuses (wrong type, out of range, not finite).
 
-    `load_run` removes these values (`bench.records.numbers.excluded`), so a report says
+    `load_run` removes these values (`bench.records.strict_numbers.excluded`), so a report says
     "unknown" instead of showing them. A missing or an extra key is a problem of the
     object, not of a value: nothing is removed for it.
     """

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections import Counter
+from pathlib import Path
+
 from bench.errors import AtlasError
 from bench.records.read import RunData
 
@@ -24,6 +27,26 @@ def commit_runs(runs: list[RunData], commit: str | None) -> tuple[str | None, li
     """The commit to compare (see `choose_commit`) and its runs; runs without a sha are kept."""
     sha = choose_commit(runs, commit)
     return sha, [r for r in runs if r.git_sha is None or r.git_sha == sha]
+
+
+def select_runs(
+    all_runs: list[RunData], commit: str | None, only: set[Path] | None, results: Path
+) -> tuple[str | None, list[RunData]]:
+    """(sha, runs): one commit's runs (`commit_runs`), or exactly the run folders in `only`
+    with the commit most of them share."""
+    if only is None:
+        return commit_runs(all_runs, commit)
+    wanted = {Path(p).resolve() for p in only}
+    runs = [r for r in all_runs if r.path.resolve() in wanted]
+    if not runs:
+        raise AtlasError(f"none of the {len(wanted)} requested run folder(s) is under {results}")
+    shas = Counter(r.git_sha for r in runs if r.git_sha)
+    return (sorted(shas.items(), key=lambda kv: (-kv[1], kv[0]))[0][0] if shas else None), runs
+
+
+def same_commit(run_sha: str | None, wanted: str) -> bool:
+    """`run_sha` and `wanted` name the same commit (either may be a prefix of the other)."""
+    return bool(run_sha) and (run_sha.startswith(wanted) or wanted.startswith(run_sha))
 
 
 def unreported_commits(

@@ -13,9 +13,10 @@ from pathlib import Path
 
 import numpy as np
 
+from bench.atomic_files import write_json_atomic
 from bench.records import contract as c
+from bench.records.columns import COUNTER, GPU_CATALOGUE, HOST_CATALOGUE, Column
 from bench.records.contract import BASE_COLUMNS, FIELD_NAMES, SCHEMA_VERSION, samples_name
-from bench.records.place import write_json_atomic
 
 CONFIG = {"experiment": "smoke", "batch_size": 8, "ch": 16, "max_iters": 40}
 CONFIG_SHA = hashlib.sha256(json.dumps(CONFIG, sort_keys=True).encode()).hexdigest()
@@ -71,34 +72,36 @@ def write_run(results: Path, spec: RunSpec) -> Path:
     return run_dir
 
 
+def _default(col: Column, t: np.ndarray, interval_s: float) -> np.ndarray:
+    """A column's synthetic values: its catalogue value, or for a counter a rise at that rate."""
+    value = col.synthetic if col.synthetic is not None else np.nan
+    if col.kind == COUNTER:
+        return np.arange(len(t)) * value * interval_s
+    return np.full(len(t), value)
+
+
 def _write_samples(run_dir: Path, spec: RunSpec, rng: np.random.Generator) -> tuple[int, float, list[dict]]:
     """samples-<host>.csv; returns (rows, last sample time, run.json hardware.gpus)."""
     n = max(2, int(spec.duration_s / spec.interval_s) + 1)
     t = spec.start + np.arange(n) * spec.interval_s
-    cols: dict[str, np.ndarray] = {
-        "time": t,
-        "proc_cpu_percent": np.clip(rng.normal(spec.cpu_pct, 10, n), 0, None),
-        "proc_rss_bytes": 2e9 + np.linspace(0, 5e8, n),
-        "proc_count": np.full(n, 3.0),
-        "host_cpu_percent": np.clip(rng.normal(70, 5, n), 0, 100),
-        "host_mem_used_bytes": np.full(n, 8e9),
-        "host_mem_total_bytes": np.full(n, 64e9),
-        "cgroup_cpu_limit_cores": np.full(n, 4.0),
-        "cgroup_mem_limit_bytes": np.full(n, 16e9),
-        "cgroup_mem_used_bytes": np.full(n, 3e9),
-    }
+    # Every column gets its catalogue row's value (a counter rises at that rate per second);
+    # a few vary, drawn from the seeded stream in a fixed order, so adding a column to the
+    # catalogue moves no drawn number.
+    cols: dict[str, np.ndarray] = {col.name: _default(col, t, spec.interval_s) for col in HOST_CATALOGUE}
+    cols.update(
+        {
+            "time": t,
+            "proc_cpu_percent": np.clip(rng.normal(spec.cpu_pct, 10, n), 0, None),
+            "proc_rss_bytes": 2e9 + np.linspace(0, 5e8, n),
+            "host_cpu_percent": np.clip(rng.normal(70, 5, n), 0, 100),
+        }
+    )
     gpu_info = []
     for g in range(spec.gpus):
-        vals = {
-            c.GPU_UTIL: np.clip(rng.normal(spec.gpu_util, 5, n), 0, 100),
-            c.GPU_MEM_COPY_UTIL: np.clip(rng.normal(30, 5, n), 0, 100),
-            c.GPU_FB_USED: np.full(n, 12000.0),
-            c.GPU_FB_TOTAL: np.full(n, 32768.0),
-            c.GPU_POWER: np.full(n, 250.0),
-            c.GPU_ENERGY: 1e9 + np.arange(n) * 250.0 * spec.interval_s * 1000,
-            c.GPU_TEMP: np.full(n, 60.0),
-            c.GPU_SM_CLOCK: np.full(n, 1530.0),
-        }
+        vals = {col.name: _default(col, t, spec.interval_s) for col in GPU_CATALOGUE}
+        vals[c.GPU_UTIL] = np.clip(rng.normal(spec.gpu_util, 5, n), 0, 100)
+        vals[c.GPU_MEM_COPY_UTIL] = np.clip(rng.normal(30, 5, n), 0, 100)
+        vals[c.GPU_ENERGY] = 1e9 + vals[c.GPU_ENERGY]
         for name in FIELD_NAMES:
             cols[f"gpu{g}_{name}"] = vals[name]
         gpu_info.append(

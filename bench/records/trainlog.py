@@ -13,9 +13,9 @@ from typing import Any
 
 import numpy as np
 
-from bench.records import numbers
+from bench.records import strict_numbers
 from bench.records.jobfiles import read_bytes
-from bench.records.numbers import LATEST_TIME, finite
+from bench.records.strict_numbers import LATEST_TIME, finite
 
 
 @dataclass
@@ -114,7 +114,9 @@ MAX_VALUE = 1e15
 
 
 def _loads(data: bytes) -> Any:
-    return json.loads(data, parse_float=numbers._float, parse_int=numbers._int, parse_constant=numbers._constant)
+    return json.loads(
+        data, parse_float=strict_numbers._float, parse_int=strict_numbers._int, parse_constant=strict_numbers._constant
+    )
 
 
 def _exclude_impossible(event: dict[str, Any]) -> int:
@@ -122,7 +124,7 @@ def _exclude_impossible(event: dict[str, Any]) -> int:
     removed = 0
     for key in list(event):
         value = event[key]
-        if isinstance(value, numbers.NotANumber) or (
+        if isinstance(value, strict_numbers.NotANumber) or (
             key in NON_NEGATIVE and value is not None and finite(value, 0.0, MAX_VALUE) is None
         ):
             del event[key]

@@ -1,49 +1,35 @@
 """The pull-request comment's Markdown: per environment, the PR's runs against the merge-base's.
 
-Content only; `bench.gitops.github` posts it. Verdicts compare each environment with
-its own runs at the base commit (`bench.analysis.regression`).
+Content only; `bench.gitops.github` posts it. The verdicts come from
+bench.analysis.select_compare.compare_pr: each environment against its own runs at the
+base commit.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from bench.errors import AtlasError
+from bench.analysis.select_compare import EnvVerdicts, compare_pr, read_pr_runs
+from bench.records.select import same_commit
 from bench.render.escape import code, md
 
 
-def _sha_matches(run_sha: str | None, wanted: str) -> bool:
-    return bool(run_sha) and (run_sha.startswith(wanted) or wanted.startswith(run_sha))
-
-
-def _env_section(
-    env: str, runs: list, head: str, base: str, thresholds: dict[str, float]
-) -> tuple[list[str], list[str]]:
+def _env_section(env: EnvVerdicts) -> tuple[list[str], list[str]]:
     """(Markdown lines of one environment's table and notes, its regressions)."""
-    from bench.analysis.comparable import own_reason
-    from bench.analysis.metrics import HEADLINE, METRIC_BY_KEY, fmt, run_metrics
-    from bench.analysis.regression import HIGHER_IS_BETTER, REGRESSION, judge
+    from bench.analysis.metrics import METRIC_BY_KEY, fmt
+    from bench.analysis.regression import REGRESSION
 
-    rows: dict[str, list[dict]] = {"base": [], "head": []}
-    for r in runs:
-        side = "head" if _sha_matches(r.git_sha, head) else "base" if _sha_matches(r.git_sha, base) else None
-        if r.env == env and side and not own_reason(r, allow_dirty=False):  # successful, clean, intact
-            rows[side].append(run_metrics(r).as_dict())
     lines = [
-        f"### {md(env)}",
+        f"### {md(env.env)}",
         "",
-        f"{len(rows['head'])} run(s) of the PR, {len(rows['base'])} of the merge-base.",
+        f"{env.head_runs} run(s) of the PR, {env.base_runs} of the merge-base.",
         "",
         "| metric | merge-base (median) | PR (median) | change | verdict |",
         "|---|---:|---:|---:|---|",
     ]
     notes, regressions = [], []
-    for key in (m for m in HEADLINE if m in HIGHER_IS_BETTER):
-        base_vals, head_vals = [row[key] for row in rows["base"]], [row[key] for row in rows["head"]]
-        if all(v is None for v in base_vals + head_vals):
-            continue  # nobody measured it here (e.g. GPU figures on a CPU runner)
-        v = judge(env, key, base_vals, head_vals, threshold=thresholds.get(key, 0.05))
-        metric = METRIC_BY_KEY[key]
+    for v in env.verdicts:
+        metric = METRIC_BY_KEY[v.metric]
         change = "—" if v.change is None else f"{v.change:+.1%}"
         verdict = f"**{v.status}**" if v.status == REGRESSION else v.status
         lines.append(
@@ -66,7 +52,7 @@ def _outside_band_lines(runs: list, head: str) -> list[str]:
     from bench.analysis.expected import outside
     from bench.analysis.metrics import run_metrics
 
-    mine = [r for r in runs if _sha_matches(r.git_sha, head)]
+    mine = [r for r in runs if same_commit(r.git_sha, head)]
     flags = outside([(r.env, r.run_id, r.meta.get("experiment"), run_metrics(r).values) for r in mine])
     if not flags:
         return []
@@ -89,15 +75,11 @@ def render_pr_body(
 
     Verdicts compare each environment with its own runs at the base commit only.
     """
-    from bench.records.read import find_runs
-
-    runs = find_runs(results, envs or None)
-    if not runs:
-        raise AtlasError(f"no runs under {results}: run `bench run` at the PR head and at the merge-base first")
     body: list[str] = []
     regressions: list[str] = []
-    for env in sorted({r.env for r in runs}):
-        lines, found = _env_section(env, runs, head, base, thresholds or {})
+    runs = read_pr_runs(results, envs)
+    for env in compare_pr(runs, head, base, thresholds):  # select and judge: not here
+        lines, found = _env_section(env)
         body += lines
         regressions += found
     head_line = (

@@ -15,7 +15,7 @@ from pathlib import Path
 import jinja2
 
 from bench.analysis.metrics import fmt
-from bench.atomic import write_text_atomic
+from bench.atomic_files import write_text_atomic
 from bench.render.escape import code, md
 
 SUMMARY_JSON = "summary.json"

@@ -25,16 +25,15 @@ import pandas as pd
 
 from bench.analysis.advisor import advise
 from bench.analysis.changepoints import change_points
-from bench.analysis.compare import CompareResult, compare_runs
+from bench.analysis.compare import CompareResult
 from bench.analysis.history import chart_points, merge, provenance, series
 from bench.analysis.identity import identity_rows, scaling_rows
 from bench.analysis.instrument import mixed_compile_note
 from bench.analysis.metrics import HEADLINE, METRIC_BY_KEY, RunMetrics, fmt, run_metrics
+from bench.analysis.select_compare import select_and_compare
 from bench.analysis.stats import BOOTSTRAP_RESAMPLES
-from bench.atomic import disk_full_error, is_disk_full, locked, replace_dir, sweep_temp_dirs, temp_dir
-from bench.errors import AtlasError
-from bench.records.read import RunData, find_runs
-from bench.records.select import commit_runs
+from bench.atomic_files import disk_full_error, is_disk_full, locked, replace_dir, sweep_temp_dirs, temp_dir
+from bench.records.read import RunData
 from bench.render import charts
 from bench.render.escape import code, md
 from bench.render.index import SUMMARY_JSON, write_index
@@ -218,18 +217,6 @@ def _change_lines(entries: list[dict], result: CompareResult) -> list[str]:
     return lines
 
 
-def _select(all_runs: list[RunData], commit: str | None, only: set[Path] | None, results: Path):
-    """(sha, runs): one commit's runs, or exactly the run folders in `only`."""
-    if only is None:
-        return commit_runs(all_runs, commit)
-    wanted = {Path(p).resolve() for p in only}
-    runs = [r for r in all_runs if r.path.resolve() in wanted]
-    if not runs:
-        raise AtlasError(f"none of the {len(wanted)} requested run folder(s) is under {results}")
-    shas = Counter(r.git_sha for r in runs if r.git_sha)
-    return (sorted(shas.items(), key=lambda kv: (-kv[1], kv[0]))[0][0] if shas else None), runs
-
-
 def _draw_charts(
     folder: Path, runs: list[RunData], result: CompareResult, entries: list[dict]
 ) -> tuple[list[dict[str, str]], list[str]]:
@@ -341,19 +328,16 @@ def write_report(
     only: set[Path] | None = None,
     allow_dirty: bool = False,
     history: list[dict] | None = None,
+    all_runs: list[RunData] | None = None,
 ) -> ReportResult:
     """Report one commit's runs (or exactly the run folders in `only`, as `bench demo`
-    does for the runs it just made); the history chart uses every run in `results` and the
-    `history` entries of the results branch."""
+    does for the runs it just made); the history chart uses every run in `results`
+    (`all_runs`: already read) and the
+    `history` entries of the results branch. Reading, selecting and comparing is
+    bench.analysis.select_compare's; this module draws and writes."""
     results, out = Path(results), Path(out)
-    all_runs = find_runs(results, envs)
-    if not all_runs:
-        raise AtlasError(
-            f"no runs under {results} (expected {results}/<env>/<run_id>/run.json); "
-            "run `bench run` or `bench collect` first"
-        )
-    sha, runs = _select(all_runs, commit, only, results)
-    result = compare_runs(runs, allow_different=allow_different, baseline=baseline, allow_dirty=allow_dirty)
+    selected = select_and_compare(results, envs, commit, only, allow_different, baseline, allow_dirty, all_runs)
+    sha, runs, all_runs, result = selected.sha, selected.runs, selected.all_runs, selected.result
     compared = {(m.env, m.run_id) for m in result.runs}
     chosen = [r for r in runs if (r.env, r.run_id) in compared]
     starts = [r.start_time for r in runs if r.start_time is not None]

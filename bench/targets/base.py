@@ -69,13 +69,19 @@ class Target(ABC):
     # hands both to CI's deploy and collect matrix.
     extras: ClassVar[str] = ""
     ci_setup: ClassVar[str] = ""
+    # The kind's own env.yaml keys, as JSON Schema properties (bench.envschema adds the
+    # common ones and refuses every other key): a kind declares its keys here, nowhere else.
+    settings_properties: ClassVar[dict[str, Any]] = {}
+    # The scheduler the job runs under, passed into the job with the kind so that the
+    # recorder reads the right in-job facts (bench/in_job/scheduler/<name>.py).
+    job_scheduler: ClassVar[str] = "plain"
 
     def __init__(self, env: Environment) -> None:
         from bench.envschema import settings_problems
         from bench.names import check_name
 
         check_name(env.name, "environment")  # a folder, a label, a shell word: whoever built `env`
-        problems = settings_problems(env.settings, env.kind, keys_only=True)  # allow-list, no ansible_* key
+        problems = settings_problems(env.settings, env.kind, self.settings_properties, keys_only=True)
         if problems:
             raise ConfigError(f"{env.folder / 'env.yaml'}: " + "; ".join(problems))
         self.env = env
@@ -83,6 +89,20 @@ class Target(ABC):
 
     def check_settings(self) -> None:  # noqa: B027 (an optional hook: most kinds accept the defaults)
         """Raise ConfigError naming every wrong key of `env.yaml`; default: accept."""
+
+    def job_identity(self) -> dict[str, str]:
+        """What the job is told about who started it: ATLAS_KIND and ATLAS_SCHEDULER (`bench
+        record` reads them, or the same as --kind / --scheduler options)."""
+        return {"ATLAS_KIND": self.kind, "ATLAS_SCHEDULER": self.job_scheduler}
+
+    def recorder_options(self) -> tuple[str, ...]:
+        """`job_identity` as `bench record` options, for targets that build the command line."""
+        ident = self.job_identity()
+        return ("--kind", ident["ATLAS_KIND"], "--scheduler", ident["ATLAS_SCHEDULER"])
+
+    def login_host(self) -> str | None:
+        """The host CI's SSH set-up must trust (`bench envs --host`); None: this kind needs no SSH."""
+        return None
 
     def check_files(self) -> None:  # noqa: B027 (an optional hook)
         """Check the kind-specific files beside env.yaml (manifests, inventory).
@@ -149,10 +169,3 @@ def new_run_id(commit: str, now: float | None = None) -> str:
 
     stamp = time.strftime("%Y%m%dt%H%M%S", time.gmtime(now if now is not None else time.time()))
     return f"{stamp}-{(commit or 'nocommit')[:8]}-{secrets.token_hex(2)}"
-
-
-def recorded_command(env_name: str, job: JobSpec, run_dir: str, python: str = "python") -> list[str]:
-    """`bench record` wrapped around the workload: what every target finally executes."""
-    from bench.record.job import job_command
-
-    return job_command(env_name, job.experiment, run_dir, job.overrides, python)

@@ -19,33 +19,17 @@ import subprocess
 import time
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
+from bench.envschema import QUANTITY, STR
 from bench.errors import AtlasError, ConfigError
-from bench.records.contract import EXIT_RUNNING, EXIT_WORDS, RUN_JSON
-from bench.records.jobfiles import copy_record, read_json
+from bench.records.contract import EXIT_WORDS, RUN_JSON
+from bench.records.jobfiles import copy_record
 from bench.records.place import SKIPPED
 from bench.targets import register
 from bench.targets.base import JobSpec, RunState, RunStatus
-from bench.targets.folder import JOB_LOG, SUBMIT_JSON, FolderTarget
+from bench.targets.folder import JOB_LOG, FolderTarget
 
-CONTAINER_KEYS = {
-    "kind",
-    "description",
-    "local",
-    "hardware",
-    "cost",
-    "shape",
-    "data",
-    "image",
-    "build_command",
-    "user",
-    "limits",
-    "shm_size",
-    "runs_dir",
-    "results_mount",
-    "podman",
-}
 _CPU = re.compile(r"^(\d+(?:\.\d+)?)(m?)$")
 _MEM = re.compile(r"^(\d+)(Ki|Mi|Gi|Ti|k|M|G|T)?$")
 _MEM_FACTOR = {
@@ -96,16 +80,24 @@ class ContainerTarget(FolderTarget):
 
     # Containers on this machine compete for its cores: run them one after another.
 
+    settings_properties: ClassVar[dict[str, Any]] = {
+        "image": STR,
+        "build_command": STR,
+        "user": STR,
+        "limits": {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {"cpu": QUANTITY, "memory": QUANTITY},
+        },
+        "shm_size": QUANTITY,
+        "runs_dir": STR,
+        "results_mount": STR,
+        "podman": STR,
+    }
+
     def check_settings(self) -> None:
         s, where = self.env.settings, self.env.folder / "env.yaml"
-        problems = (
-            [
-                f"unknown key(s) {', '.join(sorted(set(s) - CONTAINER_KEYS))} for kind container "
-                f"(allowed: {', '.join(sorted(CONTAINER_KEYS))})"
-            ]
-            if set(s) - CONTAINER_KEYS
-            else []
-        )
+        problems: list[str] = []
         if not isinstance(s.get("image"), str) or not s.get("image"):
             problems.append("'image' must name the image to run, e.g. localhost/atlas-biggan:dev")
         if not re.fullmatch(r"\d+(:\d+)?", str(s.get("user", "1000680000:0"))):
@@ -183,6 +175,7 @@ class ContainerTarget(FolderTarget):
             "ATLAS_IMAGE_REF": self.image,
             "ATLAS_IMAGE_DIGEST": digest,
             "ATLAS_JOB_ID": self.container_name(job.run_id),
+            **self.job_identity(),
         }
         if commit:
             env["ATLAS_GIT_SHA"] = commit
@@ -239,27 +232,14 @@ class ContainerTarget(FolderTarget):
         command = self.run_command(job, run_dir, digest, commit, str(labels.get("atlas.dirty", "")))
         submit_time = time.time()
         container_id = self._podman(*command).stdout.strip()
-        self.write_own(
-            job.run_id,
-            SUBMIT_JSON,
-            (
-                json.dumps(
-                    {
-                        "run_id": job.run_id,
-                        "container": container_id,
-                        "name": self.container_name(job.run_id),
-                        "submit_time": submit_time,
-                        "commit": job.commit,
-                        "experiment": job.experiment,
-                        "overrides": list(job.overrides),
-                        "image": self.image,
-                        "digest": digest,
-                        "command": [self.podman, *command],
-                    },
-                    indent=2,
-                )
-                + "\n"
-            ).encode(),
+        self.write_submit(
+            job,
+            submit_time,
+            [self.podman, *command],
+            container=container_id,
+            name=self.container_name(job.run_id),
+            image=self.image,
+            digest=digest,
         )
         detail = "container started"
         if job.commit and commit and not commit.startswith(job.commit) and not job.commit.startswith(commit):
@@ -305,31 +285,7 @@ class ContainerTarget(FolderTarget):
                 run_id, RunState.FAILED, f"exit code {code}: {EXIT_WORDS.get(code, 'see job.log')}", job_id, commit
             )
         # The container is gone (removed after collect, or by hand): the record decides.
-        try:
-            record = read_json(run_dir / RUN_JSON)
-            if not isinstance(record, dict):
-                raise ValueError("not an object")
-        except (OSError, ValueError):
-            return RunStatus(
-                run_id,
-                RunState.CANCELLED if cancelled else RunState.FAILED,
-                f"the container is gone and left no {RUN_JSON}",
-                job_id,
-                commit,
-            )
-        exit_info = record.get("exit") if isinstance(record.get("exit"), dict) else {}
-        if exit_info.get("status") == EXIT_RUNNING:
-            return RunStatus(run_id, RunState.FAILED, "the container is gone but run.json says running", job_id, commit)
-        if cancelled:
-            return RunStatus(run_id, RunState.CANCELLED, str(exit_info.get("status")), job_id, commit)
-        ok = exit_info.get("code") == 0
-        return RunStatus(
-            run_id,
-            RunState.COMPLETED if ok else RunState.FAILED,
-            f"{exit_info.get('status')}, exit code {exit_info.get('code')}",
-            job_id,
-            commit,
-        )
+        return self.status_from_record(run_id, False, job_id, commit)
 
     def copy_run(self, run_id: str, into: Path) -> dict[str, Any]:
         """The record and podman's log; returns podman's times; then the container is removed.

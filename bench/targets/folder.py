@@ -2,14 +2,16 @@
 
 Each run is `<runs_dir>/<env>/<run_id>/`: the job writes its record there, `submit.json`
 says how it was started, `job.log` holds its output and a `cancelled` marker says it was
-stopped on purpose. Listing, the fetch preamble (finished runs only; bench.records.place
-places the record once) and the cancel marker are the same for both; how a job starts, how
-its state is read and what collection adds are each kind's own.
+stopped on purpose. Listing, submit.json, the state read from the run record, the fetch
+preamble (finished runs only; bench.records.place places the record once) and the cancel
+marker are the same for both; how a job starts, whether it is still alive and what
+collection adds are each kind's own.
 """
 
 from __future__ import annotations
 
 import errno
+import json
 import os
 import time
 from abc import abstractmethod
@@ -18,9 +20,18 @@ from typing import Any, ClassVar
 
 from bench.envs import REPO_ROOT
 from bench.errors import AtlasError
-from bench.records.contract import CANCEL_MARK
+from bench.records.contract import (
+    CANCEL_MARK,
+    EXIT_RUNNING,
+    FINISHED_OK,
+    RUN_JSON,
+    STATUS_PREEMPTED,
+    TRAIN_JSONL,
+    exit_succeeded,
+)
 from bench.records.jobfiles import read_json, write_bytes
-from bench.targets.base import RunStatus, Target
+from bench.records.rebuild import final_stop
+from bench.targets.base import JobSpec, RunState, RunStatus, Target
 
 SUBMIT_JSON = "submit.json"  # written by submit(): pid or container, times, commit, command
 CANCELLED = CANCEL_MARK  # marker file written by cancel(); the recorder and the Slurm script read the same name
@@ -52,6 +63,85 @@ class FolderTarget(Target):
         if not isinstance(info.get("commit"), (str, type(None))):  # written by the job's side: a str or nothing
             info["commit"] = None
         return info
+
+    def write_submit(self, job: JobSpec, submit_time: float, command: list[str], **facts: Any) -> None:
+        """submit.json: how the run was started (the kind's own `facts`: pid, container, image)."""
+        info = {
+            "run_id": job.run_id,
+            **facts,
+            "submit_time": submit_time,
+            "commit": job.commit,
+            "experiment": job.experiment,
+            "overrides": list(job.overrides),
+            "command": command,
+        }
+        self.write_own(job.run_id, SUBMIT_JSON, (json.dumps(info, indent=2) + "\n").encode())
+
+    def read_record(self, run_id: str) -> dict[str, Any] | None:
+        """The run's run.json as the job left it, or None when it is missing or not an object."""
+        try:
+            record = read_json(self.runs_dir / run_id / RUN_JSON)
+        except (OSError, ValueError):
+            return None
+        return record if isinstance(record, dict) else None
+
+    def status_from_record(
+        self, run_id: str, alive: bool, job_id: str | None, commit: str | None, progress: str = "", why: str = ""
+    ) -> RunStatus:
+        """The run's state from its record and whether its process is `alive`: the one rule of
+        both folder kinds (completed = a finished-OK exit status and exit code 0)."""
+        run_dir = self.runs_dir / run_id
+        record = self.read_record(run_id)
+        cancelled = self.was_cancelled(run_id)
+        if record is None:
+            if alive:
+                return RunStatus(run_id, RunState.PENDING, "starting", job_id, commit)
+            return RunStatus(
+                run_id,
+                RunState.CANCELLED if cancelled else RunState.FAILED,
+                f"{why}the job ended without writing {RUN_JSON}; see {run_dir / JOB_LOG}",
+                job_id,
+                commit,
+            )
+        exit_info = record.get("exit") if isinstance(record.get("exit"), dict) else {}
+        state, code = exit_info.get("status"), exit_info.get("code")
+        if state == EXIT_RUNNING:
+            if alive:
+                return RunStatus(run_id, RunState.RUNNING, progress, job_id, commit)
+            stop = final_stop(run_dir, record.get("start_time"))
+            if stop is not None:  # the recorder's final write was lost; the workload's log says how it ended
+                ok = stop.get("status") in FINISHED_OK
+                return RunStatus(
+                    run_id,
+                    RunState.COMPLETED if ok else RunState.FAILED,
+                    f"{stop.get('status')} (run.json's final write was lost; collect rebuilds it from {TRAIN_JSONL})",
+                    job_id,
+                    commit,
+                )
+            return RunStatus(
+                run_id,
+                RunState.FAILED,
+                f"the recorder died before the job ended (run.json still says running); see {run_dir / JOB_LOG}"
+                + self.resume_hint(run_dir, None),
+                job_id,
+                commit,
+            )
+        if alive:  # run.json final, process still exiting
+            return RunStatus(run_id, RunState.RUNNING, "finishing", job_id, commit)
+        detail = f"{state}, exit code {code}"
+        if exit_info.get("signal"):
+            detail += f", signal {exit_info['signal']}"
+        if cancelled:
+            return RunStatus(run_id, RunState.CANCELLED, detail, job_id, commit)
+        if exit_succeeded(state, code):
+            return RunStatus(run_id, RunState.COMPLETED, detail, job_id, commit)
+        return RunStatus(run_id, RunState.FAILED, detail + self.resume_hint(run_dir, state), job_id, commit)
+
+    def resume_hint(self, run_dir: Path, state: str | None) -> str:
+        """How to go on with a run that stopped early (a kind that can say more overrides it)."""
+        if state == STATUS_PREEMPTED:
+            return f" (a checkpoint was saved: run the same command again in {run_dir} to resume)"
+        return ""
 
     def write_own(self, run_id: str, name: str, data: bytes) -> None:
         """Write one of bench's files (submit.json, the cancel marker) into the run folder,

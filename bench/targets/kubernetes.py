@@ -26,9 +26,11 @@ import time
 from pathlib import Path
 from typing import Any, ClassVar
 
+from bench.declared_shape import check_shape
+from bench.envschema import OPT_STR, POSITIVE, STR
 from bench.errors import AtlasError, ConfigError
 from bench.records.place import SKIPPED
-from bench.shape import Shape, check_shape, declared_shape
+from bench.records.shape import Shape, declared_shape
 from bench.targets import pytorchjob as kf
 from bench.targets import register
 from bench.targets.base import JobSpec, RunState, RunStatus, Target
@@ -101,12 +103,28 @@ def own_run_folder(pod_spec: dict[str, Any], train: dict[str, Any], mount: str, 
     pod_spec["initContainers"].append(init)
 
 
+# env.yaml keys of every kind that runs Kubernetes Jobs (this one and openshift).
+KUBE_PROPERTIES: dict[str, Any] = {
+    "namespace": STR,
+    "context": OPT_STR,
+    "kubeconfig": OPT_STR,
+    "job_template": STR,
+    "job_prefix": STR,
+    "results_pvc": STR,
+    "results_mount": STR,
+    "poll_interval_s": POSITIVE,
+    "collect_timeout_s": POSITIVE,
+}
+
+
 @register("kubernetes")
 class KubernetesTarget(JobStatusReader, RecordCopier, PyTorchJobRunner, Target):
     """One namespace of a Kubernetes cluster described by `clusters/<env>/env.yaml`."""
 
     extras: ClassVar[str] = "openshift"  # the kubernetes client and kubernetes-validate
     ci_setup: ClassVar[str] = "ci-kubeconfig"
+    job_scheduler: ClassVar[str] = "kubernetes"
+    settings_properties: ClassVar[dict[str, Any]] = {**KUBE_PROPERTIES, "image": STR}
     cli: ClassVar[str] = "kubectl"
     api_name: ClassVar[str] = "Kubernetes"
     login_hint: ClassVar[str] = KUBE_LOGIN
@@ -281,7 +299,9 @@ class KubernetesTarget(JobStatusReader, RecordCopier, PyTorchJobRunner, Target):
         run_dir = f"{s['results_mount'].rstrip('/')}/{job.run_id}"
         # The exact launcher for the shape (one process per GPU), under the recorder.
         train.pop("args", None)
-        train["command"] = recorded_launch(self.env.name, job, run_dir, 1, self.shape.gpus_per_node)
+        train["command"] = recorded_launch(
+            self.env.name, job, run_dir, 1, self.shape.gpus_per_node, recorder_options=self.recorder_options()
+        )
         train["resources"] = self._resources(train.get("resources") or {})
         values = {
             "ATLAS_ENV": self.env.name,

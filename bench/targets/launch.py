@@ -6,14 +6,14 @@ runs the workload directly; several GPUs on one node run `torchrun --standalone
 torchrun per node that meets the others at a rendezvous the scheduler names (on a
 Kubeflow PyTorchJob: the operator's MASTER_ADDR, MASTER_PORT and the pod's RANK). The
 Slurm batch script (ansible/roles/atlas/templates/job.sbatch.j2) picks the same launchers,
-and the command around them is bench/record/job.py's `job_command`, the one every target runs.
+and the command around them is bench/in_job/command.py's `job_command`, the one every target runs.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bench.record.job import job_command
+from bench.in_job.command import job_command, workload_command
 from bench.targets.base import JobSpec
 
 
@@ -57,7 +57,7 @@ def launch_command(
     rendezvous: Rendezvous | None = None,
 ) -> list[str]:
     """The workload's command line for `nodes` × `gpus_per_node` (without the recorder)."""
-    return recorded_launch("-", job, run_dir, nodes, gpus_per_node, python, rendezvous)[9:]
+    return workload_command(job.experiment, run_dir, job.overrides, python, launcher(nodes, gpus_per_node, rendezvous))
 
 
 def recorded_launch(
@@ -68,8 +68,18 @@ def recorded_launch(
     gpus_per_node: int = 0,
     python: str = "python",
     rendezvous: Rendezvous | None = None,
+    recorder_options: tuple[str, ...] = (),
 ) -> list[str]:
-    """`bench record` around the launch (bench/record/job.py's one job command), one recorder per node."""
+    """`bench record` around the launch (bench/in_job/command.py's one job command), one recorder per node.
+
+    Every target builds its job with this (local, container, Kubernetes, PyTorchJob); the
+    Slurm batch script runs bench/in_job/command.py, which builds the same command in the job."""
     return job_command(
-        env_name, job.experiment, run_dir, job.overrides, python, launcher(nodes, gpus_per_node, rendezvous)
+        env_name,
+        job.experiment,
+        run_dir,
+        job.overrides,
+        python,
+        launcher(nodes, gpus_per_node, rendezvous),
+        recorder_options=recorder_options,
     )

@@ -22,17 +22,16 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from bench.envs import REPO_ROOT
+from bench.envschema import POSITIVE, STR
 from bench.errors import AtlasError, ConfigError
-from bench.records.contract import EXIT_RUNNING, FINISHED_OK, RUN_JSON, TRAIN_JSONL
+from bench.records.contract import EXIT_RUNNING, RUN_JSON, TRAIN_JSONL
 from bench.records.jobfiles import copy_record, read_json
 from bench.records.place import SKIPPED
-from bench.records.rebuild import final_stop
 from bench.targets import register
-from bench.targets.base import JobSpec, RunState, RunStatus, recorded_command
+from bench.targets.base import JobSpec, RunState, RunStatus
 from bench.targets.folder import JOB_LOG, SUBMIT_JSON, FolderTarget
+from bench.targets.launch import recorded_launch
 from bench.targets.process_identity import identity, is_own, signal_own, valid_pid
-
-LOCAL_KEYS = {"kind", "description", "local", "hardware", "cost", "shape", "data", "runs_dir", "interval_s"}
 
 
 @register("local")
@@ -41,14 +40,10 @@ class LocalTarget(FolderTarget):
     runs_dir_variable: ClassVar[str | None] = "ATLAS_RUNS_DIR"
     _children: ClassVar[dict[int, subprocess.Popen[bytes]]] = {}
 
+    settings_properties: ClassVar[dict[str, Any]] = {"runs_dir": STR, "interval_s": POSITIVE}
+
     def check_settings(self) -> None:
         where = self.env.folder / "env.yaml"
-        unknown = sorted(set(self.env.settings) - LOCAL_KEYS)
-        if unknown:
-            raise ConfigError(
-                f"{where}: unknown key(s) {', '.join(unknown)} for kind local "
-                f"(allowed: {', '.join(sorted(LOCAL_KEYS))})"
-            )
         runs_dir = self.env.get("runs_dir")
         if runs_dir is not None and not isinstance(runs_dir, str):
             raise ConfigError(f"{where}: runs_dir must be a path (string), got {runs_dir!r}")
@@ -68,10 +63,9 @@ class LocalTarget(FolderTarget):
         if run_dir.exists():
             raise AtlasError(f"run {job.run_id} already exists in {run_dir}; pick a new run id")
         run_dir.mkdir(parents=True)
-        command = recorded_command(self.env.name, job, str(run_dir), python=sys.executable)
         interval = self.env.get("interval_s")
-        if interval:
-            command.insert(command.index("--run-dir"), f"--interval={float(interval)}")
+        options = (*self.recorder_options(), *((f"--interval={float(interval)}",) if interval else ()))
+        command = recorded_launch(self.env.name, job, str(run_dir), python=sys.executable, recorder_options=options)
         submit_time = time.time()
         env = dict(os.environ, ATLAS_SUBMIT_TIME=repr(submit_time), ATLAS_RUN_ID=job.run_id, PYTHONUNBUFFERED="1")
         if re.fullmatch(r"[0-9a-f]{40}", job.commit):
@@ -88,25 +82,7 @@ class LocalTarget(FolderTarget):
                 start_new_session=True,
             )
         self._children[proc.pid] = proc
-        self.write_own(
-            job.run_id,
-            SUBMIT_JSON,
-            (
-                json.dumps(
-                    {
-                        "run_id": job.run_id,
-                        **identity(proc.pid),  # pid, its start time and the boot: checked before any signal
-                        "submit_time": submit_time,
-                        "commit": job.commit,
-                        "experiment": job.experiment,
-                        "overrides": list(job.overrides),
-                        "command": command,
-                    },
-                    indent=2,
-                )
-                + "\n"
-            ).encode(),
-        )
+        self.write_submit(job, submit_time, command, **identity(proc.pid))  # checked before any signal
         return RunStatus(job.run_id, RunState.PENDING, "started", str(proc.pid), job.commit)
 
     def submit_info(self, run_id: str) -> dict[str, Any]:
@@ -157,59 +133,9 @@ class LocalTarget(FolderTarget):
         info = self.submit_info(run_id)
         pid = info.get("pid")
         alive = self._alive(info)
-        commit = info.get("commit")
-        job_id = str(pid) if pid else None
-        try:
-            record = read_json(run_dir / RUN_JSON)
-        except (OSError, ValueError):
-            record = None
-        if not isinstance(record, dict):
-            record = None
-        cancelled = self.was_cancelled(run_id)
-        if record is None:
-            if alive:
-                return RunStatus(run_id, RunState.PENDING, "starting", job_id, commit)
-            why = f"{info['problem']}; " if info.get("problem") else ""
-            return RunStatus(
-                run_id,
-                RunState.CANCELLED if cancelled else RunState.FAILED,
-                f"{why}the job ended without writing {RUN_JSON}; see {run_dir / JOB_LOG}",
-                job_id,
-                commit,
-            )
-        exit_info = record.get("exit") if isinstance(record.get("exit"), dict) else {}
-        state = exit_info.get("status")
-        if state == EXIT_RUNNING:
-            if alive:
-                return RunStatus(run_id, RunState.RUNNING, self._progress(run_dir), job_id, commit)
-            stop = final_stop(run_dir, record.get("start_time"))
-            if stop is not None:  # the recorder's final write was lost; the workload's log says how it ended
-                ok = stop.get("status") in FINISHED_OK
-                return RunStatus(
-                    run_id,
-                    RunState.COMPLETED if ok else RunState.FAILED,
-                    f"{stop.get('status')} (run.json's final write was lost; collect rebuilds it from {TRAIN_JSONL})",
-                    job_id,
-                    commit,
-                )
-            return RunStatus(
-                run_id,
-                RunState.FAILED,
-                f"the recorder died before the job ended (run.json still says running); see {run_dir / JOB_LOG}"
-                + resume_hint(run_dir),
-                job_id,
-                commit,
-            )
-        if alive:  # run.json final, process still exiting
-            return RunStatus(run_id, RunState.RUNNING, "finishing", job_id, commit)
-        detail = f"{state}, exit code {exit_info.get('code')}"
-        if exit_info.get("signal"):
-            detail += f", signal {exit_info['signal']}"
-        if cancelled:
-            return RunStatus(run_id, RunState.CANCELLED, detail, job_id, commit)
-        if state in FINISHED_OK and exit_info.get("code") == 0:
-            return RunStatus(run_id, RunState.COMPLETED, detail, job_id, commit)
-        return RunStatus(run_id, RunState.FAILED, detail + resume_hint(run_dir), job_id, commit)
+        why = f"{info['problem']}; " if info.get("problem") else ""
+        progress = self._progress(run_dir) if alive else ""
+        return self.status_from_record(run_id, alive, str(pid) if pid else None, info.get("commit"), progress, why)
 
     def copy_run(self, run_id: str, into: Path) -> dict[str, Any]:
         """run.json, samples, train.jsonl and job.log; the submit time and pid are ours."""
@@ -217,11 +143,14 @@ class LocalTarget(FolderTarget):
         info = self.submit_info(run_id)
         pid = info.get("pid")
         return {
-            "kind": "local",
+            "kind": self.kind,
             "job_id": str(pid) if pid else None,
             "submit_time": info.get("submit_time"),
             SKIPPED: skipped,
         }
+
+    def resume_hint(self, run_dir: Path, state: str | None) -> str:
+        return resume_hint(run_dir)
 
     def cancel(self, run_id: str) -> bool:
         """SIGTERM to the recorder, which forwards it: the workload checkpoints and exits 75.

@@ -11,9 +11,10 @@ from __future__ import annotations
 import time
 from typing import Any, ClassVar
 
+from bench.envschema import OPT_STR, POSITIVE, STR
 from bench.errors import AtlasError
 from bench.targets import register
-from bench.targets.kubernetes import KubernetesTarget
+from bench.targets.kubernetes import KUBE_PROPERTIES, KubernetesTarget
 
 BUILD_DONE = {"Complete", "Failed", "Error", "Cancelled"}
 OC_LOGIN = "log in again (`oc login --token=... --server=...`)"
@@ -26,6 +27,12 @@ class OpenShiftTarget(KubernetesTarget):
     cli: ClassVar[str] = "oc"
     api_name: ClassVar[str] = "OpenShift"
     login_hint: ClassVar[str] = OC_LOGIN
+    settings_properties: ClassVar[dict[str, Any]] = {
+        **KUBE_PROPERTIES,
+        "buildconfig": STR,
+        "imagestream": OPT_STR,
+        "build_timeout_s": POSITIVE,
+    }
     required: ClassVar[tuple[str, ...]] = ("namespace", "buildconfig", "job_template", "results_pvc", "results_mount")
 
     def job_prefix(self) -> str:

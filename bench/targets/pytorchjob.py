@@ -132,7 +132,13 @@ class PyTorchJobRunner:
         run_dir = f"{self.env.settings['results_mount'].rstrip('/')}/{job.run_id}"
         nodes = nodes or self.shape.nodes
         command = recorded_launch(
-            self.env.name, job, run_dir, nodes, self.shape.gpus_per_node, rendezvous=PYTORCHJOB_RENDEZVOUS
+            self.env.name,
+            job,
+            run_dir,
+            nodes,
+            self.shape.gpus_per_node,
+            rendezvous=PYTORCHJOB_RENDEZVOUS,
+            recorder_options=self.recorder_options(),
         )
         manifest = pytorchjob_manifest(batch, nodes, command)
         self._validate(manifest)  # type: ignore[attr-defined]

@@ -24,7 +24,9 @@ from typing import Any, ClassVar
 
 import yaml
 
+from bench.atomic_files import write_bytes_atomic
 from bench.envs import REPO_ROOT, Environment
+from bench.envschema import NON_NEG_INT, STR
 from bench.errors import AtlasError, ConfigError
 from bench.limits import slurm_problems
 from bench.records.contract import EXIT_PREEMPTED
@@ -133,11 +135,52 @@ def user_env() -> dict[str, str]:
     return {"USER": name, "LOGNAME": name}
 
 
+_SLURM_SECTION = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "partition": STR,
+        "nodes": NON_NEG_INT,
+        "gpus_per_node": NON_NEG_INT,
+        "ntasks_per_node": NON_NEG_INT,
+        "cpus_per_task": NON_NEG_INT,
+        "exclusive": {"type": "boolean"},
+        "time_limit": STR,
+        "mem": STR,
+        "signal": STR,
+        "max_segments": NON_NEG_INT,
+        "rdzv_port": {"type": "integer", "minimum": 1, "maximum": 65535},
+    },
+}
+_RUNTIME_SECTION = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "mode": {"enum": ["venv", "conda", "singularity"]},
+        "python": STR,
+        "modules": {"type": "array", "items": STR},
+        "conda_setup": STR,
+        "conda_env": STR,
+        "singularity_image": STR,
+        "singularity_binds": {"type": "array", "items": STR},
+    },
+}
+
+
 @register("slurm")
 class SlurmTarget(Target):
+    """Submit, watch, collect and cancel runs on a Slurm cluster via ansible/ playbooks."""
+
     extras: ClassVar[str] = "slurm"
     ci_setup: ClassVar[str] = "ci-ssh"
-    """Submit, watch, collect and cancel runs on a Slurm cluster via ansible/ playbooks."""
+    job_scheduler: ClassVar[str] = "slurm"
+    settings_properties: ClassVar[dict[str, Any]] = {
+        "login_host": STR,
+        "inventory": STR,
+        "data_path": STR,
+        "slurm": _SLURM_SECTION,
+        "runtime": _RUNTIME_SECTION,
+    }
 
     def __init__(self, env: Environment) -> None:
         super().__init__(env)
@@ -336,9 +379,7 @@ class SlurmTarget(Target):
             "submitted_at": time.time(),
             "run_dir": stats.get("run_dir"),
         }
-        tmp = self._ledger(job.run_id).with_suffix(".tmp")
-        tmp.write_text(json.dumps(entry, indent=2) + "\n")
-        tmp.replace(self._ledger(job.run_id))
+        write_bytes_atomic(self._ledger(job.run_id), (json.dumps(entry, indent=2) + "\n").encode())
         return RunStatus(
             job.run_id, RunState.PENDING, f"submitted as Slurm job {job_id}", scheduler_job_id=job_id, commit=sha
         )

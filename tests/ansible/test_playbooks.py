@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from bench.targets.base import JobSpec, recorded_command
+from bench.targets.base import JobSpec
+from bench.targets.launch import recorded_launch
 from bench.targets.slurm import ansible_variables, extravars_yaml
 
 REPO = Path(__file__).resolve().parents[2]
@@ -111,9 +112,9 @@ def test_satori_multi_node_script_runs_one_torchrun_and_sampler_per_node(tmp_pat
     assert 'HEAD_NODE="$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)"' in text
     launch = text[text.index("srun ") : text.index("child=$!")]
     assert "srun --nodes=4 --ntasks-per-node=1" in launch
-    # The job command (bench record, the sampler, from bench/record/job.py) runs inside srun,
+    # The job command (bench record, the sampler, from bench/in_job/command.py) runs inside srun,
     # so once on every node, around torchrun.
-    assert 'JOB=("${PY[@]}" -m bench.record.job)' in text
+    assert 'JOB=("${PY[@]}" -m bench.in_job.command)' in text
     assert launch.index('"${JOB[@]}"') < launch.index('--launcher "-m torch.distributed.run')
     assert "--nnodes=4 --nproc-per-node=4" in launch
     assert "--rdzv-endpoint=$HEAD_NODE:29500" in launch and "--rdzv-id=$SLURM_JOB_ID" in launch
@@ -144,11 +145,11 @@ def test_rendered_command_is_recorded_command_and_hostile_values_stay_text(tmp_p
         'd=it\'s "q"\n#SBATCH --wrap=x\\',
     ]
     printer = tmp_path / "print-argv"
-    # A Python that asks bench/record/job.py for the command it would run, and prints it.
+    # A Python that asks bench/in_job/command.py for the command it would run, and prints it.
     printer.write_text(
         f"#!{sys.executable}\nimport sys\nsys.path.insert(0, {str(REPO)!r})\n"
-        "assert sys.argv[1:3] == ['-m', 'bench.record.job'], sys.argv\n"
-        "from bench.record.job import main\nprint('ARGV ', end='')\nsys.exit(main(['--print', *sys.argv[3:]]))\n"
+        "assert sys.argv[1:3] == ['-m', 'bench.in_job.command'], sys.argv\n"
+        "from bench.in_job.command import main\nprint('ARGV ', end='')\nsys.exit(main(['--print', *sys.argv[3:]]))\n"
     )
     printer.chmod(0o755)
     env = satori(runtime__mode="venv", runtime__python=str(printer), runtime__modules=[], slurm__gpus_per_node=0)
@@ -172,7 +173,7 @@ def test_rendered_command_is_recorded_command_and_hostile_values_stay_text(tmp_p
     argv = json.loads(next(line for line in run.stdout.splitlines() if line.startswith("ARGV "))[5:])
     run_dir = str(tmp_path / "cluster" / "runs" / "r1")
     job = JobSpec(run_id="r1", experiment="smoke", commit=COMMIT, overrides=tuple(overrides))
-    assert argv == recorded_command(env_name, job, run_dir, python=sys.executable)
+    assert argv == recorded_launch(env_name, job, run_dir, python=sys.executable)
     assert [c for c in canaries if c.exists()] == []
 
 
@@ -223,7 +224,7 @@ def test_the_workloads_last_word_decides_the_outcome(
     stand_in.write_text(
         f"#!{sys.executable}\n"
         + f'''import json, os, sys, time
-run_dir = os.environ["ATLAS_RUN_DIR"]  # the job command's run folder (bench/record/job.py)
+run_dir = os.environ["ATLAS_RUN_DIR"]  # the job command's run folder (bench/in_job/command.py)
 with open(run_dir + "/train.jsonl", "a") as fh:
     fh.write(json.dumps({{"event": "run_stop", "time": time.time() - {age_s}, "iteration": 5,
                          "status": "{status}"}}) + "\\n")

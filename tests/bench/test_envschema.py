@@ -14,7 +14,7 @@ import yaml
 from bench.envs import CLUSTERS_DIR, Environment, load_env
 from bench.envschema import settings_problems
 from bench.errors import ConfigError
-from bench.targets import target_for
+from bench.targets import target_class, target_for
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -63,13 +63,13 @@ def test_run_runs_the_experiment_check_too(repo_copy: Path) -> None:
 def test_every_target_refuses_unknown_and_ansible_keys() -> None:
     for name in ("local", "local-podman", "local-slurm", "satori", "moc"):
         env = load_env(name)
-        assert settings_problems(env.settings, env.kind) == []
+        assert settings_problems(env.settings, env.kind, target_class(env.kind).settings_properties) == []
         for extra in ({"ansible_become": True}, {"sudo": True}):
             hostile = Environment(env.name, env.kind, env.folder, {**env.settings, **extra})
             with pytest.raises(ConfigError, match="unknown key"):
                 target_for(hostile)
     nested = {"kind": "slurm", "slurm": {"ansible_host": "x"}, "hardware": {"a": [{"ansible_x": 1}]}}
-    problems = settings_problems(nested, "slurm")
+    problems = settings_problems(nested, "slurm", target_class("slurm").settings_properties)
     assert any(p.startswith("slurm: key 'ansible_host' is refused") for p in problems)
     assert any(p.startswith("hardware.a.0: key 'ansible_x' is refused") for p in problems)
 

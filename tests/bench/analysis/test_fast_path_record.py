@@ -18,10 +18,10 @@ from bench.analysis.instrument import instrument_notes, mixed_compile_note
 from bench.analysis.metrics import RunMetrics, fmt, run_metrics
 from bench.analysis.peak_flops import find_peak, peak_tflops
 from bench.cli import main as bench_main
-from bench.record.recorder import Recorder
+from bench.in_job.recorder import Recorder
 from bench.records.read import load_run
 from bench.render.report import write_report
-from tests.bench.record import nvml_double
+from tests.bench.in_job import nvml_double
 
 REPO = Path(__file__).resolve().parents[3]
 

@@ -17,7 +17,7 @@ def test_collect_new_skips_commits_already_reported(tmp_path: Path):
     from bench.commands.report import report_each_commit as report_commits
     from bench.envs import Environment, load_env
     from bench.targets import target_for
-    from bench.targets.runner import submit_runs
+    from bench.targets.lifecycle import submit_runs
 
     local = load_env("local")
     env = Environment(

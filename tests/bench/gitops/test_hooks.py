@@ -164,7 +164,7 @@ def test_deploy_submits_and_returns_before_training_ends():
     import shutil
 
     from bench.targets import target_for
-    from bench.targets.runner import submit_runs
+    from bench.targets.lifecycle import submit_runs
 
     sha = git(ROOT, "rev-parse", "HEAD").strip()
     (st,) = submit_runs(target_for("local"), "smoke", sha, 1, SHORT)
@@ -181,7 +181,7 @@ def test_deploy_submits_and_returns_before_training_ends():
 def test_deploy_to_an_unreachable_env_is_a_clear_error(capsys):
     from bench.cli import main
     from bench.targets import target_for
-    from bench.targets.runner import submit_runs
+    from bench.targets.lifecycle import submit_runs
 
     assert main(["run", "--no-wait", "--env", "moc", "--experiment", "smoke", "--commit", "a" * 40]) == 2
     assert "cannot be used from here" in capsys.readouterr().err

@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from bench.atomic_files import write_json_atomic
 from bench.envs import CLUSTERS_DIR, Environment, load_env
 from bench.errors import AtlasError
 from bench.records.contract import samples_name
-from bench.records.place import environment_facts, place_run, write_json_atomic
+from bench.records.place import environment_facts, place_run
 
 
 def _source(tmp_path: Path) -> Path:

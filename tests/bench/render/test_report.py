@@ -154,7 +154,9 @@ def test_a_damaged_report_folder_stays_in_the_index(tmp_path: Path) -> None:
     assert "summary.json unreadable" in line
 
 
-def test_a_full_disk_during_a_report_is_one_error_and_keeps_the_previous_report(small_tmpfs: Path) -> None:
+def test_a_full_disk_during_a_report_is_one_error_and_keeps_the_previous_report(
+    small_tmpfs: Path, tmp_path: Path
+) -> None:
     """Real ENOSPC on a small tmpfs: the report is built in a hidden folder, so the one
     already there stays whole (no 0-byte README.md, runs.csv or summary.json), the error
     names the path, and the exit code is EXIT_DISK_FULL."""
@@ -164,7 +166,7 @@ def test_a_full_disk_during_a_report_is_one_error_and_keeps_the_previous_report(
     from bench.records.contract import EXIT_DISK_FULL
     from tests.fullfs import fill
 
-    results = make_results(small_tmpfs / "results")
+    results = make_results(tmp_path / "results")  # only the reports on the small disk: a record's size moves nothing
     out = small_tmpfs / "out"
     first = write_report(results, out)
     before = digest(first.folder)

@@ -23,7 +23,7 @@ from bench.errors import AtlasError, ConfigError
 from bench.targets import target_class
 from bench.targets.base import JobSpec, RunState, new_run_id
 from bench.targets.container import cpu_quantity, memory_quantity, podman_time
-from bench.targets.runner import collect_run
+from bench.targets.lifecycle import collect_run
 
 ENV_DIR = CLUSTERS_DIR / "local-podman"
 TEST_IMAGE = "localhost/atlas-biggan:test"
@@ -94,7 +94,7 @@ def test_dockerfile_is_openshift_ready():
     for var in ("HOME=", "USER=", "TORCH_HOME=", "XDG_CACHE_HOME=", "MPLCONFIGDIR="):
         assert var in text
     assert not [line for line in lines if "git clone" in line] and "chgrp -R 0" in text and "chmod -R g=u" in text
-    assert '"bench.record.job"' in [line for line in lines if line.startswith("ENTRYPOINT")][0]
+    assert '"bench.in_job.command"' in [line for line in lines if line.startswith("ENTRYPOINT")][0]
     ignored = (REPO_ROOT / ".dockerignore").read_text().split()
     assert {".git", ".venv", "tests"} <= set(ignored)
 

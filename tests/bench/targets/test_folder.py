@@ -12,7 +12,7 @@ from bench.errors import AtlasError
 from bench.targets import target_class
 from bench.targets.base import RunState
 from bench.targets.folder import CANCELLED, FolderTarget
-from bench.targets.runner import collect_run
+from bench.targets.lifecycle import collect_run
 
 
 def local_target(tmp_path: Path) -> FolderTarget:

@@ -23,7 +23,7 @@ from bench.errors import AtlasError
 from bench.records import jobfiles
 from bench.records.contract import CANCEL_MARK
 from bench.targets import target_class
-from bench.targets.runner import collect_run
+from bench.targets.lifecycle import collect_run
 
 RUN_ID = "20261122t030000-01234567-abcd"
 OTHER = "20261122t020000-01234567-ffff"

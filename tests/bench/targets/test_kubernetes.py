@@ -18,8 +18,8 @@ from bench.envs import CLUSTERS_DIR, Environment  # noqa: E402
 from bench.errors import AtlasError, ConfigError  # noqa: E402
 from bench.targets import known_kinds, target_class  # noqa: E402
 from bench.targets.base import JobSpec, RunState  # noqa: E402
+from bench.targets.lifecycle import collect_run  # noqa: E402
 from bench.targets.manifests import SCHEMA_FILE  # noqa: E402
-from bench.targets.runner import collect_run  # noqa: E402
 from tests.bench.targets.openshift_api_double import OpenShiftApiDouble  # noqa: E402
 
 COMMIT = "0123456789abcdef0123456789abcdef01234567"

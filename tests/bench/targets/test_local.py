@@ -12,8 +12,8 @@ from bench.envs import load_env
 from bench.errors import AtlasError, ConfigError
 from bench.targets import JobSpec, RunState, target_for
 from bench.targets.base import new_run_id
+from bench.targets.lifecycle import collect_run
 from bench.targets.local import LocalTarget
-from bench.targets.runner import collect_run
 
 pytestmark = pytest.mark.slow
 

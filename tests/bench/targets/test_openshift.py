@@ -20,8 +20,8 @@ from bench.envs import CLUSTERS_DIR, Environment  # noqa: E402
 from bench.errors import AtlasError  # noqa: E402
 from bench.targets import target_class  # noqa: E402
 from bench.targets.base import JobSpec, RunState  # noqa: E402
+from bench.targets.lifecycle import collect_run  # noqa: E402
 from bench.targets.manifests import SCHEMA_FILE  # noqa: E402
-from bench.targets.runner import collect_run  # noqa: E402
 from tests.bench.targets.openshift_api_double import OpenShiftApiDouble  # noqa: E402
 
 MOC = CLUSTERS_DIR / "moc"

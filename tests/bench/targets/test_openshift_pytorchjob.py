@@ -19,8 +19,8 @@ from bench.envs import Environment  # noqa: E402
 from bench.errors import AtlasError, ConfigError  # noqa: E402
 from bench.targets import target_class  # noqa: E402
 from bench.targets.base import RunState  # noqa: E402
+from bench.targets.lifecycle import collect_run  # noqa: E402
 from bench.targets.manifests import SCHEMA_FILE, kubectl_binary  # noqa: E402
-from bench.targets.runner import collect_run  # noqa: E402
 from tests.bench.targets.openshift_api_double import OpenShiftApiDouble  # noqa: E402
 from tests.bench.targets.test_openshift import COMMIT, MOC, RUN_ID, job_spec, make_target  # noqa: E402
 

@@ -14,7 +14,7 @@ import pytest
 
 from bench.envs import load_env
 from bench.targets.base import JobSpec, RunState, new_run_id
-from bench.targets.runner import collect_run
+from bench.targets.lifecycle import collect_run
 from bench.targets.slurm import SlurmTarget
 from tests.ansible.local_slurm import REPO, RUNS, head, local_slurm, slurm_env  # noqa: F401
 

@@ -2,11 +2,11 @@
 
 Every launcher runs exactly this: the local target builds it with `job_command`; the
 training image's entrypoint (Dockerfile, hence the container and OpenShift/Kubernetes
-Jobs) and the Slurm batch script run `python -m bench.record.job`, which reads the run
+Jobs) and the Slurm batch script run `python -m bench.in_job.command`, which reads the run
 from ATLAS_ENV, ATLAS_EXPERIMENT and ATLAS_RUN_DIR and execs the same command. So
 "identical jobs" holds by construction: only paths and the launcher differ.
 
-    python -m bench.record.job [--print] [--launcher "ARGS"] [-- WORKLOAD_ARGS ...]
+    python -m bench.in_job.command [--print] [--launcher "ARGS"] [-- WORKLOAD_ARGS ...]
 
 `--launcher` goes between the workload's Python and its module (e.g. `-m
 torch.distributed.run --standalone --nproc-per-node=4` for several GPUs); arguments
@@ -34,6 +34,25 @@ def workload_args(experiment: str, run_dir: str, overrides: Sequence[str] = ()) 
     return args
 
 
+def workload_command(
+    experiment: str,
+    run_dir: str,
+    overrides: Sequence[str] = (),
+    python: str = "python",
+    launcher: Sequence[str] = (),
+    extra: Sequence[str] = (),
+) -> list[str]:
+    """The workload under its launcher: `python [LAUNCHER] -m workflows.biggan ...`."""
+    return [python, *launcher, *workload_args(experiment, run_dir, overrides), *extra]
+
+
+def recorder_command(
+    workload: Sequence[str], env_name: str, run_dir: str, python: str = "python", options: Sequence[str] = ()
+) -> list[str]:
+    """`python -m bench record [OPTIONS] --run-dir DIR --env ENV -- WORKLOAD...`: the recorder around it."""
+    return [python, "-m", "bench", "record", *options, "--run-dir", run_dir, "--env", env_name, "--", *workload]
+
+
 def job_command(
     env_name: str,
     experiment: str,
@@ -42,10 +61,11 @@ def job_command(
     python: str = "python",
     launcher: Sequence[str] = (),
     extra: Sequence[str] = (),
+    recorder_options: Sequence[str] = (),
 ) -> list[str]:
-    """`python -m bench record --run-dir DIR --env ENV -- python [LAUNCHER] -m workflows.biggan ...`."""
-    workload = [python, *launcher, *workload_args(experiment, run_dir, overrides), *extra]
-    return [python, "-m", "bench", "record", "--run-dir", run_dir, "--env", env_name, "--", *workload]
+    """The one job command: workload -> launcher -> recorder, each wrapping the one inside."""
+    workload = workload_command(experiment, run_dir, overrides, python, launcher, extra)
+    return recorder_command(workload, env_name, run_dir, python, recorder_options)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -57,12 +77,12 @@ def main(argv: list[str] | None = None) -> int:
     if "--launcher" in options:
         i = options.index("--launcher")
         if i + 1 >= len(options):
-            print("bench.record.job: --launcher needs its arguments as one word", file=sys.stderr)
+            print("bench.in_job.command: --launcher needs its arguments as one word", file=sys.stderr)
             return 2
         launcher = shlex.split(options[i + 1])
     missing = [name for name in JOB_VARIABLES if not os.environ.get(name)]
     if missing:
-        print(f"bench.record.job: set {', '.join(missing)} (the job's environment, run folder)", file=sys.stderr)
+        print(f"bench.in_job.command: set {', '.join(missing)} (the job's environment, run folder)", file=sys.stderr)
         return 2
     env = os.environ
     cmd = job_command(

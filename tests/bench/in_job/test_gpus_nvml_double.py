@@ -6,9 +6,22 @@ import sys
 
 import pytest
 
-from bench.record.gpus import GpuProbe
+from bench.in_job.gpus import GpuProbe
+from bench.records import contract as c
 from bench.records.contract import FIELD_NAMES
-from tests.bench.record import nvml_double
+from tests.bench.in_job import nvml_double
+
+# What the double's GPU 0 answers, per column it has a call for.
+DOUBLE_VALUES = {
+    c.GPU_UTIL: 90,
+    c.GPU_MEM_COPY_UTIL: 40,
+    c.GPU_FB_USED: 1024,
+    c.GPU_FB_TOTAL: 32768,
+    c.GPU_POWER: 250.5,
+    c.GPU_ENERGY: 1_000_000,
+    c.GPU_TEMP: 60,
+    c.GPU_SM_CLOCK: 1530,
+}
 
 
 @pytest.fixture(autouse=True)
@@ -36,9 +49,11 @@ def test_unsupported_field_is_empty_and_recorded_once() -> None:
     probe.start()
     rows = [probe.sample() for _ in range(3)]
     n = len(FIELD_NAMES)
-    assert rows[0][:n] == [90, 40, 1024, 32768, 250.5, 1_000_000, 60, 1530]
-    assert rows[0][n + 4] is None  # GPU 1 power: not supported
-    assert [f["source"] for f in probe.faults] == ["gpu1.DCGM_FI_DEV_POWER_USAGE"]
+    gpu0 = dict(zip(FIELD_NAMES, rows[0][:n]))  # by column name: a new catalogue column moves nothing here
+    assert {name: gpu0[name] for name in DOUBLE_VALUES} == DOUBLE_VALUES
+    assert rows[0][n + FIELD_NAMES.index(c.GPU_POWER)] is None  # GPU 1 power: not supported
+    known = [f["source"] for f in probe.faults if f["source"].split(".", 1)[1] in DOUBLE_VALUES]
+    assert known == ["gpu1.DCGM_FI_DEV_POWER_USAGE"]  # once, though sampled three times
 
 
 def test_lost_gpu_mid_run_keeps_sampling() -> None:
@@ -46,5 +61,6 @@ def test_lost_gpu_mid_run_keeps_sampling() -> None:
     probe = GpuProbe(visible="0")
     probe.start()
     first, second = probe.sample(), probe.sample()
-    assert first[0] == 90 and second[0] is None and second[2] == 1024  # memory still read
+    util, used = FIELD_NAMES.index(c.GPU_UTIL), FIELD_NAMES.index(c.GPU_FB_USED)
+    assert first[util] == 90 and second[util] is None and second[used] == 1024  # memory still read
     assert any("GPU is lost" in f["message"] for f in probe.faults)

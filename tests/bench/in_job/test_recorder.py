@@ -257,9 +257,11 @@ def test_resumed_run_keeps_history_and_appends_samples(tmp_path: Path) -> None:
 
 
 def test_only_the_first_node_of_a_multi_node_job_writes_run_json(tmp_path: Path) -> None:
-    """Every node's recorder shares the run dir: node 1 adds samples, node 0 owns run.json."""
+    """Every node's recorder shares the run dir: node 1 adds samples, node 0 owns run.json.
+    The batch script tells the recorder its scheduler (ATLAS_SCHEDULER=slurm), whose probe
+    reads the node's rank (bench/in_job/scheduler/slurm.py)."""
     run_dir = tmp_path / "multinode"
-    env = dict(os.environ, SLURM_NODEID="1")
+    env = dict(os.environ, ATLAS_SCHEDULER="slurm", SLURM_NODEID="1")
     proc = subprocess.run(
         record_cmd(run_dir, "--iters", "2"), cwd=REPO, capture_output=True, text=True, env=env, timeout=60
     )
@@ -271,7 +273,7 @@ def test_only_the_first_node_of_a_multi_node_job_writes_run_json(tmp_path: Path)
         cwd=REPO,
         capture_output=True,
         text=True,
-        env=dict(os.environ, SLURM_NODEID="0"),
+        env=dict(os.environ, ATLAS_SCHEDULER="slurm", SLURM_NODEID="0"),
         timeout=60,
     )
     assert proc.returncode == 0, proc.stderr

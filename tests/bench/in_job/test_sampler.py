@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from bench.record.gpus import GpuProbe
-from bench.record.sampler import BASE_COLUMNS, ProcessTree, Sampler
+from bench.in_job.gpus import GpuProbe
+from bench.in_job.sampler import BASE_COLUMNS, ProcessTree, Sampler
 
 TREE = (
     "import subprocess, sys, time\n"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench.record.gpus import GpuProbe
+from bench.in_job.gpus import GpuProbe
 from bench.records.contract import FIELD_NAMES, gpu_columns
 
 

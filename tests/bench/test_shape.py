@@ -9,18 +9,23 @@ import pytest
 from bench.analysis.compare import compare_runs
 from bench.analysis.identity import identity_rows, scaling_rows
 from bench.cli import main
+from bench.declared_shape import check_shape
+from bench.in_job.observed_shape import observed_shape
+from bench.in_job.scheduler import probe_for
 from bench.records.read import find_runs
+from bench.records.shape import Shape, declared_shape
 from bench.records.synthetic import RunSpec, write_run
 from bench.render.tables import shape_note, summary_table
-from bench.shape import Shape, check_shape, declared_shape, observed_shape
 
 V100 = [{"index": i, "model": "Tesla V100-SXM2-32GB"} for i in range(4)]
 
 
 def test_observed_shape_comes_from_the_scheduler_and_the_job() -> None:
     cmd = ["python", "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=4", "-m", "workflows.biggan"]
-    # A Slurm allocation of 2 nodes, 4 GPUs each; NVML there shows the whole node.
-    slurm = observed_shape(V100, cmd, {"SLURM_JOB_NUM_NODES": "2", "SLURM_GPUS_ON_NODE": "4"})
+    # A Slurm allocation of 2 nodes, 4 GPUs each (the target passed in its scheduler, whose
+    # probe reads the allocation); NVML there shows the whole node.
+    allocation = {"SLURM_JOB_NUM_NODES": "2", "SLURM_GPUS_ON_NODE": "4"}
+    slurm = observed_shape(V100, cmd, allocation, probe_for("slurm", allocation))
     assert (slurm["nodes"], slurm["gpus_per_node"], slurm["gpus"], slurm["processes_per_node"]) == (2, 4, 8, 4)
     assert slurm["source"] == {"nodes": "SLURM_JOB_NUM_NODES", "gpus_per_node": "SLURM_GPUS_ON_NODE"}
     # A pod sees only its nvidia.com/gpu allocation through NVML; nodes from torchrun's --nnodes.
@@ -47,15 +52,16 @@ def test_declared_shape_and_its_checks() -> None:
 @pytest.mark.parametrize("kind", ["local", "container", "slurm", "kubernetes", "openshift"])
 def test_every_kind_allows_shape_and_data_and_only_their_keys(kind: str) -> None:
     from bench.envschema import settings_problems
+    from bench.targets import target_class
 
     good = {
         "kind": kind,
         "shape": {"nodes": 1, "gpus_per_node": 4, "cpus_per_gpu": 4, "memory_gib_per_gpu": 24},
         "data": {"file": "imagenet128.hdf5", "sha256": None, "source": None, "pvc": "atlas-data", "mount": "/data"},
     }
-    assert settings_problems(good, kind) == []
+    assert settings_problems(good, kind, target_class(kind).settings_properties) == []
     bad = {**good, "shape": {"nodes": 1, "gpus_per_node": 4, "gpu": 1}, "data": {"file": "x", "ansible_x": "y"}}
-    text = "\n".join(settings_problems(bad, kind))
+    text = "\n".join(settings_problems(bad, kind, target_class(kind).settings_properties))
     assert f"shape: unknown key(s) gpu for kind {kind}" in text and "ansible_x" in text
 
 

@@ -15,8 +15,21 @@ from typing import Any
 
 from bench.records import contract as c
 
+# How each catalogue GPU column (bench.records.columns) is read through NVML:
+# reader(pynvml, handle, state) -> value, `state` being this GPU's dict kept between samples.
+Reader = Callable[[Any, Any, dict[str, Any]], Any]
+NVML_READERS: dict[str, Reader] = {
+    c.GPU_UTIL: lambda n, h, _s: n.nvmlDeviceGetUtilizationRates(h).gpu,
+    c.GPU_MEM_COPY_UTIL: lambda n, h, _s: n.nvmlDeviceGetUtilizationRates(h).memory,
+    c.GPU_FB_USED: lambda n, h, _s: n.nvmlDeviceGetMemoryInfo(h).used // (1 << 20),
+    c.GPU_FB_TOTAL: lambda n, h, _s: n.nvmlDeviceGetMemoryInfo(h).total // (1 << 20),
+    c.GPU_POWER: lambda n, h, _s: round(n.nvmlDeviceGetPowerUsage(h) / 1000.0, 3),
+    c.GPU_ENERGY: lambda n, h, _s: n.nvmlDeviceGetTotalEnergyConsumption(h),
+    c.GPU_TEMP: lambda n, h, _s: n.nvmlDeviceGetTemperature(h, n.NVML_TEMPERATURE_GPU),
+    c.GPU_SM_CLOCK: lambda n, h, _s: n.nvmlDeviceGetClockInfo(h, n.NVML_CLOCK_SM),
+}
 
-# (DCGM field name, unit, how to read it from NVML). Order is the CSV column order.
+
 def _text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
@@ -31,6 +44,7 @@ class GpuProbe:
     info: list[dict[str, Any]] = field(default_factory=list)
     _nvml: Any = None
     _seen: set[tuple[str, str]] = field(default_factory=set)
+    _state: list[dict[str, Any]] = field(default_factory=list)  # per GPU, kept between samples
 
     def fault(self, source: str, exc: BaseException | str) -> None:
         message = exc if isinstance(exc, str) else f"{type(exc).__name__}: {exc}"
@@ -99,27 +113,21 @@ class GpuProbe:
                     self.fault(f"gpu{pos}", exc)
             self.info.append(entry)
 
-    def _readers(self, h: Any) -> dict[str, Callable[[], Any]]:
-        n = self._nvml
-        return {
-            c.GPU_UTIL: lambda: n.nvmlDeviceGetUtilizationRates(h).gpu,
-            c.GPU_MEM_COPY_UTIL: lambda: n.nvmlDeviceGetUtilizationRates(h).memory,
-            c.GPU_FB_USED: lambda: n.nvmlDeviceGetMemoryInfo(h).used // (1 << 20),
-            c.GPU_FB_TOTAL: lambda: n.nvmlDeviceGetMemoryInfo(h).total // (1 << 20),
-            c.GPU_POWER: lambda: round(n.nvmlDeviceGetPowerUsage(h) / 1000.0, 3),
-            c.GPU_ENERGY: lambda: n.nvmlDeviceGetTotalEnergyConsumption(h),
-            c.GPU_TEMP: lambda: n.nvmlDeviceGetTemperature(h, n.NVML_TEMPERATURE_GPU),
-            c.GPU_SM_CLOCK: lambda: n.nvmlDeviceGetClockInfo(h, n.NVML_CLOCK_SM),
-        }
-
     def sample(self) -> list[Any]:
-        """One value per `gpu_columns(len(handles))` column; None where a call failed."""
+        """One value per `gpu_columns(len(handles))` column; None where a call failed.
+
+        Each GPU keeps a `state` dict between samples, so a reader can turn a counter into
+        a rate (the difference since its last sample) or keep an NVML sample buffer."""
         row: list[Any] = []
+        while len(self._state) < len(self.handles):
+            self._state.append({})
         for pos, h in enumerate(self.handles):
-            readers = self._readers(h)
             for name in c.FIELD_NAMES:
+                reader = NVML_READERS.get(name)
                 try:
-                    row.append(readers[name]())
+                    if reader is None:
+                        raise LookupError(f"no NVML reader for {name} (bench/in_job/gpus.py NVML_READERS)")
+                    row.append(reader(self._nvml, h, self._state[pos]))
                 except Exception as exc:
                     row.append(None)
                     self.fault(f"gpu{pos}.{name}", exc)

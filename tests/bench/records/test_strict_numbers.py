@@ -11,7 +11,7 @@ import pytest
 
 from bench.analysis.metrics import run_metrics
 from bench.cli import main
-from bench.records import numbers
+from bench.records import strict_numbers
 from bench.records.read import load_run, read_samples
 from bench.records.synthetic import RunSpec, write_run
 from bench.records.trainlog import read_train_log, time_to_train
@@ -66,7 +66,7 @@ def test_deep_and_huge_json_is_a_problem_not_a_crash(tmp_path: Path) -> None:
     (folder / "train.jsonl").write_bytes(b"[" * 100_000 + b"\n")
     read_train_log(folder / "train.jsonl")
     with pytest.raises(ValueError, match="over the limit"):
-        numbers.loads(b" " * 100, max_bytes=10)
+        strict_numbers.loads(b" " * 100, max_bytes=10)
 
 
 def test_samples_rows_with_extra_cells_do_not_shift_columns(tmp_path: Path) -> None:

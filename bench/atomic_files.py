@@ -1,7 +1,8 @@
 """Writes that a crash, a full disk or a second command at once cannot half-do.
 
-- `write_bytes_atomic`: temporary file beside the target, fsync, rename: a reader sees
-  the old file or the new one, never a 0-byte or half one.
+- `replace_atomically` (the one atomic writer; `write_bytes_atomic`, `write_json_atomic`
+  wrap it): temporary file beside the target, fsync, rename: a reader sees the old file
+  or the new one, never a 0-byte or half one.
 - `replace_dir`: a folder built under a hidden temporary name takes the place of the
   old one (old moved aside, new renamed in, old removed); `sweep_temp_dirs` removes
   what a killed command left behind.
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import json
 import os
 import re
 import shutil
@@ -23,6 +25,7 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from bench.errors import DiskFullError
 
@@ -56,8 +59,9 @@ def disk_full_error(exc: OSError, path: Path | str | None = None, needed: int | 
     return DiskFullError("; ".join(parts) + "; free space and run the command again (nothing recorded was changed)")
 
 
-def write_bytes_atomic(path: Path, data: bytes) -> None:
-    """Temporary file beside `path`, fsync, rename over it; DiskFullError on ENOSPC/EDQUOT."""
+def replace_atomically(path: Path, data: bytes) -> None:
+    """The one atomic write: a temporary file beside `path`, fsync, rename over it; the
+    temporary is removed on any failure and the OSError passes through unchanged."""
     path = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
@@ -66,11 +70,24 @@ def write_bytes_atomic(path: Path, data: bytes) -> None:
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
-    except BaseException as exc:
+    except BaseException:
         Path(tmp).unlink(missing_ok=True)
-        if is_disk_full(exc):
-            raise disk_full_error(exc, path, len(data)) from None  # type: ignore[arg-type]
         raise
+
+
+def write_bytes_atomic(path: Path, data: bytes) -> None:
+    """`replace_atomically`, with ENOSPC/EDQUOT turned into DiskFullError naming the path."""
+    try:
+        replace_atomically(path, data)
+    except OSError as exc:
+        if is_disk_full(exc):
+            raise disk_full_error(exc, path, len(data)) from None
+        raise
+
+
+def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
+    """`data` as indented, key-sorted JSON (run.json's form), written by `replace_atomically`."""
+    replace_atomically(path, (json.dumps(data, indent=2, sort_keys=True, default=str) + "\n").encode())
 
 
 def write_text_atomic(path: Path, text: str) -> None:

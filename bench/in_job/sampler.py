@@ -16,8 +16,8 @@ from typing import IO, Any
 
 import psutil
 
-from bench.record.cgroups import CgroupReader
-from bench.record.gpus import GpuProbe
+from bench.in_job.cgroups import CgroupReader
+from bench.in_job.gpus import GpuProbe
 from bench.records.contract import BASE_COLUMNS, gpu_columns
 
 

@@ -15,7 +15,8 @@ from typing import Any
 
 import psutil
 
-from bench.record.cgroups import read_limits
+from bench.in_job.cgroups import read_limits
+from bench.in_job.scheduler import SchedulerProbe
 
 
 def hostname() -> str:
@@ -156,16 +157,11 @@ def _float_env(name: str) -> float | None:
         return None
 
 
-def scheduler_info(default_kind: str | None) -> dict[str, Any]:
-    """What the job itself can tell about its scheduler; targets merge in more later."""
-    kind, job_id = default_kind, None
-    if os.environ.get("SLURM_JOB_ID"):
-        kind, job_id = "slurm", os.environ["SLURM_JOB_ID"]
-    elif os.environ.get("KUBERNETES_SERVICE_HOST"):
-        kind = kind if kind in ("openshift", "kubernetes") else "openshift"
-        job_id = os.environ.get("POD_NAME") or os.environ.get("HOSTNAME") or hostname()
-    elif os.environ.get("ATLAS_JOB_ID"):
-        job_id = os.environ["ATLAS_JOB_ID"]
+def scheduler_info(kind: str | None, probe: SchedulerProbe) -> dict[str, Any]:
+    """What the job itself can tell about its scheduler (the target passed in its kind and
+    scheduler: bench.in_job.scheduler); targets merge in more at collection."""
+    job_id = probe.job_id(os.environ)
+    kind = kind or (probe.name if probe.name != "plain" else None)
     return {
         "kind": kind,
         "job_id": job_id,

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TextIO
 
 from bench.errors import AtlasError
-from bench.record.provenance import git_info
+from bench.in_job.provenance import git_info
 from bench.records.place import place_run
 from bench.records.read import load_run, workload_error
 from bench.targets import JobSpec, RunStatus, Target

@@ -21,8 +21,8 @@ from bench.records.place import freeze
 from bench.records.read import load_run
 from bench.targets import target_class
 from bench.targets.base import RunState
-from bench.targets.runner import collect_run
-from tests.bench.record.test_recorder import REPO, _config_hash, record_cmd, run_record, wait_for
+from bench.targets.lifecycle import collect_run
+from tests.bench.in_job.test_recorder import REPO, _config_hash, record_cmd, run_record, wait_for
 
 
 def test_a_resumed_run_passes_check(tmp_path: Path) -> None:

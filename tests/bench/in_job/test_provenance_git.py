@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.record.provenance import PROJECT_MARKERS, git_info
+from bench.in_job.provenance import PROJECT_MARKERS, git_info
 
 
 def _git(cwd: Path, *args: str) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bench.record.cgroups import CgroupReader, read_limits
+from bench.in_job.cgroups import CgroupReader, read_limits
 
 
 def write(path: Path, text: str) -> None:

@@ -21,12 +21,14 @@ from pathlib import Path
 from typing import Any
 
 from bench import __version__
-from bench.atomic import DISK_FULL_ERRNOS
+from bench.atomic_files import DISK_FULL_ERRNOS, write_json_atomic
 from bench.errors import AtlasError
-from bench.record.cgroups import CgroupReader
-from bench.record.gpus import GpuProbe
-from bench.record.provenance import git_info, hardware, hostname, image_info, scheduler_info, software
-from bench.record.sampler import Sampler
+from bench.in_job.cgroups import CgroupReader
+from bench.in_job.gpus import GpuProbe
+from bench.in_job.observed_shape import observed_shape
+from bench.in_job.provenance import git_info, hardware, hostname, image_info, scheduler_info, software
+from bench.in_job.sampler import Sampler
+from bench.in_job.scheduler import probe_for
 from bench.records.compile_facts import compile_facts
 from bench.records.contract import (
     CANCEL_MARK,
@@ -45,10 +47,8 @@ from bench.records.contract import (
     queue_wait_s,
     samples_name,
 )
-from bench.records.place import write_json_atomic
 from bench.records.schema import schema_problems
 from bench.records.trainlog import read_train_log
-from bench.shape import observed_shape
 from bench.stage_data import data_record
 
 FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGUSR1)
@@ -93,18 +93,16 @@ def _experiment_from_command(command: list[str]) -> str | None:
     return None
 
 
-def _env_kind(env: str) -> str | None:
-    try:
-        from bench.envs import load_env
-
-        return load_env(env).kind
-    except Exception:
-        return None
-
-
 class Recorder:
     def __init__(
-        self, run_dir: Path, env: str, command: list[str], interval_s: float = 1.0, run_id: str | None = None
+        self,
+        run_dir: Path,
+        env: str,
+        command: list[str],
+        interval_s: float = 1.0,
+        run_id: str | None = None,
+        kind: str | None = None,
+        scheduler: str | None = None,
     ) -> None:
         if not command:
             raise AtlasError(
@@ -122,11 +120,13 @@ class Recorder:
         self.received: list[int] = []
         self._run_start_seen = False  # this attempt's run_start read from train.jsonl
         self._final_write_errno: int | None = None
+        # The target passed in its kind and scheduler (else ATLAS_KIND / ATLAS_SCHEDULER);
+        # the scheduler's probe reads the job id and this node's rank (bench.in_job.scheduler).
+        self.kind = kind or os.environ.get("ATLAS_KIND") or None
+        self.scheduler = probe_for(scheduler or os.environ.get("ATLAS_SCHEDULER"), os.environ)
         # Multi-node jobs run one recorder per node into one shared run dir: every node
-        # writes its own samples-<host>.csv, only the first node writes run.json.
-        # In a PyTorchJob the Training Operator gives each pod its node rank as RANK (bench
-        # record runs outside torchrun, whose workers get their own RANK).
-        self.primary = (os.environ.get("SLURM_NODEID") or os.environ.get("RANK") or "0") == "0"
+        # writes its own samples-<host>.csv, only the first node (rank 0) writes run.json.
+        self.primary = self.scheduler.node_rank(os.environ) == 0
 
     def _write_run_json(self) -> None:
         """Write run.json; a record that breaks the schema is still written (the job's
@@ -151,7 +151,7 @@ class Recorder:
                 known = {k: old.get(k) for k in ("config", "config_sha256") if old.get(k) is not None}
             except (OSError, ValueError, AttributeError):
                 previous = [{"note": "previous run.json was unreadable"}]
-        sched = scheduler_info(_env_kind(self.env))
+        sched = scheduler_info(self.kind, self.scheduler)
         sched["start_time"] = start
         if sched["submit_time"] is not None:
             sched["queue_wait_s"] = queue_wait_s(sched["submit_time"], start)
@@ -167,7 +167,7 @@ class Recorder:
             "image": image_info(),
             "hosts": [self.host],
             "hardware": hardware(gpu.info),
-            "shape": observed_shape(gpu.info, self.command),
+            "shape": observed_shape(gpu.info, self.command, scheduler=self.scheduler),
             "software": {"python": sys.version.split()[0]},  # completed after the job ends
             "command": self.command,
             "scheduler": sched,

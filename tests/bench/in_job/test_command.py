@@ -1,4 +1,4 @@
-"""bench/record/job.py: the one job command every launcher runs."""
+"""bench/in_job/command.py: the one job command every launcher runs."""
 
 from __future__ import annotations
 
@@ -6,8 +6,9 @@ import json
 import subprocess
 import sys
 
-from bench.record.job import job_command, main
-from bench.targets.base import JobSpec, recorded_command
+from bench.in_job.command import job_command, main
+from bench.targets.base import JobSpec
+from bench.targets.launch import recorded_launch
 
 
 def test_the_command_wraps_the_workload_in_bench_record():
@@ -17,7 +18,7 @@ def test_the_command_wraps_the_workload_in_bench_record():
         "py", "-m", "workflows.biggan", "--experiment", "cifar", "--run-dir", "/r/1", "--set", "train.max_iters=2",
     ]  # fmt: skip
     job = JobSpec(run_id="1", experiment="cifar", commit="c", overrides=("train.max_iters=2",))
-    assert recorded_command("satori", job, "/r/1", python="py") == cmd  # the local target's command
+    assert recorded_launch("satori", job, "/r/1", python="py") == cmd  # the local target's command
 
 
 def test_entry_point_reads_the_job_from_the_environment(monkeypatch, capsys):
@@ -39,6 +40,8 @@ def test_entry_point_reads_the_job_from_the_environment(monkeypatch, capsys):
 
 def test_missing_variables_are_one_clear_line():
     env = {"PATH": "/usr/bin:/bin"}
-    p = subprocess.run([sys.executable, "-m", "bench.record.job", "--print"], env=env, capture_output=True, text=True)
+    p = subprocess.run(
+        [sys.executable, "-m", "bench.in_job.command", "--print"], env=env, capture_output=True, text=True
+    )
     assert p.returncode == 2 and p.stderr.strip().count("\n") == 0
     assert "set ATLAS_ENV, ATLAS_EXPERIMENT, ATLAS_RUN_DIR" in p.stderr

@@ -1,0 +1,113 @@
+"""Read, select and compare: the one path from a results tree to the numbers a command shows.
+
+`bench compare` and `bench report` call `select_and_compare` (one commit's runs, or the
+exact run folders `bench demo` just made, compared across environments); the PR comment
+calls `compare_pr` (each environment's runs at the PR head against its own runs at the
+merge-base). Each reads the results tree once into typed run views (`RunData`), selects
+with bench.records.select and compares with bench.analysis; bench/render/ only draws what
+they return.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench.analysis.comparable import own_reason
+from bench.analysis.compare import CompareResult, compare_runs
+from bench.errors import AtlasError
+from bench.records.read import RunData, find_runs
+from bench.records.select import same_commit, select_runs
+
+
+@dataclass(frozen=True)
+class Selected:
+    """What a comparison covered: the commit, its runs, every run read, and the numbers."""
+
+    sha: str | None
+    runs: list[RunData]  # the selected runs (compared or listed as excluded)
+    all_runs: list[RunData]  # every run of the results tree (the report's history chart)
+    result: CompareResult
+
+
+def read_runs(results: Path, envs: list[str] | None = None, hint: str = "run `bench run` first") -> list[RunData]:
+    """Every run of the results tree (of `envs`), read once; one clear error when there is none."""
+    runs = find_runs(Path(results), envs or None)
+    if not runs and envs and (present := sorted({r.env for r in find_runs(Path(results))})):
+        missing = sorted(set(envs) - set(present))
+        raise AtlasError(
+            f"no runs of environment {', '.join(missing)} under {results}; it has runs of "
+            f"{', '.join(present)}: check the --env name (or run `bench run --env {missing[0]}` first)"
+        )
+    if not runs:
+        raise AtlasError(f"no runs under {results} (expected {results}/<env>/<run_id>/run.json); {hint}")
+    return runs
+
+
+def select_and_compare(
+    results: Path,
+    envs: list[str] | None = None,
+    commit: str | None = None,
+    only: set[Path] | None = None,
+    allow_different: bool = False,
+    baseline: str | None = None,
+    allow_dirty: bool = False,
+    all_runs: list[RunData] | None = None,
+) -> Selected:
+    """One commit's runs (or exactly the run folders in `only`) compared across environments.
+
+    `all_runs`: the tree already read (a report of each commit reads it once)."""
+    if all_runs is None:
+        all_runs = read_runs(results, envs, "run `bench run` or `bench collect` first")
+    runs_read = all_runs
+    sha, runs = select_runs(runs_read, commit, only, Path(results))
+    result = compare_runs(runs, allow_different=allow_different, baseline=baseline, allow_dirty=allow_dirty)
+    return Selected(sha, runs, runs_read, result)
+
+
+@dataclass(frozen=True)
+class EnvVerdicts:
+    """One environment in the PR comment: how many runs a side, and a verdict per judged metric."""
+
+    env: str
+    head_runs: int
+    base_runs: int
+    verdicts: list  # bench.analysis.regression.Verdict, in the headline metrics' order
+
+
+def pr_sides(runs: list[RunData], env: str, head: str, base: str) -> dict[str, list[RunData]]:
+    """The PR comment's two sides of one environment: its successful, clean, intact runs at
+    the PR head and at the merge-base (bench.analysis.comparable's own reasons exclude the rest)."""
+    sides: dict[str, list[RunData]] = {"base": [], "head": []}
+    for r in runs:
+        side = "head" if same_commit(r.git_sha, head) else "base" if same_commit(r.git_sha, base) else None
+        if r.env == env and side and not own_reason(r, allow_dirty=False):
+            sides[side].append(r)
+    return sides
+
+
+def read_pr_runs(results: Path, envs: list[str] | None = None) -> list[RunData]:
+    """The PR comment's runs, read once (verdicts and the expected-band flags use them)."""
+    return read_runs(results, envs, "run `bench run` at the PR head and at the merge-base first")
+
+
+def compare_pr(
+    runs: list[RunData], head: str, base: str, thresholds: Mapping[str, float] | None = None
+) -> list[EnvVerdicts]:
+    """Per environment, its runs at the PR head judged against its own runs at the merge-base."""
+    from bench.analysis.metrics import HEADLINE, run_metrics
+    from bench.analysis.regression import HIGHER_IS_BETTER, judge
+
+    out = []
+    for env in sorted({r.env for r in runs}):
+        chosen = pr_sides(runs, env, head, base)
+        sides = {side: [run_metrics(r).as_dict() for r in side_runs] for side, side_runs in chosen.items()}
+        verdicts = []
+        for key in (m for m in HEADLINE if m in HIGHER_IS_BETTER):
+            base_vals, head_vals = [row[key] for row in sides["base"]], [row[key] for row in sides["head"]]
+            if all(v is None for v in base_vals + head_vals):
+                continue  # nobody measured it here (e.g. GPU figures on a CPU runner)
+            verdicts.append(judge(env, key, base_vals, head_vals, threshold=(thresholds or {}).get(key, 0.05)))
+        out.append(EnvVerdicts(env, len(sides["head"]), len(sides["base"]), verdicts))
+    return out
