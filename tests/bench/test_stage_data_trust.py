@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from bench.stage_data import StageError, check_data, data_spec, stage
-from tests.bench.targets.api_double_tls import make_ca
+from tests.doubles.apiserver.tls import make_ca
 
 DATA = os.urandom(256 * 1024 + 3)
 SHA = hashlib.sha256(DATA).hexdigest()

@@ -4,26 +4,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 from bench.records.synthetic import RunSpec, write_run
-
-ENV = {
-    **os.environ,
-    "GIT_AUTHOR_NAME": "dev",
-    "GIT_AUTHOR_EMAIL": "dev@example.org",
-    "GIT_COMMITTER_NAME": "dev",
-    "GIT_COMMITTER_EMAIL": "dev@example.org",
-    "GIT_CONFIG_NOSYSTEM": "1",
-}
-
-
-def git(cwd: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=cwd, env=ENV, check=True, capture_output=True, text=True).stdout
+from tests.gitrepo import ENV, git
 
 
 def bench(cwd: Path, *args: str) -> subprocess.CompletedProcess:

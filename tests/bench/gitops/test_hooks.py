@@ -14,22 +14,11 @@ import pytest
 from bench.errors import AtlasError, ConfigError
 from bench.gitops.hooks import HOOK_MARKER, LOG_DIR, HookSettings, install, should_run
 from bench.gitops.publish import BOT_NAME
+from tests.gitrepo import ENV, git
 
 ROOT = Path(__file__).resolve().parents[3]
-ENV = {
-    **os.environ,
-    "GIT_AUTHOR_NAME": "dev",
-    "GIT_AUTHOR_EMAIL": "dev@example.org",
-    "GIT_COMMITTER_NAME": "dev",
-    "GIT_COMMITTER_EMAIL": "dev@example.org",
-    "GIT_CONFIG_NOSYSTEM": "1",
-}
 # Few iterations: the test is about the GitOps plumbing, not about training.
 SHORT = ("train.max_iters=4", "train.log_every=2", "train.checkpoint_every=4", "train.ema_start=2")
-
-
-def git(cwd: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=cwd, env=ENV, check=True, capture_output=True, text=True).stdout
 
 
 def bare_repo(tmp_path: Path) -> Path:

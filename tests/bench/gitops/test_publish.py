@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -13,20 +12,9 @@ import pytest
 from bench.errors import AtlasError
 from bench.gitops.publish import BOT_NAME, publish
 from bench.render.index import SUMMARY_JSON, write_index
+from tests.gitrepo import ENV, git
 
 ROOT = Path(__file__).resolve().parents[3]
-ENV = {
-    **os.environ,
-    "GIT_AUTHOR_NAME": "dev",
-    "GIT_AUTHOR_EMAIL": "dev@example.org",
-    "GIT_COMMITTER_NAME": "dev",
-    "GIT_COMMITTER_EMAIL": "dev@example.org",
-    "GIT_CONFIG_NOSYSTEM": "1",
-}
-
-
-def git(cwd: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=cwd, env=ENV, check=True, capture_output=True, text=True).stdout
 
 
 @pytest.fixture

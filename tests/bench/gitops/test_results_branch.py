@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import subprocess
 from pathlib import Path
 
@@ -15,19 +14,7 @@ from bench.gitops import results_branch
 from bench.gitops.publish import BOT_NAME
 from bench.gitops.results_branch import archive, read_entries, restore
 from bench.records.synthetic import RunSpec, write_run
-
-ENV = {
-    **os.environ,
-    "GIT_AUTHOR_NAME": "dev",
-    "GIT_AUTHOR_EMAIL": "dev@example.org",
-    "GIT_COMMITTER_NAME": "dev",
-    "GIT_COMMITTER_EMAIL": "dev@example.org",
-    "GIT_CONFIG_NOSYSTEM": "1",
-}
-
-
-def git(cwd: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=cwd, env=ENV, check=True, capture_output=True, text=True).stdout
+from tests.gitrepo import ENV, git
 
 
 def clone_of_bare(tmp_path: Path, name: str = "dev") -> tuple[Path, Path]:

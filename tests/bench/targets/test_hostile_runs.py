@@ -169,8 +169,8 @@ openshift = pytest.importorskip("kubernetes")
 
 def test_openshift_collect_does_not_follow_links_to_another_run(tmp_path: Path, capsys) -> None:
     from bench.targets.manifests import SCHEMA_FILE
-    from tests.bench.targets.openshift_api_double import OpenShiftApiDouble
     from tests.bench.targets.test_openshift import job_spec, make_target
+    from tests.doubles.apiserver import OpenShiftApiDouble
 
     volume = tmp_path / "pvc"
     volume.mkdir()

@@ -20,7 +20,7 @@ pytest.importorskip("cryptography")
 
 from bench.envs import CLUSTERS_DIR  # noqa: E402
 from bench.targets.manifests import SCHEMA_FILE, kubectl_binary  # noqa: E402
-from tests.bench.targets.openshift_api_double import OpenShiftApiDouble  # noqa: E402
+from tests.doubles.apiserver import OpenShiftApiDouble  # noqa: E402
 
 MOC = CLUSTERS_DIR / "moc"
 KUBECTL = kubectl_binary()

@@ -20,7 +20,7 @@ from bench.targets import known_kinds, target_class  # noqa: E402
 from bench.targets.base import JobSpec, RunState  # noqa: E402
 from bench.targets.lifecycle import collect_run  # noqa: E402
 from bench.targets.manifests import SCHEMA_FILE  # noqa: E402
-from tests.bench.targets.openshift_api_double import OpenShiftApiDouble  # noqa: E402
+from tests.doubles.apiserver import OpenShiftApiDouble  # noqa: E402
 
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
 RUN_ID = "20261122t030000-01234567-k8s1"

@@ -21,8 +21,8 @@ from bench.targets import target_class  # noqa: E402
 from bench.targets.base import RunState  # noqa: E402
 from bench.targets.lifecycle import collect_run  # noqa: E402
 from bench.targets.manifests import SCHEMA_FILE, kubectl_binary  # noqa: E402
-from tests.bench.targets.openshift_api_double import OpenShiftApiDouble  # noqa: E402
 from tests.bench.targets.test_openshift import COMMIT, MOC, RUN_ID, job_spec, make_target  # noqa: E402
+from tests.doubles.apiserver import OpenShiftApiDouble  # noqa: E402
 
 TWO_NODES = {"nodes": 2, "gpus_per_node": 4, "cpus_per_gpu": 4, "memory_gib_per_gpu": 24}
 

@@ -49,7 +49,7 @@ class _S3:
 @pytest.fixture
 def double(tmp_path: Path):
     pytest.importorskip("kubernetes_validate")
-    from tests.bench.targets.openshift_api_double import OpenShiftApiDouble
+    from tests.doubles.apiserver import OpenShiftApiDouble
 
     (tmp_path / "pvc").mkdir()
     api = OpenShiftApiDouble("atlas-biggan", tmp_path / "pvc", SCHEMA_FILE).start()
