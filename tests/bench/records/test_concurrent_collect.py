@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[3]
-WORKLOAD = REPO / "tests" / "bench" / "record" / "contract_workload.py"
+WORKLOAD = REPO / "tests" / "bench" / "in_job" / "contract_workload.py"
 
 
 def finished_runs(runs: Path, count: int) -> list[str]:
