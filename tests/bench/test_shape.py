@@ -44,8 +44,8 @@ def test_declared_shape_and_its_checks() -> None:
     assert Shape(2, 4).label == "2 nodes × 4 GPUs" and Shape(1, 1).gpus == 1
     errors = check_shape({"shape": {"nodes": 0, "gpus_per_node": "four", "gpu": 1, "memory_gib_per_gpu": -1}}, "e.yaml")
     text = "\n".join(errors)
-    assert "shape.nodes must be an integer >= 1" in text and "shape.gpus_per_node must be an integer" in text
-    assert "shape.memory_gib_per_gpu must be a positive number" in text and "shape.gpu " not in text
+    assert "shape.nodes must be an integer from 1" in text and "shape.gpus_per_node must be a number of GPUs" in text
+    assert "shape.memory_gib_per_gpu must be a finite number > 0" in text and "shape.gpu " not in text
     assert len(errors) == 3  # one line per bad value; the unknown key is the schema's
 
 

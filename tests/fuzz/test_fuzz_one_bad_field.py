@@ -307,7 +307,9 @@ def test_fuzz_stage_data_timeout(capsys, timeout) -> None:
 pr_json = st.one_of(
     json_value,
     st.fixed_dictionaries({"pr": st.one_of(st.integers(-5, 10**6), json_value),
-                           "head_sha": st.one_of(st.text("0123456789abcdef", min_size=38, max_size=42), json_value)}),
+                           "head_sha": st.one_of(st.text("0123456789abcdef", min_size=38, max_size=42), json_value),
+                           "base_sha": st.one_of(st.just("b" * 40), st.text("0123456789abcdef", max_size=41),
+                                                 json_value)}),
     st.integers(1, 200_000).map(lambda n: "[" * n + "]" * n),
     st.integers(1, 200_000).map(lambda n: '{"pr": ' * n),
 )  # fmt: skip
@@ -322,14 +324,22 @@ def test_fuzz_comment_artifact(tmp_path_factory, capsys, meta, body) -> None:
     code = main(["comment", "--artifact", str(art), "--dry-run"])
     out = capsys.readouterr()
     assert "Traceback" not in out.err
+
+    def sha(value: object) -> bool:
+        return isinstance(value, str) and len(value) == 40 and all(ch in "0123456789abcdef" for ch in value)
+
     valid = (
         isinstance(meta, dict)
         and isinstance(meta.get("pr"), int)
         and not isinstance(meta.get("pr"), bool)
         and meta["pr"] > 0
-        and isinstance(meta.get("head_sha"), str)
-        and len(meta["head_sha"]) == 40
-        and all(ch in "0123456789abcdef" for ch in meta["head_sha"])
+        and sha(meta.get("head_sha"))
+        and sha(meta.get("base_sha"))
     )
-    assert code == (0 if valid else 2), (code, out.err)
+    # Even a valid pr.json is refused here: the artifact has no run records to render from
+    # (the comment is rendered from records, never from the fork's comment.md).
+    assert code == 2, (code, out.err)
+    if valid:
+        assert "uploaded no run records" in out.err, out.err
+    assert body not in out.out or not body.strip()  # the fork's text is never printed as the comment
     assert set(art.iterdir()) == {art / "pr.json", art / "comment.md"}

@@ -75,7 +75,8 @@ def test_submit_builds_the_commit_and_creates_a_job_by_digest(tmp_path, double):
     assert env["ATLAS_GIT_SHA"] == COMMIT and env["ATLAS_RUN_ID"] == RUN_ID and float(env["ATLAS_SUBMIT_TIME"]) > 0
     run_dir = f"/results/{RUN_ID}"
     assert container["command"] == [
-        "python", "-m", "bench", "record", "--run-dir", run_dir, "--env", "moc", "--",
+        "python", "-m", "bench", "record", "--kind", "openshift", "--scheduler", "kubernetes",
+        "--run-dir", run_dir, "--env", "moc", "--",
         "python", "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=4",
         "-m", "workflows.biggan", "--experiment", "smoke", "--run-dir", run_dir, "--set", "train.max_iters=2",
     ]  # fmt: skip
