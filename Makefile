@@ -46,7 +46,7 @@ test: setup lint lint-workflows
 	@if [ "$$(id -u)" = 0 ]; then scripts/podman-setup.sh || echo "make test: podman could not be set up (above); its tests will be skipped"; fi
 	$(PY) -m pytest --durations=15 $(PYTEST_ARGS); rc=$$?; if [ $$rc -eq 5 ]; then echo "pytest: no tests collected"; rc=0; fi; exit $$rc
 
-# The chaos test at full size (make test runs its default 20 trials): 60 seeded kills of the
+# The chaos test at full size (make test runs its default 10 trials): 60 seeded kills of the
 # workload, the recorder, collect and report; the closing line counts trials, kills landed, resumes.
 CHAOS_TRIALS ?= 60
 chaos: setup

@@ -12,7 +12,7 @@ time to train and wall time over both attempts (not the gap between), and a cost
 second equal to the uninterrupted run's. A workload that never resumes (a mutant whose
 `load_latest()` returns None) fails these trials even though it ends at the same digest.
 
-`ATLAS_CHAOS_TRIALS` (default 20: 2 workload, 2 recorder, 8 collect, 8 report kills; `make
+`ATLAS_CHAOS_TRIALS` (default 10: 1 workload, 1 recorder, 4 collect, 4 report kills; `make
 chaos` runs 60) and `ATLAS_CHAOS_SEED` (default 16) choose how many and where. Slurm's own
 faults (plain scancel, requeue, the time-limit warning) are in
 tests/bench/targets/test_slurm.py, on the real local Slurm; a full disk during a
@@ -50,7 +50,7 @@ from tests.workflows.biggan.conftest import events, last
 pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[2]
-TRIALS = int(os.environ.get("ATLAS_CHAOS_TRIALS", "20"))
+TRIALS = int(os.environ.get("ATLAS_CHAOS_TRIALS", "10"))
 SEED = int(os.environ.get("ATLAS_CHAOS_SEED", "16"))
 REDRAWS = 4  # a kill that does not land (the process had ended) is redrawn this many times
 JOB = ("train.max_iters=10", "train.checkpoint_every=2", "train.sample_grid=false")
