@@ -33,12 +33,18 @@ def collect_run(target: Target, run_id: str, results: Path, out: TextIO | None =
     Collecting a run that is already there is a no-op, and says so.
     """
     out = out or sys.stdout
-    placed = place_run(Path(results), target.env, run_id, lambda into: target.fetch(run_id, into))
+    placed = place_run(
+        Path(results),
+        target.env,
+        run_id,
+        lambda into: target.fetch(run_id, into),
+        lambda facts: target.timeline_marks(run_id, facts),
+    )
     if not placed.new:
         print(f"already collected: {placed.path} (left as it is: collected records never change)", file=out)
         return placed.path
     print(f"collected: {placed.path}", file=out)
-    for skipped in placed.skipped:
+    for skipped in (*placed.skipped, *placed.warnings):
         print(f"  warning: {run_id}: {skipped}", file=out)
     for problem in load_run(placed.path, target.env.name).problems:
         print(f"  warning: {run_id}: {problem}", file=out)
