@@ -148,7 +148,8 @@ def _launch(marks: dict[str, Any]) -> dict[str, Any]:
         return _null("launch", _why_missing(marks, "workload_start"))
     starts = [m for name in ("granted", "staged", "pulled") if (m := _known(marks, name)) is not None]
     if not starts:
-        if _known(marks, "granted") is None and isinstance(marks.get("granted"), dict) and marks["granted"].get("reason"):
+        granted = marks.get("granted")
+        if isinstance(granted, dict) and granted.get("reason"):
             accepted = _known(marks, "accepted")  # nothing grants resources here: launch starts when accepted
             if accepted is not None:
                 return _span("launch", accepted, end)
@@ -264,7 +265,8 @@ def job_marks(record: dict[str, Any], log: Any) -> tuple[dict[str, Any], float |
     previous = record.get("previous_attempts") if isinstance(record.get("previous_attempts"), list) else []
     starts = [a.get("start_time") for a in previous if isinstance(a, dict)] + [record.get("start_time")]
     known_starts = [t for t in starts if mark(t, "job", 0) is not None]
-    marks: dict[str, Any] = {"recorder_start": mark(min(known_starts), "job", JOB_RESOLUTION_S) if known_starts else None}
+    first_start = mark(min(known_starts), "job", JOB_RESOLUTION_S) if known_starts else None
+    marks: dict[str, Any] = {"recorder_start": first_start}
     warmups, run_starts, trains = log.of("warmup"), log.of("run_start"), log.of("train")
     setup = warmups[0].get("setup_s") if warmups else None
     if run_starts and isinstance(setup, (int, float)) and not isinstance(setup, bool) and setup >= 0:

@@ -15,6 +15,7 @@ from bench.errors import AtlasError
 from bench.in_job.provenance import git_info
 from bench.records.place import place_run
 from bench.records.read import load_run, workload_error
+from bench.records.timeline import pushed_at
 from bench.targets import JobSpec, RunStatus, Target
 from bench.targets.base import new_run_id
 
@@ -114,6 +115,7 @@ def submit_runs(
     """Submit `runs` runs of `commit` and return at once; training goes on without us."""
     out = out or sys.stdout
     check_workload_input(experiment, overrides)
+    pushed_at()  # a bad ATLAS_PUSHED_AT is refused before anything is submitted
     if not commit or len(commit) < 7:
         raise AtlasError(f"the commit to run must be a git sha, got {commit!r}")
     submitted = []

@@ -30,6 +30,14 @@ from bench.envschema import NON_NEG_INT, STR
 from bench.errors import AtlasError, ConfigError
 from bench.limits import slurm_problems
 from bench.records.contract import EXIT_PREEMPTED
+from bench.records.timeline import (
+    HOST_RESOLUTION_S,
+    SLURM_RESOLUTION_S,
+    absent,
+    iso_utc,
+    mark,
+    pushed_at,
+)
 from bench.targets import register
 from bench.targets.base import JobSpec, RunState, RunStatus, Target
 
@@ -113,6 +121,20 @@ def ansible_variables(env_name: str, settings: dict[str, Any]) -> dict[str, Any]
 def extravars_yaml(extravars: dict[str, Any]) -> str:
     """YAML for ansible-runner's env/extravars, every templatable string tagged `!unsafe`."""
     return yaml.dump(_unsafe(extravars), Dumper=_UnsafeDumper, default_flow_style=False, sort_keys=True)
+
+
+SBATCH_TASK = "Submit the batch script (sbatch --parsable)"  # ansible/roles/atlas/tasks/submit.yml
+
+
+def task_end_time(events: list[dict[str, Any]], task: str) -> float | None:
+    """When the named task finished, by ansible-runner's event for it (`event_data.end`, else
+    the event's `created`: ISO 8601, UTC). Events are described in
+    https://ansible.readthedocs.io/projects/runner/en/latest/intro/ (job events)."""
+    for event in events:
+        data = event.get("event_data") if isinstance(event.get("event_data"), dict) else {}
+        if event.get("event") == "runner_on_ok" and data.get("task") == task:
+            return iso_utc(data.get("end")) or iso_utc(event.get("created"))
+    return None
 
 
 def map_state(slurm_state: str) -> RunState:
@@ -258,6 +280,12 @@ class SlurmTarget(Target):
 
     def _run(self, playbook: str, extravars: dict[str, Any], timeout_s: int = 600) -> dict[str, Any]:
         """Run one playbook; return its set_stats data, or raise AtlasError naming the failed task."""
+        return self._run_events(playbook, extravars, timeout_s)[0]
+
+    def _run_events(
+        self, playbook: str, extravars: dict[str, Any], timeout_s: int = 600
+    ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        """`_run`, with ansible-runner's events too (their times are timeline marks)."""
         import ansible_runner
 
         variables = self.ansible_variables()
@@ -293,7 +321,7 @@ class SlurmTarget(Target):
             elif event.get("event") in ("runner_on_failed", "runner_on_unreachable") and not data.get("ignore_errors"):
                 failures.append(data)
         if result.status == "successful" and not failures:
-            return stats
+            return stats, events
         raise AtlasError(self._failure_message(playbook, result.status, failures, events))
 
     def _failure_message(
@@ -358,7 +386,9 @@ class SlurmTarget(Target):
     # -- Target --------------------------------------------------------------------
     def submit(self, job: JobSpec) -> RunStatus:
         sha = self._resolve_commit(job.commit)
-        stats = self._run(
+        pushed = pushed_at()  # before anything is submitted: a bad ATLAS_PUSHED_AT submits nothing
+        started = time.time()
+        stats, events = self._run_events(
             "submit.yml",
             {
                 "atlas_run_id": job.run_id,
@@ -378,6 +408,10 @@ class SlurmTarget(Target):
             "job_id": job_id,
             "submitted_at": time.time(),
             "run_dir": stats.get("run_dir"),
+            # timeline marks: bench's submit began (its clock), sbatch returned (ansible-runner's event), the push
+            "submit_started_at": started,
+            "sbatch_at": task_end_time(events, SBATCH_TASK),
+            "pushed_at": pushed,
         }
         write_bytes_atomic(self._ledger(job.run_id), (json.dumps(entry, indent=2) + "\n").encode())
         return RunStatus(
@@ -448,6 +482,26 @@ class SlurmTarget(Target):
         )
         sched = stats.get("scheduler")
         return dict(sched) if isinstance(sched, dict) else {}
+
+    def timeline_marks(self, run_id: str, facts: dict[str, Any]) -> dict[str, dict]:
+        """submitted (this machine's ledger), accepted = Slurm's Submit and granted = its Start
+        (sacct, whole seconds); sbatch_returned: ansible-runner's event of the sbatch task."""
+        try:
+            ledger = json.loads(self._ledger(run_id).read_text())
+        except (OSError, ValueError):
+            ledger = {}
+        ledger = ledger if isinstance(ledger, dict) else {}
+        nowhere = f"no ledger entry for {run_id} on this machine (submitted from another one)"
+        marks = {
+            "pushed": mark(ledger.get("pushed_at"), "bench-host", HOST_RESOLUTION_S),
+            "submitted": mark(ledger.get("submit_started_at"), "bench-host", HOST_RESOLUTION_S) or absent(nowhere),
+            "sbatch_returned": mark(ledger.get("sbatch_at"), "ansible-runner", HOST_RESOLUTION_S),
+            "accepted": mark(facts.get("submit_time"), "slurmctld", SLURM_RESOLUTION_S),
+            "granted": mark(facts.get("start_time"), "slurmctld", SLURM_RESOLUTION_S),
+            "staged": absent("no staging step: the data is on the cluster's file system (bench stage-data checks it)"),
+            "pull_start": absent("no image pull: conda or a Singularity image on the cluster's file system"),
+        }
+        return {name: m for name, m in marks.items() if m is not None}
 
     def cancel(self, run_id: str) -> None:
         self._run("cancel.yml", {"atlas_run_id": run_id})
