@@ -15,7 +15,8 @@ from typing import Any
 import numpy as np
 
 from bench.analysis.compare import CompareResult
-from bench.analysis.metrics import METRIC_BY_KEY, fmt
+from bench.analysis.metrics import METRIC_BY_KEY, RunMetrics, fmt
+from bench.analysis.stats import median
 from bench.records.read import RunData
 from bench.records.timeline import PHASES, phase_entry
 from bench.render.escape import md
@@ -90,15 +91,17 @@ def _spread_key(result: CompareResult, env: str, key: str) -> str:
     return f"{fmt(min(values))}–{fmt(max(values))}" if len(values) >= 2 else "—"
 
 
-def comment_lines(result: CompareResult) -> list[str]:
-    """One line per environment for the PR comment: submit -> result and its biggest phases."""
+def env_lines(metrics: list[RunMetrics]) -> list[str]:
+    """One line per environment (for the PR comment): median submit -> result and each known phase."""
     lines = []
-    for env in result.envs:
-        medians = phase_medians(result, env)
-        total = result.summaries[env].median.get("submit_to_result_s")
-        if total is None and not any(v is not None for v in medians.values()):
+    for env in sorted({m.env for m in metrics}):
+        mine = [m for m in metrics if m.env == env]
+        total = median([m.values.get("submit_to_result_s") for m in mine])
+        parts = [
+            f"{p} {fmt(v)} s" for p in PHASES if (v := median([m.values.get(_key(p)) for m in mine])) is not None
+        ]
+        if total is None and not parts:
             continue
-        parts = [f"{p} {fmt(v)} s" for p, v in medians.items() if v is not None]
         head = f"submit → result {fmt(total)} s: " if total is not None else ""
         lines.append(f"{md(env)}: {head}{', '.join(parts)}")
     return lines
