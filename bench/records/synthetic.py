@@ -95,6 +95,8 @@ def synthetic_timeline(spec: RunSpec, end: float) -> dict:
         "granted": mark(spec.start - 0.5, scheduler, spec.queue_resolution_s)
         if spec.queue_resolution_s
         else absent("no scheduler: the process starts at once"),
+        "staged": absent("no staging step: the job reads this machine's files"),
+        "pull_start": absent("no image: a bare process"),
         "recorder_start": mark(spec.start, job, 0.001),
         "workload_start": mark(spec.start, job, 0.001),
         "first_iter": mark(t0 + spec.log_every_s, job, 0.001),

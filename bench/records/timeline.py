@@ -167,7 +167,12 @@ def phases_from_marks(marks: dict[str, Any]) -> list[dict[str, Any]]:
         first, last = SPANS[phase]
         a, b = _known(marks, first), _known(marks, last)
         if a is None or b is None:
-            out.append(_null(phase, _why_missing(marks, first if a is None else last)))
+            missing = [name for name, m in ((first, a), (last, b)) if m is None]
+            # a reason the kind gave beats "no mark"; the phase's own end mark's reason first
+            said = [
+                name for name in reversed(missing) if isinstance(marks.get(name), dict) and marks[name].get("reason")
+            ]
+            out.append(_null(phase, _why_missing(marks, (said or missing)[0])))
         else:
             out.append(_span(phase, a, b))
     return out

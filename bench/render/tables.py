@@ -36,7 +36,7 @@ def change_words(metric: Metric, ratio: float) -> str:
 def shown(value: float | None, metric: Metric, resolution: float | None = None, unit: bool = False) -> str:
     """A figure for people: "< 1 s" at or below its clock's `resolution`, else `fmt`."""
     if value is not None and resolution is not None and value <= resolution:
-        return f"< {fmt(resolution, metric.digits)} {metric.unit}"
+        return f"< {resolution:g} {metric.unit}"
     return fmt(value, metric.digits) + (f" {metric.unit}" if unit and value is not None else "")
 
 

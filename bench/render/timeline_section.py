@@ -97,9 +97,7 @@ def env_lines(metrics: list[RunMetrics]) -> list[str]:
     for env in sorted({m.env for m in metrics}):
         mine = [m for m in metrics if m.env == env]
         total = median([m.values.get("submit_to_result_s") for m in mine])
-        parts = [
-            f"{p} {fmt(v)} s" for p in PHASES if (v := median([m.values.get(_key(p)) for m in mine])) is not None
-        ]
+        parts = [f"{p} {fmt(v)} s" for p in PHASES if (v := median([m.values.get(_key(p)) for m in mine])) is not None]
         if total is None and not parts:
             continue
         head = f"submit → result {fmt(total)} s: " if total is not None else ""
