@@ -29,8 +29,7 @@ from bench.records.jobfiles import JobFileRefused, read_bytes, sweep
 from bench.records.rebuild import rebuild_lost_final_write
 from bench.records.sampling import first_start
 from bench.records.schema import schema_problems
-from bench.records.timeline import collected_timeline
-from bench.records.trainlog import read_train_log
+from bench.records.timeline import collected_timeline, marks_log
 
 # A fetch may return this key beside the scheduler's facts: what it refused to copy.
 SKIPPED = "skipped_files"
@@ -161,7 +160,7 @@ def _place_locked(
             record = freeze(rebuild_lost_final_write(record, tmp), env, facts)  # a lost final write: from train.jsonl
             timeline, warning = collected_timeline(
                 record,
-                read_train_log(tmp / TRAIN_JSONL),
+                marks_log(tmp / TRAIN_JSONL),
                 (lambda: marks(facts)) if marks is not None else None,
                 time.time(),
             )

@@ -18,12 +18,16 @@ collect add up to submitted -> collected.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any
 
 from bench.errors import AtlasError
+from bench.records.jobfiles import read_bytes
+from bench.records.trainlog import TrainLog
 
 PHASES = ("deliver", "queue", "stage", "pull", "launch", "warmup", "train", "finish", "collect")
 MARKS = (
@@ -292,6 +296,62 @@ def job_marks(record: dict[str, Any], log: Any) -> tuple[dict[str, Any], float |
 
 
 IMPORTED = "imported: the files give no submit, scheduler, start-up or iteration times"
+# The train.jsonl events the job's marks come from (the last `train` line is found from the end).
+MARK_EVENTS = (b'"run_start"', b'"warmup"', b'"checkpoint"')
+
+
+def marks_log(path: Path) -> TrainLog:
+    """The few train.jsonl events the job's marks need, without parsing every line: a
+    48-hour log has 10^5 lines, and collection must stay cheap (benchmarks/timeline_overhead.py).
+    Only complete lines count; an event without a finite time is left out."""
+    log = TrainLog()
+    try:
+        data = read_bytes(Path(path))
+    except OSError:
+        return log
+    picked = sorted({line for word in MARK_EVENTS for line in _lines_with(data, word)})
+    for raw in [line for _, line in picked] + _last_train(data):
+        event = _event(raw)
+        if event is not None and mark(event.get("time"), "", 0):
+            log.events.append(event)
+    log.events.sort(key=lambda e: e["time"])
+    return log
+
+
+def _lines_with(data: bytes, word: bytes) -> list[tuple[int, bytes]]:
+    """(offset, line) of every complete line holding `word` (bytes.find: no per-line Python loop)."""
+    found, pos = [], data.find(word)
+    while pos >= 0:
+        start, end = data.rfind(b"\n", 0, pos) + 1, data.find(b"\n", pos)
+        if end < 0:
+            break  # the last line is incomplete (a job killed while writing)
+        found.append((start, data[start:end]))
+        pos = data.find(word, end)
+    return found
+
+
+def _last_train(data: bytes) -> list[bytes]:
+    """The last complete `train` line, read backwards from the end ([] when none)."""
+    end = data.rfind(b"\n")
+    while end > 0:
+        start = data.rfind(b"\n", 0, end) + 1
+        line = data[start:end]
+        if b'"train"' in line:
+            event = _event(line)
+            if event is not None and event.get("event") == "train":
+                return [line]
+        end = start - 1
+    return []
+
+
+def _event(raw: bytes) -> dict[str, Any] | None:
+    try:
+        event = json.loads(raw)
+    except ValueError:
+        return None
+    return event if isinstance(event, dict) and isinstance(event.get("event"), str) else None
+
+
 # Phases that need the kind's marks: null with the reason when the kind could not give them.
 KIND_PHASES = ("deliver", "queue", "stage", "pull", "launch")
 
