@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.errors import AtlasError
+from bench.records.contract import TRAIN_JSONL
 from bench.records.jobfiles import read_bytes
 from bench.records.trainlog import TrainLog
 
@@ -278,13 +279,16 @@ def job_marks(record: dict[str, Any], log: Any) -> tuple[dict[str, Any], float |
     marks: dict[str, Any] = {"recorder_start": first_start}
     warmups, run_starts, trains = log.of("warmup"), log.of("run_start"), log.of("train")
     setup = warmups[0].get("setup_s") if warmups else None
+    no_warmup = absent(f"{TRAIN_JSONL} has no warmup event: the workload's start-up is unknown")
     if run_starts and isinstance(setup, (int, float)) and not isinstance(setup, bool) and setup >= 0:
         marks["workload_start"] = mark(float(run_starts[0]["time"]) - float(setup), "job", JOB_RESOLUTION_S)
-    marks["first_iter"] = mark(warmups[0]["time"], "job", JOB_RESOLUTION_S) if warmups else None
-    marks["last_iter"] = mark(trains[-1]["time"], "job", JOB_RESOLUTION_S) if trains else None
+    marks["first_iter"] = mark(warmups[0]["time"], "job", JOB_RESOLUTION_S) if warmups else no_warmup
+    marks["last_iter"] = (
+        mark(trains[-1]["time"], "job", JOB_RESOLUTION_S) if trains else absent(f"{TRAIN_JSONL} has no train line")
+    )
     marks["exit"] = mark(record.get("end_time"), "job", JOB_RESOLUTION_S)
     checkpoint_s = None
-    first, last = marks.get("first_iter"), marks.get("last_iter")
+    first, last = _known(marks, "first_iter"), _known(marks, "last_iter")
     if first and last:
         inside = [
             float(e["seconds"])
