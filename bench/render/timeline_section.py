@@ -113,7 +113,7 @@ def timeline_chart(result: CompareResult, path: Path) -> bool:
     from bench.render.charts import DPI, PNG_METADATA, plt
 
     envs = list(result.envs)
-    fig, ax = plt.subplots(figsize=(8, 0.9 + 0.6 * len(envs)))
+    fig, ax = plt.subplots(figsize=(8, 1.6 + 0.5 * len(envs)))
     left = np.zeros(len(envs))
     for phase in PHASES:
         widths = np.asarray([phase_medians(result, e)[phase] or 0.0 for e in envs], dtype=float)
@@ -126,7 +126,7 @@ def timeline_chart(result: CompareResult, path: Path) -> bool:
     ax.set_xlabel("seconds (median per phase; unknown phases left out)")
     ax.set_title("Where the time goes: submit to result")
     ax.grid(True, axis="x", alpha=0.3)
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.35), ncol=5, fontsize="small", frameon=False)
+    ax.legend(loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize="small", frameon=False)
     fig.tight_layout()
     fig.savefig(path, format="png", dpi=DPI, metadata=PNG_METADATA)
     plt.close(fig)
