@@ -200,7 +200,7 @@ def build_timeline(
 
 def null_timeline(reason: str) -> dict[str, Any]:
     """Every phase null with one reason (imported records, records collected before timelines)."""
-    return {"marks": {}, "phases": [_null(p, reason) for p in PHASES], "checkpoint_s": None}
+    return {"marks": {}, "phases": [_null(p, reason) for p in PHASES]}  # no checkpoint figure either
 
 
 def phase_seconds(timeline: Any) -> dict[str, float | None]:
