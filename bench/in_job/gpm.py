@@ -26,7 +26,10 @@ GPM_METRICS: dict[str, str] = {
     c.GPU_TENSOR_ACTIVE: "NVML_GPM_METRIC_ANY_TENSOR_UTIL",
     c.GPU_DRAM_ACTIVE: "NVML_GPM_METRIC_DRAM_BW_UTIL",
 }
-NO_GPM = "this GPU or driver has no GPM counters (NVML GPM needs a Hopper or newer GPU, driver 520+): profiling columns stay empty"
+NO_GPM = (
+    "this GPU or driver has no GPM counters (NVML GPM needs a Hopper or newer GPU, driver 520+): "
+    "profiling columns stay empty"
+)
 
 
 class GpmUnavailable(LookupError):

@@ -30,9 +30,7 @@ NVML_READERS: dict[str, Reader] = {
     c.GPU_SM_CLOCK: lambda n, h, _s: n.nvmlDeviceGetClockInfo(h, n.NVML_CLOCK_SM),
 }
 # DCGM's profiling fields through NVML GPM (bench.in_job.gpm): empty where the GPU has none.
-NVML_READERS.update(
-    {name: (lambda n, h, s, name=name: gpm.read_profiling(name, n, h, s)) for name in gpm.GPM_METRICS}
-)
+NVML_READERS.update({name: (lambda n, h, s, name=name: gpm.read_profiling(name, n, h, s)) for name in gpm.GPM_METRICS})
 
 
 def _text(value: Any) -> str:

@@ -30,8 +30,7 @@ from bench.envschema import NON_NEG_INT, STR
 from bench.errors import AtlasError, ConfigError
 from bench.limits import slurm_problems
 from bench.records.contract import EXIT_PREEMPTED
-from bench.targets import register
-from bench.targets import slurm_accounting
+from bench.targets import register, slurm_accounting
 from bench.targets.base import JobSpec, RunState, RunStatus, Target
 
 PLAYBOOKS = REPO_ROOT / "ansible"

@@ -20,7 +20,7 @@ options:
   env_name: {type: str, default: "", description: "action list: only runs submitted for this environment"}
   slurm_env: {type: dict, default: {}, description: environment for Slurm commands (SLURM_CONF)}
   log_lines: {type: int, default: 30, description: lines of the last job's log to return}
-  accounting_fields: {type: str, default: "", description: "sacct fields to return (rc, stdout, stderr) as accounting once finished"}
+  accounting_fields: {type: str, default: "", description: "once finished, sacct of these fields as accounting"}
 """
 
 import json
