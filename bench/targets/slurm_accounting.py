@@ -168,6 +168,8 @@ def from_sacct(result: dict[str, Any] | None) -> dict[str, Any]:
         empty["absent"] = dict.fromkeys(("gpu_util", "gpu_mem", "energy"), f"unreadable sacct output: {exc}")
         return empty
     if not rows:
-        empty["absent"] = dict.fromkeys(("gpu_util", "gpu_mem", "energy"), "sacct lists none of the run's jobs")
+        empty["absent"] = dict.fromkeys(
+            ("gpu_util", "gpu_mem", "energy"), "Slurm's accounting lists none of the run's jobs (sacct -j)"
+        )
         return empty
     return accounting(rows)
