@@ -66,7 +66,7 @@ def _gpu_util(ctx: RunContext, acct: dict[str, Any]) -> str | None:
     if min(abs(slurm - r) for r in readings) <= UTIL_TOLERANCE_PCT:
         return None
     return (
-        f"GPU utilisation disagrees: {fmt(sampled)} % sampled (NVML, mean over {fmt(gpus)} GPU(s)) vs "
+        f"GPU utilisation disagrees: {fmt(sampled)} % sampled (NVML, mean over {gpus:.0f} GPU(s)) vs "
         f"{fmt(slurm)} % in Slurm's accounting (sacct gres/gpuutil), beyond ±{fmt(UTIL_TOLERANCE_PCT)} points"
     )
 
