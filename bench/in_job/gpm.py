@@ -9,7 +9,7 @@ metric's average over the interval, in percent
 `nvmlGpmMetricId_t`; Python binding nvidia-ml-py's `nvmlGpmMetricsGet`). They are
 written as DCGM writes them: ratios 0-1.
 
-Where a GPU or driver has no GPM, the columns stay empty and the fault says why once.
+Where a GPU or driver has no GPM, the columns stay empty and one fault per GPU says why.
 """
 
 from __future__ import annotations
@@ -33,18 +33,21 @@ NO_GPM = (
 
 
 class GpmUnavailable(LookupError):
-    """GPM cannot be read on this GPU; raised for each profiling column so it stays empty."""
+    """GPM cannot be read on this GPU: raised once, the profiling columns then stay empty."""
 
 
-def _supported(nvml: Any, handle: Any, state: dict[str, Any]) -> None:
+def _supported(nvml: Any, handle: Any, state: dict[str, Any]) -> bool:
+    """Whether this GPU has GPM; the first time it has not, GpmUnavailable (one fault per
+    GPU, not one per column and sample)."""
     if "gpm_error" not in state:
         state["gpm_error"] = None
         if not hasattr(nvml, "nvmlGpmQueryDeviceSupport"):
             state["gpm_error"] = "pynvml has no GPM API: install nvidia-ml-py 11.520 or newer"
         elif not nvml.nvmlGpmQueryDeviceSupport(handle).isSupportedDevice:
             state["gpm_error"] = NO_GPM
-    if state["gpm_error"]:
-        raise GpmUnavailable(state["gpm_error"])
+        if state["gpm_error"]:
+            raise GpmUnavailable(state["gpm_error"])
+    return state["gpm_error"] is None
 
 
 def _ratios(nvml: Any, handle: Any, state: dict[str, Any]) -> dict[str, float]:
@@ -74,7 +77,8 @@ def _ratios(nvml: Any, handle: Any, state: dict[str, Any]) -> dict[str, float]:
 def read_profiling(column: str, nvml: Any, handle: Any, state: dict[str, Any]) -> float | None:
     """One profiling column of this sampling round (`state["round"]`, set by the probe);
     the GPM sample is taken once per round and shared by the five columns."""
-    _supported(nvml, handle, state)
+    if not _supported(nvml, handle, state):
+        return None
     if state.get("gpm_round") != state.get("round"):
         state["gpm_round"] = state.get("round")
         state["gpm_values"] = {}
