@@ -113,6 +113,7 @@ def _build_marks(target: Any, name: str) -> dict[str, dict[str, Any] | None]:
     """The Build's three times; none when it was pruned (404) or the cluster has no Builds."""
     from kubernetes import client
     from kubernetes.client.exceptions import ApiException
+    from urllib3.exceptions import HTTPError
 
     api = client.CustomObjectsApi(target.api_client())
     try:
@@ -121,7 +122,7 @@ def _build_marks(target: Any, name: str) -> dict[str, dict[str, Any] | None]:
         if exc.status == 404:
             return {}
         raise target.api_error(exc, f"reading build {name}") from None
-    except OSError as exc:
+    except (HTTPError, OSError) as exc:
         raise target.api_error(exc, f"reading build {name}") from None
     status = build.get("status") or {}
     return {

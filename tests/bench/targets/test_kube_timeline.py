@@ -99,6 +99,9 @@ def test_missing_pod_and_events_leave_their_marks_out(tmp_path, double):
     target.submit(JobSpec(RUN_ID, "smoke", COMMIT))
     assert marks_of(target, double)[0] == {"accepted": api_mark(accepted)}  # no pod yet: no 0s
     (job,) = double.jobs
+    waiting = double.add_job_pod(job, "Pending", unschedulable="0/3 nodes are available: Insufficient nvidia.com/gpu.")
+    assert marks_of(target, double)[0] == {"accepted": api_mark(accepted)}  # not scheduled: no `granted`
+    double.pods.pop(waiting["metadata"]["name"])
     double.clock.advance(3)
     pod = double.schedule_pod(job)["metadata"]["name"]
     double.prepare_pod(pod, pull_s=9)
