@@ -13,9 +13,10 @@ there, not guessed from bench's clock:
   (a `Pulled` "already present on machine" with no `Pulling` is a zero-length pull at its time);
 - `container_started`: the main container's `state.running.startedAt` (or
   `state.terminated.startedAt` once it has ended), `container_finished` its `finishedAt`;
-- OpenShift: `build_created`, `build_started`, `build_completed`: the run's Build
-  (`metadata.creationTimestamp`, `status.startTimestamp`, `status.completionTimestamp`),
-  named by the Job's `atlas/build` annotation, so delivery starts before the Job exists.
+- OpenShift: `build_created`, `build_started`, `image_pushed`, `build_completed`: the run's
+  Build (`metadata.creationTimestamp`, `status.startTimestamp`, the end of its `PushImage`
+  stage in `status.stages`, `status.completionTimestamp`), named by the Job's `atlas/build`
+  annotation, so delivery starts before the Job exists.
 
 The `run-folder` init container runs the training image, so on a node that does not have it
 yet the real pull happens for it, before `staged`: its own `Pulling` / `Pulled` Events are
@@ -125,9 +126,14 @@ def _build_marks(target: Any, name: str) -> dict[str, dict[str, Any] | None]:
     except (HTTPError, OSError) as exc:
         raise target.api_error(exc, f"reading build {name}") from None
     status = build.get("status") or {}
+    push = next((s for s in status.get("stages") or [] if s.get("name") == "PushImage"), None)
+    pushed = mark(push.get("startTime")) if push else None
+    if pushed is not None:  # the stage's start (whole seconds) plus its duration (ms)
+        pushed["time"] += (push.get("durationMilliseconds") or 0) / 1000
     return {
         "build_created": mark(build["metadata"].get("creationTimestamp")),
         "build_started": mark(status.get("startTimestamp")),
+        "image_pushed": pushed,
         "build_completed": mark(status.get("completionTimestamp")),
     }
 

@@ -73,8 +73,14 @@ def test_a_build_goes_new_pending_running_complete(cluster, api):
     double.clock.advance(6)
     double.set_build_phase(name, "Running")
     double.clock.advance(95)
-    double.set_build_phase(name, "Complete")
+    double.set_build_phase(name, "Complete", stages=(("FetchInputs", 5), ("Build", 80), ("PushImage", 9.5)))
     st = custom.get_namespaced_custom_object("build.openshift.io", "v1", NS, "builds", name)["status"]
+    assert [(s["name"], parse_time(s["startTime"]) - parse_time(st["startTimestamp"])) for s in st["stages"]] == [
+        ("FetchInputs", 0),
+        ("Build", 5),
+        ("PushImage", 85),
+    ]
+    assert st["stages"][-1]["durationMilliseconds"] == 9500
     assert st["phase"] == "Complete" and st["duration"] == 95 * 10**9  # nanoseconds, as openshift/api
     assert parse_time(st["completionTimestamp"]) - parse_time(st["startTimestamp"]) == 95
     assert parse_time(st["startTimestamp"]) - parse_time(build["metadata"]["creationTimestamp"]) == 10

@@ -184,7 +184,8 @@ def test_an_openshift_run_starts_its_delivery_at_the_build(tmp_path, double):
     clock.advance(6)
     double.set_build_phase("atlas-biggan-1", "Running")
     clock.advance(95)
-    double.set_build_phase("atlas-biggan-1", "Complete")
+    stages = (("FetchInputs", 2), ("PullImages", 8), ("Build", 70), ("PushImage", 12.5))  # ms only in the last
+    double.set_build_phase("atlas-biggan-1", "Complete", stages=stages)
     build_done = clock.now()
     clock.advance(2)
     target = test_openshift.make_target(tmp_path, double)
@@ -195,11 +196,13 @@ def test_an_openshift_run_starts_its_delivery_at_the_build(tmp_path, double):
     marks, sent = marks_of(target, double, test_openshift.RUN_ID)
     assert marks["build_created"] == api_mark(build_created)
     assert marks["build_started"] == api_mark(build_created + 6)
+    assert marks["image_pushed"] == api_mark(build_created + 6 + sum(seconds for _, seconds in stages))
     assert marks["build_completed"] == api_mark(build_done)
     assert marks["accepted"] == api_mark(build_done + 2)
     assert marks["granted"] == api_mark(build_done + 5)
     assert marks["stage_pulled"]["time"] - marks["stage_pull_start"]["time"] == 12
     assert marks["staged"] == api_mark(build_done + 5 + 12 + 1)
     in_order(marks)
+    assert marks["build_started"]["time"] < marks["image_pushed"]["time"] <= marks["build_completed"]["time"]
     assert marks["build_completed"]["time"] <= marks["accepted"]["time"]
     assert len([s for s in sent if "/builds/" in s]) == 1 and len(sent) == 4

@@ -151,8 +151,15 @@ class Lifecycle:
         return self.record("events", ev, "ADDED")
 
     # -- builds -------------------------------------------------------------------------
-    def set_build_phase(self, name: str, phase: str, reason: str = "", message: str = "") -> dict[str, Any]:
-        """Move a Build on: Pending, Running (startTimestamp), Complete/Failed/Cancelled (end, duration)."""
+    def set_build_phase(
+        self, name: str, phase: str, reason: str = "", message: str = "", stages: tuple[tuple[str, float], ...] = ()
+    ) -> dict[str, Any]:
+        """Move a Build on: Pending, Running (startTimestamp), Complete/Failed/Cancelled (end, duration).
+
+        `stages`, at the end: (name, seconds) one after another from startTimestamp, written as
+        status.stages (StageInfo: name FetchInputs/PullImages/Build/PushImage, startTime,
+        durationMilliseconds; openshift/api build/v1 types.go).
+        """
         with self.changed:
             build = self.builds[name]
             st = build.setdefault("status", {})
@@ -169,6 +176,13 @@ class Lifecycle:
                 from tests.doubles.apiserver.tables import parse_time
 
                 st["duration"] = int((now - parse_time(st["startTimestamp"])) * 1e9)
+                at = parse_time(st["startTimestamp"])
+                for stage, seconds in stages:
+                    ms = int(round(seconds * 1000))
+                    st.setdefault("stages", []).append(
+                        {"name": stage, "startTime": self.clock.stamp(at), "durationMilliseconds": ms}
+                    )
+                    at += ms / 1000
                 if reason:
                     st.update(reason=reason, message=message)
                 if phase == "Complete":
