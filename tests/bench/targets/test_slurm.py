@@ -99,7 +99,7 @@ def test_completed_run_is_collected_with_scheduler_times(local_slurm, standin_re
     acct = sched["accounting"]
     assert acct["gpu_util_mean_pct"] is None and acct["energy_j"] is None
     assert set(acct["absent"]) == {"gpu_util", "gpu_mem", "energy"}
-    assert all("accounting" in reason for reason in acct["absent"].values()), acct["absent"]
+    assert all("keeps no job accounting" in reason for reason in acct["absent"].values()), acct["absent"]
     assert record["git"]["sha"] == head(standin_repo) and record["git"]["dirty"] is False
     assert record["run_id"] == job.run_id and record["env"] == "local-slurm"
     assert train_events(dest)[-1]["status"] == "success"

@@ -218,7 +218,7 @@ def sacct_accounting(module, jobs, env, fields):
     (bench/targets/slurm_accounting.py); a site without accounting storage answers rc != 0."""
     ids = ",".join(j["job_id"] for j in jobs)
     rc, out, err = module.run_command(
-        ["sacct", "--parsable2", "--noconvert", "-a", "-j", ids, "-o", fields], environ_update=env
+        ["sacct", "--parsable2", "--noconvert", "-j", ids, "-o", fields], environ_update=env
     )
     return {"rc": rc, "stdout": out, "stderr": err}
 
