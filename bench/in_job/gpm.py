@@ -53,7 +53,11 @@ def _supported(nvml: Any, handle: Any, state: dict[str, Any]) -> bool:
 def _ratios(nvml: Any, handle: Any, state: dict[str, Any]) -> dict[str, float]:
     """Take this round's GPM sample; the metrics over the interval since the last one."""
     sample = nvml.nvmlGpmSampleAlloc()
-    nvml.nvmlGpmSampleGet(handle, sample)
+    try:
+        nvml.nvmlGpmSampleGet(handle, sample)
+    except Exception:
+        nvml.nvmlGpmSampleFree(sample)
+        raise
     previous, state["gpm_sample"] = state.get("gpm_sample"), sample
     if previous is None:
         return {}  # the first round has no interval yet
