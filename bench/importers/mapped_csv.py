@@ -28,6 +28,7 @@ from zoneinfo import ZoneInfo
 
 import pandas as pd
 
+from bench.importers.dcgm_names import record_column
 from bench.importers.series import (
     ImportFault,
     ParseOptions,
@@ -60,7 +61,7 @@ def _column_specs(mapping: dict[str, Any], opts: ParseOptions) -> dict[str, tupl
         spec = {"to": spec} if isinstance(spec, str) else spec
         if not isinstance(spec, dict) or not isinstance(spec.get("to"), str):
             raise _map_error(opts, f"columns.{src}", "needs 'to: <record column>'")
-        target = spec["to"]
+        target = record_column(spec["to"])  # a DCGM 4.6 field name as the record names it
         record_unit = column_unit(target)
         if record_unit is None:
             raise _map_error(

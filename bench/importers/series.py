@@ -40,6 +40,7 @@ UNIT_FACTORS: dict[str, dict[str, float]] = {
     },
     "rate": {"B/s": 1, "kB/s": 1e3, "KiB/s": 1024, "MB/s": 1e6, "MiB/s": 1024**2},
     "percent": {"%": 1, "fraction": 100},
+    "ratio": {"ratio": 1, "fraction": 1, "%": 0.01},  # DCGM's profiling fields (0-1)
     "power": {"W": 1, "mW": 1e-3, "kW": 1e3},
     "energy": {"mJ": 1, "J": 1e3, "kJ": 1e6, "Wh": 3.6e6, "kWh": 3.6e9},
     "clock": {"MHz": 1, "GHz": 1e3, "kHz": 1e-3},
