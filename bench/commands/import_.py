@@ -125,8 +125,8 @@ def _gpus(text: str | None) -> list[int] | None:
 
 def _options(args: argparse.Namespace):  # -> ParseOptions
     from bench.errors import AtlasError
-    from bench.importers.csv_map import load_map
     from bench.importers import ParseOptions
+    from bench.importers.csv_map import load_map
     from bench.importers.sanitize import check_interval
     from bench.importers.series import local_to_unix, zone
 
@@ -164,7 +164,7 @@ def import_env(name: str):  # -> Environment
 
 
 def run(args: argparse.Namespace) -> int:
-    from bench.importers import FORMATS, parse_file
+    from bench.importers import parse_file
     from bench.importers.merge import merge
     from bench.importers.writer import build_run_json, write_record
 

@@ -77,7 +77,9 @@ def load_map(path: Path) -> dict[str, Any]:
 def _unknown_keys(entry: dict[str, Any], known: set[str], opts: ParseOptions, where: str) -> None:
     extra = sorted(str(k) for k in entry if k not in known)
     if extra:
-        raise map_fault(opts, where or extra[0], f"unknown key(s) {', '.join(extra)}; known: {', '.join(sorted(known))}")
+        raise map_fault(
+            opts, where or extra[0], f"unknown key(s) {', '.join(extra)}; known: {', '.join(sorted(known))}"
+        )
 
 
 def file_maps(mapping: dict[str, Any], opts: ParseOptions) -> list[tuple[Path | None, ParseOptions]]:
@@ -147,7 +149,9 @@ def targets(mapping: dict[str, Any], opts: ParseOptions) -> list[Target]:
         spec = {"expr": spec} if isinstance(spec, str) else spec
         if not isinstance(spec, dict) or not isinstance(spec.get("expr"), str) or not spec["expr"].strip():
             raise map_fault(opts, key, 'needs an expression over the row\'s columns, e.g. "100 - `%idle`"')
-        out.append(Target(str(column), spec["expr"], True, _factor({"to": column, **spec}, str(column), opts, key), key))
+        out.append(
+            Target(str(column), spec["expr"], True, _factor({"to": column, **spec}, str(column), opts, key), key)
+        )
     seen: dict[str, str] = {}
     for t in out:
         if t.column in seen:

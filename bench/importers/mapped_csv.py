@@ -133,7 +133,9 @@ def parse(path: Path, opts: ParseOptions) -> Series:
     for t in wanted:
         if not t.is_expr and t.source not in header:
             raise ImportFault(
-                path, 1, f"no column {t.source!r} (named in {opts.map_path or 'the map'}); the header has: {', '.join(header)}"
+                path,
+                1,
+                f"no column {t.source!r} (named in {opts.map_path or 'the map'}); the header has: {', '.join(header)}",
             )
     if timer is not None and timer.column not in header:
         raise ImportFault(path, 1, f"no time column {timer.column!r}; the header has: {', '.join(header)}")

@@ -24,6 +24,7 @@ from bench.records.columns import GPU_CATALOGUE, HOST_CATALOGUE, IMPORTED_CATALO
 HOST_COLUMNS: dict[str, str] = {col.name: col.unit for col in HOST_CATALOGUE + IMPORTED_CATALOGUE if col.importable}
 GPU_FIELD_UNITS: dict[str, str] = {col.name: col.unit for col in GPU_CATALOGUE}
 
+
 class ImportFault(AtlasError):
     """A file that cannot be imported: the message names the file and line."""
 
