@@ -64,7 +64,7 @@ _UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG,
 def load_map(path: Path) -> dict[str, Any]:
     """The map at `path`, or one AtlasError naming the file and the problem."""
     try:
-        mapping = yaml.load(path.read_text(encoding="utf-8"), Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader
+        mapping = yaml.load(path.read_text(encoding="utf-8"), Loader=_UniqueKeyLoader)  # a SafeLoader subclass
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
         raise AtlasError(f"{path}: cannot read the map ({type(exc).__name__}: {str(exc).splitlines()[0]})") from None
     except AtlasError as exc:
