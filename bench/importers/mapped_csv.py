@@ -73,9 +73,11 @@ def _numbers(path: Path, rows: list[tuple[int, dict[str, str]]], column: str, de
 def _values(target: Target, source: pd.DataFrame, opts: ParseOptions) -> np.ndarray:
     """A target's values in the record's unit: a column, or its expression over each row."""
     if not target.is_expr:
-        return source[target.source].to_numpy(dtype=float) * target.factor
+        with np.errstate(over="ignore"):  # 1e308 kB is inf: sanitize drops it, naming the column
+            return source[target.source].to_numpy(dtype=float) * target.factor
     try:
-        result = source.eval(target.source, engine="python")
+        with np.errstate(all="ignore"):  # x / 0 is inf: refused by range or dropped by sanitize, never a warning
+            result = source.eval(target.source, engine="python")
     except Exception as exc:  # pandas raises many kinds (NameError, SyntaxError, ValueError, ...)
         raise map_fault(
             opts,
@@ -85,7 +87,8 @@ def _values(target: Target, source: pd.DataFrame, opts: ParseOptions) -> np.ndar
         ) from None
     if not isinstance(result, pd.Series) or len(result) != len(source):
         raise map_fault(opts, target.key, f"{target.source!r} gives one value, not one per row: name a column")
-    return pd.to_numeric(result, errors="coerce").to_numpy(dtype=float) * target.factor
+    with np.errstate(over="ignore"):
+        return pd.to_numeric(result, errors="coerce").to_numpy(dtype=float) * target.factor
 
 
 def _check_range(path: Path, target: Target, values: np.ndarray, lines: list[int]) -> None:
