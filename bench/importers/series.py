@@ -17,6 +17,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import pandas as pd
 
 from bench.errors import AtlasError
+from bench.importers.units import unit_factor as unit_factor  # where importers found it before units.py
 from bench.records.columns import GPU_CATALOGUE, HOST_CATALOGUE, IMPORTED_CATALOGUE
 
 # The host columns an import may fill, with their unit, and each DCGM field's unit: the
