@@ -117,7 +117,7 @@ def _untimed_why(header: list[str]) -> tuple[str, list[str]]:
     timely = [h for h in header if any(w in h.lower() for w in TIME_WORDS)]
     if not timely:
         return "the map names no time column, and the file has none", []
-    return f"the map names no time column; the file's {', '.join(map(repr, timely))} not used", [
+    return f"the map names no time column; the file's {', '.join(map(repr, timely))} left unused", [
         f"warning: {', '.join(map(repr, timely))} look(s) like a time column: give time: {{column, format}} "
         "in the map to place the rows by it"
     ]

@@ -86,7 +86,7 @@ def test_a_file_with_an_unused_time_column_is_not_said_to_have_none(tmp_path: Pa
     code, out, err, run = do_import(bench, tmp_path, "interval_s: 5\ncolumns: {cpu: host_cpu_percent}\n", data)
     assert code == 0, err
     how = sources(assert_valid_record(run))["cpu.csv"]["time"]
-    assert "has no time column" not in how and "the file's 'Timestamp' not used" in how
+    assert "has no time column" not in how and "the file's 'Timestamp' left unused" in how
     assert "warning: 'Timestamp' look(s) like a time column" in out
 
 
