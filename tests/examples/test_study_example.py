@@ -18,7 +18,9 @@ import pytest
 
 from bench.cli import main
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "study"
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "examples" / "study"
+WALKTHROUGH = ROOT / "docs" / "import-a-study.md"
 PLATFORMS = {"a": ("study-a", "2026-03-02", ",", "."), "b": ("study-b", "2026-03-09", ";", ",")}
 
 
@@ -73,3 +75,4 @@ def test_study_sheets_become_one_run_per_platform_and_the_report_matches_the_she
         for metric, value in expected.items():
             assert float(runs[env][metric]) == pytest.approx(value, abs=1e-6), (env, metric)
             assert 10 <= value < 100 and f" {value:.1f} |" in row, (metric, value, row)  # 3 significant digits
+            assert f"| {value:.6f} | {value:.6f} |" in WALKTHROUGH.read_text(), (metric, value)  # the docs state it
