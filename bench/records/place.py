@@ -29,7 +29,7 @@ from bench.records.jobfiles import JobFileRefused, read_bytes, sweep
 from bench.records.rebuild import rebuild_lost_final_write
 from bench.records.sampling import first_start
 from bench.records.schema import schema_problems
-from bench.records.timeline import collected_timeline, marks_log
+from bench.records.timeline import collected_timeline, marks_log, submit_time_in_job
 
 # A fetch may return this key beside the scheduler's facts: what it refused to copy.
 SKIPPED = "skipped_files"
@@ -157,12 +157,14 @@ def _place_locked(
         problems: tuple[str, ...] = ()
         warnings: tuple[str, ...] = ()
         if isinstance(record, dict) and record.get("schema_version") == SCHEMA_VERSION:
+            started_with = submit_time_in_job(record)  # before freeze merges the scheduler's facts in
             record = freeze(rebuild_lost_final_write(record, tmp), env, facts)  # a lost final write: from train.jsonl
             timeline, warning = collected_timeline(
                 record,
                 marks_log(tmp / TRAIN_JSONL),
                 (lambda: marks(facts)) if marks is not None else None,
                 time.time(),
+                started_with,
             )
             record["timeline"] = timeline
             warnings = (warning,) if warning else ()

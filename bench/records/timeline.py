@@ -360,13 +360,25 @@ def _event(raw: bytes) -> dict[str, Any] | None:
 KIND_PHASES = ("deliver", "queue", "stage", "pull", "launch")
 
 
+def submit_time_in_job(record: dict[str, Any]) -> float | None:
+    """The submit time the job was started with (`ATLAS_SUBMIT_TIME`, in run.json `scheduler`
+    as the recorder wrote it, before collection merges the scheduler's facts in)."""
+    sched = record.get("scheduler") if isinstance(record.get("scheduler"), dict) else {}
+    found = mark(sched.get("submit_time"), "bench-host", HOST_RESOLUTION_S)
+    return found["time"] if found else None
+
+
 def collected_timeline(
-    record: dict[str, Any], log: Any, kind_marks: Any, now: float
+    record: dict[str, Any], log: Any, kind_marks: Any, now: float, submitted: float | None = None
 ) -> tuple[dict[str, Any], str | None]:
     """run.json `timeline` at collection, and a warning when the kind's marks failed.
 
     `kind_marks()` is the target's `timeline_marks(run_id, facts)`: an AtlasError from it
-    loses no run: the phases it would give are null with the reason, and one warning says so."""
+    loses no run: the phases it would give are null with the reason, and one warning says so.
+    A kind that gives no `submitted` mark at all gets `submitted` (bench's clock at submit,
+    passed into the job as ATLAS_SUBMIT_TIME by the kinds that do not keep it themselves:
+    Kubernetes and OpenShift); the kinds whose job holds another clock's time there (Slurm's
+    SubmitTime) always give their own."""
     if record.get("import"):
         return null_timeline(IMPORTED), None
     marks, checkpoint_s = job_marks(record, log)
@@ -378,5 +390,7 @@ def collected_timeline(
         given, warning = {}, f"timeline: the platform's marks could not be read ({exc}); its phases are unknown"
         reasons = dict.fromkeys(KIND_PHASES, f"the platform's marks could not be read: {exc}")
     marks.update({k: v for k, v in (given or {}).items() if isinstance(v, dict)})
+    if "submitted" not in marks and reasons is None and submitted is not None:
+        marks["submitted"] = mark(submitted, "bench-host", HOST_RESOLUTION_S)
     marks["collected"] = mark(now, "bench-host", HOST_RESOLUTION_S)
     return build_timeline(marks, reasons, checkpoint_s), warning

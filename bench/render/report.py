@@ -26,6 +26,7 @@ import pandas as pd
 from bench.analysis.advisor import advise
 from bench.analysis.changepoints import change_points
 from bench.analysis.compare import CompareResult
+from bench.analysis.crosscheck import cross_check_runs
 from bench.analysis.history import chart_points, merge, provenance, series
 from bench.analysis.identity import identity_rows, scaling_rows
 from bench.analysis.instrument import mixed_compile_note
@@ -398,6 +399,7 @@ def _write_folder(
             expected=[md(f.describe(), 600) for f in _outside_band(chosen, result)],
             changes=_change_lines(entries, result),
             **timeline_section.section(result, chosen, folder),  # after _draw_charts, which clears *.png
+            crosscheck=[f"`{code(f'{f.env}/{f.run_id}')}`: {md(f.text, 600)}" for f in cross_check_runs(chosen)],
         )
     )
     write_runs_csv(result.frame(), folder / "runs.csv")

@@ -38,7 +38,7 @@ from bench.records.timeline import (
     mark,
     pushed_at,
 )
-from bench.targets import register
+from bench.targets import register, slurm_accounting
 from bench.targets.base import JobSpec, RunState, RunStatus, Target
 
 PLAYBOOKS = REPO_ROOT / "ansible"
@@ -474,14 +474,22 @@ class SlurmTarget(Target):
             time.sleep(poll_s)
 
     def fetch(self, run_id: str, into: Path) -> dict[str, Any]:
-        """ansible/collect.yml copies the record files; Slurm's accounting gives the times."""
+        """ansible/collect.yml copies the record files; Slurm's accounting gives the times and,
+        where the site accounts them, a second source for GPU utilisation and energy."""
         self.require_finished(self.status(run_id))
         stats = self._run(
             "collect.yml",
-            {"atlas_run_id": run_id, "atlas_dest": str(Path(into).resolve()), "atlas_wait_s": 0, "atlas_poll_s": 1},
+            {
+                "atlas_run_id": run_id,
+                "atlas_dest": str(Path(into).resolve()),
+                "atlas_wait_s": 0,
+                "atlas_poll_s": 1,
+                "atlas_sacct_fields": slurm_accounting.SACCT_FIELDS,
+            },
         )
-        sched = stats.get("scheduler")
-        return dict(sched) if isinstance(sched, dict) else {}
+        sched = dict(stats["scheduler"]) if isinstance(stats.get("scheduler"), dict) else {}
+        sched["accounting"] = slurm_accounting.from_sacct(stats.get("accounting"))
+        return sched
 
     def timeline_marks(self, run_id: str, facts: dict[str, Any]) -> dict[str, dict]:
         """submitted (this machine's ledger), accepted = Slurm's Submit and granted = its Start

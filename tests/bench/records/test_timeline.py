@@ -224,3 +224,11 @@ def test_an_imported_record_has_every_phase_null_with_the_reason(tmp_path: Path)
     timeline = json.loads((placed.path / "run.json").read_text())["timeline"]
     assert {p["reason"] for p in timeline["phases"]} == {IMPORTED}
     assert set(phase_seconds(timeline).values()) == {None}
+
+
+def test_a_kind_without_a_submitted_mark_gets_the_submit_time_the_job_was_started_with(tmp_path: Path) -> None:
+    env = load_env("local", _clusters(tmp_path))
+    folder = _record_folder(tmp_path, scheduler={"kind": "kubernetes", "submit_time": 995.0, "start_time": 1000.0})
+    placed = place_run(tmp_path / "results", env, "r1", _fetch(folder), lambda facts: {})
+    timeline = json.loads((placed.path / "run.json").read_text())["timeline"]
+    assert timeline["marks"]["submitted"] == {"time": 995.0, "source": "bench-host", "resolution_s": 0.001}
