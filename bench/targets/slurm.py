@@ -30,16 +30,10 @@ from bench.envschema import NON_NEG_INT, STR
 from bench.errors import AtlasError, ConfigError
 from bench.limits import slurm_problems
 from bench.records.contract import EXIT_PREEMPTED
-from bench.records.timeline import (
-    HOST_RESOLUTION_S,
-    SLURM_RESOLUTION_S,
-    absent,
-    iso_utc,
-    mark,
-    pushed_at,
-)
+from bench.records.timeline import pushed_at
 from bench.targets import register, slurm_accounting
 from bench.targets.base import JobSpec, RunState, RunStatus, Target
+from bench.targets.slurm_timeline import SBATCH_TASK, slurm_marks, task_end_time
 
 PLAYBOOKS = REPO_ROOT / "ansible"
 LOCAL_SLURM_SCRIPT = REPO_ROOT / "scripts" / "local-slurm.sh"
@@ -121,20 +115,6 @@ def ansible_variables(env_name: str, settings: dict[str, Any]) -> dict[str, Any]
 def extravars_yaml(extravars: dict[str, Any]) -> str:
     """YAML for ansible-runner's env/extravars, every templatable string tagged `!unsafe`."""
     return yaml.dump(_unsafe(extravars), Dumper=_UnsafeDumper, default_flow_style=False, sort_keys=True)
-
-
-SBATCH_TASK = "Submit the batch script (sbatch --parsable)"  # ansible/roles/atlas/tasks/submit.yml
-
-
-def task_end_time(events: list[dict[str, Any]], task: str) -> float | None:
-    """When the named task finished, by ansible-runner's event for it (`event_data.end`, else
-    the event's `created`: ISO 8601, UTC). Events are described in
-    https://ansible.readthedocs.io/projects/runner/en/latest/intro/ (job events)."""
-    for event in events:
-        data = event.get("event_data") if isinstance(event.get("event_data"), dict) else {}
-        if event.get("event") == "runner_on_ok" and data.get("task") == task:
-            return iso_utc(data.get("end")) or iso_utc(event.get("created"))
-    return None
 
 
 def map_state(slurm_state: str) -> RunState:
@@ -492,24 +472,12 @@ class SlurmTarget(Target):
         return sched
 
     def timeline_marks(self, run_id: str, facts: dict[str, Any]) -> dict[str, dict]:
-        """submitted (this machine's ledger), accepted = Slurm's Submit and granted = its Start
-        (sacct, whole seconds); sbatch_returned: ansible-runner's event of the sbatch task."""
+        """From this machine's ledger and Slurm's accounting (bench/targets/slurm_timeline.py)."""
         try:
             ledger = json.loads(self._ledger(run_id).read_text())
         except (OSError, ValueError):
-            ledger = {}
-        ledger = ledger if isinstance(ledger, dict) else {}
-        nowhere = f"no ledger entry for {run_id} on this machine (submitted from another one)"
-        marks = {
-            "pushed": mark(ledger.get("pushed_at"), "bench-host", HOST_RESOLUTION_S),
-            "submitted": mark(ledger.get("submit_started_at"), "bench-host", HOST_RESOLUTION_S) or absent(nowhere),
-            "sbatch_returned": mark(ledger.get("sbatch_at"), "ansible-runner", HOST_RESOLUTION_S),
-            "accepted": mark(facts.get("submit_time"), "slurmctld", SLURM_RESOLUTION_S),
-            "granted": mark(facts.get("start_time"), "slurmctld", SLURM_RESOLUTION_S),
-            "staged": absent("no staging step: the data is on the cluster's file system (bench stage-data checks it)"),
-            "pull_start": absent("no image pull: conda or a Singularity image on the cluster's file system"),
-        }
-        return {name: m for name, m in marks.items() if m is not None}
+            ledger = None
+        return slurm_marks(run_id, ledger if isinstance(ledger, dict) else None, facts)
 
     def cancel(self, run_id: str) -> None:
         self._run("cancel.yml", {"atlas_run_id": run_id})

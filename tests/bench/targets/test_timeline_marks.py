@@ -9,7 +9,8 @@ from pathlib import Path
 
 from bench.envs import CLUSTERS_DIR, load_env
 from bench.records.timeline import build_timeline, phase_seconds
-from bench.targets.slurm import SBATCH_TASK, SlurmTarget, task_end_time
+from bench.targets.slurm import SlurmTarget
+from bench.targets.slurm_timeline import SBATCH_TASK, task_end_time
 
 
 def test_the_sbatch_tasks_event_time_is_read_as_utc() -> None:
