@@ -7,6 +7,8 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
+
 from bench.envs import CLUSTERS_DIR, load_env
 from bench.records.timeline import build_timeline, phase_seconds
 from bench.targets.slurm import SlurmTarget
@@ -65,3 +67,26 @@ def test_podman_marks_come_from_the_facts_collection_kept(tmp_path: Path) -> Non
     assert marks["submitted"]["source"] == "bench-host" and marks["accepted"]["source"] == "podman"
     got = phase_seconds(build_timeline(marks))
     assert got["deliver"] == 0.5 and got["queue"] == 0.75 and got["pull"] is None
+
+
+def test_the_push_time_reaches_the_local_runs_marks_through_submit_json(tmp_path: Path, monkeypatch) -> None:
+    """ATLAS_PUSHED_AT (the git hook, the deploy workflow) is read at submit and kept in
+    submit.json, since collection may run in another process; bad values are refused."""
+    from bench.errors import AtlasError
+    from bench.targets import JobSpec, target_for
+    from bench.targets.lifecycle import submit_runs
+
+    clusters = tmp_path / "clusters"
+    (clusters / "loc").mkdir(parents=True)
+    (clusters / "loc" / "env.yaml").write_text(f"kind: local\nruns_dir: {tmp_path / 'runs'}\n")
+    target = target_for(load_env("loc", clusters))
+    monkeypatch.setenv("ATLAS_PUSHED_AT", "2023-11-14T22:13:20Z")
+    (target.runs_dir / "r1").mkdir(parents=True)
+    target.write_submit(JobSpec("r1", "smoke", "abc1234"), 1700000005.0, ["true"], spawned_time=1700000005.25)
+    marks = target.timeline_marks("r1", {})
+    assert marks["pushed"]["time"] == 1700000000.0 and marks["submitted"]["time"] == 1700000005.0
+    assert marks["accepted"]["time"] == 1700000005.25 and marks["granted"]["reason"].startswith("no scheduler")
+    monkeypatch.setenv("ATLAS_PUSHED_AT", "last tuesday")
+    with pytest.raises(AtlasError, match="ATLAS_PUSHED_AT='last tuesday' is not a time"):
+        submit_runs(target, "smoke", "a" * 40)
+    assert sorted(p.name for p in target.runs_dir.iterdir()) == ["r1"]  # nothing submitted
