@@ -232,3 +232,17 @@ def test_a_kind_without_a_submitted_mark_gets_the_submit_time_the_job_was_starte
     placed = place_run(tmp_path / "results", env, "r1", _fetch(folder), lambda facts: {})
     timeline = json.loads((placed.path / "run.json").read_text())["timeline"]
     assert timeline["marks"]["submitted"] == {"time": 995.0, "source": "bench-host", "resolution_s": 0.001}
+
+
+def test_bench_check_names_clocks_that_disagree(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from bench.cli import main
+
+    env = load_env("local", _clusters(tmp_path))
+
+    def marks(facts: dict) -> dict:  # Slurm's Start 3 s before its Submit: beyond its 1 s resolution
+        return {"accepted": mark(995.0, "slurmctld", 1.0), "granted": mark(992.0, "slurmctld", 1.0)}
+
+    place_run(tmp_path / "results", env, "r1", _fetch(_record_folder(tmp_path)), marks)
+    assert main(["check", str(tmp_path / "results")]) == 1
+    out = capsys.readouterr().out
+    assert "timeline: phase queue ends 3.000 s before it starts (clocks slurmctld" in out
