@@ -46,6 +46,9 @@ class EnvSummary:
     statuses: dict[str, int]
     median: dict[str, float | None] = field(default_factory=dict)
     olympic: dict[str, float | None] = field(default_factory=dict)
+    # metric key -> its clock's resolution, where the median is at or below it ("< 1 s"):
+    # no ratio or test is computed against such a value.
+    below: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass
@@ -58,6 +61,7 @@ class PairResult:
     # e.g. Slurm's accounting) with a median below RESOLUTION_FACTOR ticks: the ratio then
     # measures the clock, not the environment, and no winner is called.
     coarse: tuple[str, ...] = ()
+    at_resolution: bool = False  # `coarse` environments' medians are at or below the clock's resolution
 
     @property
     def clear(self) -> bool:
@@ -112,6 +116,9 @@ def compare_runs(
             values = [getattr(m, metric.key) for m in mine]
             s.median[metric.key] = median(values)
             s.olympic[metric.key] = olympic_mean(values)
+            resolution = max((m.resolutions[metric.key] for m in mine if metric.key in m.resolutions), default=None)
+            if resolution is not None and s.median[metric.key] is not None and s.median[metric.key] <= resolution:
+                s.below[metric.key] = resolution
         summaries[env] = s
     if baseline is not None and baseline not in envs:
         raise AtlasError(
@@ -126,6 +133,11 @@ def compare_runs(
             a = [getattr(m, key) for m in metrics if m.env == env]
             b = [getattr(m, key) for m in metrics if m.env == base]
             timed = METRIC_BY_KEY[key].unit == "s"
+            below = tuple(e for e in (env, base) if key in summaries[e].below)
+            if below:  # at or below the clock's resolution: no ratio, no test
+                stats = Comparison(None, None, None, None, sum(v is not None for v in a), sum(v is not None for v in b))
+                pairs.append(PairResult(env, base, key, stats, below, at_resolution=True))
+                continue
             coarse = tuple(e for e, vals in ((env, a), (base, b)) if timed and at_clock_resolution(vals))
             pairs.append(PairResult(env, base, key, compare_samples(a, b), coarse))
     return CompareResult(metrics, envs, summaries, pairs, hashes, base, selection.excluded, selection.experiment)

@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from bench.analysis import fastpath as fp
+from bench.analysis import timeline_metrics as tm
 from bench.analysis.attempts import attempt_spans, per_attempt, wall_over_attempts
 from bench.analysis.cost import record_cost
 from bench.records import contract as c
@@ -26,7 +27,6 @@ from bench.records.read import RunData
 from bench.records.shape import recorded_shape
 from bench.records.trainlog import (
     images_seen,
-    images_series,
     lost_iterations,
     outcome,
     startup_s,
@@ -140,6 +140,7 @@ class TimeSeries:
     title: str
     ylabel: str
     combine: str = "mean"  # several GPUs on one line: mean or sum
+    since: str = "job start"  # the x axis's zero
 
 
 @dataclass(frozen=True)
@@ -169,6 +170,7 @@ class RunContext:
         self.values: dict[str, float | None] = {}
         self.notes: dict[str, str] = {}
         self.origins: dict[str, str] = {}  # metric key -> "process" or "host", for fallback-able figures
+        self.resolutions: dict[str, float] = {}  # metric key -> its clock's resolution (s), for timed spans
 
     def __getitem__(self, key: str) -> float | None:
         if key not in self.values and key in self.run.refused:  # bench check named why: unknown, not a guess
@@ -204,14 +206,6 @@ def _f(value: Any) -> float | None:
 
 
 # -- derived figures ---------------------------------------------------------------------
-
-
-def _queue_wait(ctx: Any) -> float | None:
-    """Sum of every attempt's real wait (resubmissions and requeues) where the target
-    records it, else the first submit -> start."""
-    sched = ctx.section("scheduler")
-    total = _f(sched.get("queue_wait_total_s"))
-    return total if total is not None else _f(sched.get("queue_wait_s"))
 
 
 def _wall(ctx: RunContext) -> float | None:
@@ -335,9 +329,9 @@ METRICS: tuple[Metric, ...] = (
     Metric(
         "images_per_s", "images/s, whole job (steady, median)", "img/s", HIGHER,
         _derived(_images_per_s, "train.jsonl train lines' images_per_s after warm-up",
-                 lambda run: images_series(run.train, run.start_time)),
+                 tm.images_since_first_iteration),
         headline=True, in_runs_table=True,
-        timeseries=TimeSeries("images_per_s", "Training throughput", "images/s"),
+        timeseries=TimeSeries("images_per_s", "Training throughput", "images/s", since="the first iteration"),
     ),
     # Per GPU: what compares jobs of different shapes (raw figures are for the whole job).
     Metric(
@@ -389,7 +383,7 @@ METRICS: tuple[Metric, ...] = (
     ),
     Metric(
         "queue_wait_s", "queue wait", "s", LOWER,
-        _derived(_queue_wait, "run.json scheduler.queue_wait_total_s (every attempt), else queue_wait_s"),
+        _derived(tm.queue_wait, tm.QUEUE_SOURCE),
         headline=True, in_runs_table=True,
     ),
     Metric("startup_s", "start-up (first start)", "s", LOWER, _derived(lambda ctx: startup_s(ctx.run.train),
@@ -418,6 +412,7 @@ METRICS: tuple[Metric, ...] = (
     Metric("gpu_mem_total_gb", "GPU memory", "GiB", "", Samples(c.GPU_FB_TOTAL, "max", "max", True, 1 / 1024),
            in_summary=False),
     *fp.catalogue(Metric, _derived, HIGHER, LOWER),  # how close to the hardware: MFU, J/image, compiled
+    *tm.catalogue(Metric, _derived, HIGHER, LOWER),  # where the time goes: the run's timeline
 )  # fmt: skip
 METRIC_BY_KEY = {m.key: m for m in METRICS}
 HEADLINE = tuple(m.key for m in METRICS if m.headline)
@@ -451,6 +446,7 @@ class RunMetrics:
     values: dict[str, float | None]
     cost_note: str = ""
     origins: dict[str, str] = field(default_factory=dict)  # key -> "host" where the figure is the whole machine's
+    resolutions: dict[str, float] = field(default_factory=dict)  # key -> clock resolution (s) of a timed span
 
     def __getattr__(self, key: str) -> float | None:
         values = self.__dict__.get("values")
@@ -464,6 +460,11 @@ class RunMetrics:
         ident = {k: getattr(self, k) for k in ("env", "run_id", "status", "git_sha", "config_sha256", "start_time")}
         sources = {f"{m.key}_source": self.origins.get(m.key) for m in METRICS if getattr(m.source, "host_column", 0)}
         return {**ident, **self.values, **sources, "cost_note": self.cost_note}
+
+    def at_resolution(self, key: str) -> float | None:
+        """The clock resolution when this figure is at or below it (shown "< 1 s"), else None."""
+        res, value = self.resolutions.get(key), self.values.get(key)
+        return res if res is not None and value is not None and value <= res else None
 
     def from_host(self, key: str) -> bool:
         """True when this figure is the whole machine's (host columns), not the job's."""
@@ -486,4 +487,5 @@ def run_metrics(run: RunData) -> RunMetrics:
         values=values,
         cost_note=ctx.notes.get("cost", ""),
         origins=dict(ctx.origins),
+        resolutions=dict(ctx.resolutions),
     )

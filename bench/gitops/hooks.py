@@ -31,6 +31,7 @@ from bench.errors import ConfigError
 from bench.gitops.checkout import DEFAULT_ENVS, bench_in, checkout_at, git, run_envs
 from bench.gitops.publish import SKIP_CI
 from bench.gitops.results_branch import archive
+from bench.records.timeline import PUSHED_AT_VARIABLE
 
 HOOK_MARKER = "# atlas-bench post-receive hook"
 ZERO_SHA = "0" * 40
@@ -164,6 +165,7 @@ def received(
         print(f"atlas: not running {new[:12]}: {why_not}", file=out)
         return 0
     work = checkout_at(bare, new, settings.branch, out)
+    os.environ[PUSHED_AT_VARIABLE] = repr(pushed_at)  # the runs' timelines start at the push (bench_in passes it on)
     failed = True
     try:
         submitted_at = time.time()

@@ -24,11 +24,12 @@ from bench import __version__
 from bench.atomic_files import disk_full_error, is_disk_full, locked, sweep_temp_dirs, write_json_atomic
 from bench.envs import Environment
 from bench.errors import AtlasError
-from bench.records.contract import RUN_JSON, SCHEMA_VERSION, queue_wait_s
+from bench.records.contract import RUN_JSON, SCHEMA_VERSION, TRAIN_JSONL, queue_wait_s
 from bench.records.jobfiles import JobFileRefused, read_bytes, sweep
 from bench.records.rebuild import rebuild_lost_final_write
 from bench.records.sampling import first_start
 from bench.records.schema import schema_problems
+from bench.records.timeline import collected_timeline, marks_log, submit_time_in_job
 
 # A fetch may return this key beside the scheduler's facts: what it refused to copy.
 SKIPPED = "skipped_files"
@@ -41,6 +42,7 @@ class Placed:
     new: bool  # False: the run was already in the results tree and was left untouched
     problems: tuple[str, ...] = ()  # schema problems of the placed record (it is placed anyway)
     skipped: tuple[str, ...] = ()  # the job's files not copied (links, devices, FIFOs, oversized), named
+    warnings: tuple[str, ...] = ()  # e.g. the platform's timeline marks could not be read (the run is placed)
 
 
 def environment_facts(env: Environment, now: float | None = None) -> dict[str, Any]:
@@ -93,7 +95,16 @@ def freeze(record: dict[str, Any], env: Environment, scheduler: dict[str, Any]) 
     return record
 
 
-def place_run(results: Path, env: Environment, run_id: str, fetch: Callable[[Path], dict[str, Any] | None]) -> Placed:
+MarksFn = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+def place_run(
+    results: Path,
+    env: Environment,
+    run_id: str,
+    fetch: Callable[[Path], dict[str, Any] | None],
+    marks: MarksFn | None = None,
+) -> Placed:
     """Place one finished run into `results/<env>/<run_id>/`: atomically, and only once.
 
     `fetch(folder)` (a target's `fetch`) copies the run's record files into an empty
@@ -102,21 +113,28 @@ def place_run(results: Path, env: Environment, run_id: str, fetch: Callable[[Pat
     the whole record or none, and nothing writes `run.json` after this. A run already
     there is left untouched (`Placed.new` is False). The fetch names what it refused to
     copy under `SKIPPED`; anything not a regular file that reached the folder anyway is
-    removed (`jobfiles.sweep`) and named too.
+    removed (`jobfiles.sweep`) and named too. `marks(facts)` (a target's `timeline_marks`)
+    gives the platform's timeline marks, once, after the fetch (bench.records.timeline).
     """
     dest = Path(results) / env.name / run_id
     if (dest / RUN_JSON).is_file():
         return Placed(dest, False)
     try:
         with locked(Path(results)):  # one collect at a time: a second waits, then finds the run placed
-            return _place_locked(dest, env, run_id, fetch)
+            return _place_locked(dest, env, run_id, fetch, marks)
     except OSError as exc:
         if is_disk_full(exc):
             raise disk_full_error(exc, dest) from None
         raise
 
 
-def _place_locked(dest: Path, env: Environment, run_id: str, fetch: Callable[[Path], dict[str, Any] | None]) -> Placed:
+def _place_locked(
+    dest: Path,
+    env: Environment,
+    run_id: str,
+    fetch: Callable[[Path], dict[str, Any] | None],
+    marks: MarksFn | None,
+) -> Placed:
     if (dest / RUN_JSON).is_file():
         return Placed(dest, False)
     if dest.exists() and any(dest.iterdir()):
@@ -137,8 +155,19 @@ def _place_locked(dest: Path, env: Environment, run_id: str, fetch: Callable[[Pa
                 f"{env.name}: run {run_id}'s {RUN_JSON} is unreadable ({exc}); it stays where it ran"
             ) from exc
         problems: tuple[str, ...] = ()
+        warnings: tuple[str, ...] = ()
         if isinstance(record, dict) and record.get("schema_version") == SCHEMA_VERSION:
+            started_with = submit_time_in_job(record)  # before freeze merges the scheduler's facts in
             record = freeze(rebuild_lost_final_write(record, tmp), env, facts)  # a lost final write: from train.jsonl
+            timeline, warning = collected_timeline(
+                record,
+                marks_log(tmp / TRAIN_JSONL),
+                (lambda: marks(facts)) if marks is not None else None,
+                time.time(),
+                started_with,
+            )
+            record["timeline"] = timeline
+            warnings = (warning,) if warning else ()
             problems = tuple(schema_problems(record))
             write_json_atomic(path, record)
         else:
@@ -149,4 +178,4 @@ def _place_locked(dest: Path, env: Environment, run_id: str, fetch: Callable[[Pa
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    return Placed(dest, True, problems, skipped)
+    return Placed(dest, True, problems, skipped, warnings)

@@ -46,6 +46,10 @@ class RunSpec:
     # The environment facts collection freezes into run.json (None: an old record without them)
     cost: dict | None = field(default_factory=lambda: dict(SYNTHETIC_COST))
     environment: bool = True
+    # A run timeline as collection writes it (bench.records.timeline); queue measured by a
+    # clock of `queue_resolution_s` (None: no scheduler, the queue phase unknown).
+    timeline: bool = False
+    queue_resolution_s: float | None = 0.001
 
 
 def synthetic_environment(spec: RunSpec) -> dict:
@@ -69,8 +73,39 @@ def write_run(results: Path, spec: RunSpec) -> Path:
     run_dir.mkdir(parents=True, exist_ok=True)
     n, end, gpu_info = _write_samples(run_dir, spec, rng)
     _write_train_log(run_dir, spec, rng)
-    write_json_atomic(run_dir / "run.json", _run_json(run_dir, spec, n, end, gpu_info))
+    record = _run_json(run_dir, spec, n, end, gpu_info)
+    if spec.timeline:
+        record["timeline"] = synthetic_timeline(spec, end)
+    write_json_atomic(run_dir / "run.json", record)
     return run_dir
+
+
+def synthetic_timeline(spec: RunSpec, end: float) -> dict:
+    """The timeline collection would write for this run: 1 s of delivery, the queue wait,
+    0.5 s of launch, warm-up to the first train line, training to the last, 5 s to collect."""
+    from bench.records.timeline import absent, build_timeline, mark
+
+    t0 = spec.start + 2.0
+    steps = max(1, int((spec.duration_s - 4) / spec.log_every_s))
+    host, job = "bench-host", "job"
+    scheduler = "slurmctld" if spec.queue_resolution_s and spec.queue_resolution_s >= 1 else host
+    accepted = spec.start - 0.5 - spec.queue_wait_s
+    marks = {
+        "submitted": mark(accepted - 1.0, host, 0.001),
+        "accepted": mark(accepted, scheduler, spec.queue_resolution_s or 0.001),
+        "granted": mark(spec.start - 0.5, scheduler, spec.queue_resolution_s)
+        if spec.queue_resolution_s
+        else absent("no scheduler: the process starts at once"),
+        "staged": absent("no staging step: the job reads this machine's files"),
+        "pull_start": absent("no image: a bare process"),
+        "recorder_start": mark(spec.start, job, 0.001),
+        "workload_start": mark(spec.start, job, 0.001),
+        "first_iter": mark(t0 + spec.log_every_s, job, 0.001),
+        "last_iter": mark(t0 + steps * spec.log_every_s, job, 0.001),
+        "exit": mark(end, job, 0.001),
+        "collected": mark(end + 5.0, host, 0.001),
+    }
+    return build_timeline({k: v for k, v in marks.items() if v is not None}, checkpoint_s=0.0)
 
 
 def _default(col: Column, t: np.ndarray, interval_s: float) -> np.ndarray:

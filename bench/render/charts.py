@@ -97,7 +97,8 @@ def timeseries_chart(
         color = f"C{i}"
         ax.fill_between(x / scale, lo, hi, color=color, alpha=0.2, linewidth=0)
         ax.plot(x / scale, mean, label=env, linewidth=1, color=color)
-    ax.set_xlabel("hours since job start" if hours else "seconds since job start")
+    since = SERIES[name].timeseries.since
+    ax.set_xlabel(f"hours since {since}" if hours else f"seconds since {since}")
     lowest = min(float(np.min(b[2])) for b in bands.values())
     if lowest >= 0:
         ax.set_ylim(bottom=0)
@@ -112,8 +113,15 @@ def timeseries_chart(
     return True
 
 
-def summary_bars(values: dict[str, dict[str, list[float]]], labels: dict[str, str], path: Path) -> bool:
-    """metric -> env -> per-run values; bar = median, whiskers = min..max."""
+def summary_bars(
+    values: dict[str, dict[str, list[float]]],
+    labels: dict[str, str],
+    path: Path,
+    below: dict[str, dict[str, float]] | None = None,
+) -> bool:
+    """metric -> env -> per-run values; bar = median, whiskers = min..max. A bar too low to
+    see is written on: "< 1" where the median is at or below its clock's resolution
+    (`below`: metric -> env -> resolution), "0" where it is zero, so no value reads as missing."""
     metrics = [m for m in values if any(len(v) for v in values[m].values())]
     if not metrics:
         return False
@@ -133,6 +141,11 @@ def summary_bars(values: dict[str, dict[str, list[float]]], labels: dict[str, st
             lo.append(med - (v.min() if v.size else med))
             hi.append((v.max() if v.size else med) - med)
         ax.bar(range(len(envs)), meds, yerr=[lo, hi], capsize=3, color=[f"C{i}" for i in range(len(envs))])
+        for i, e in enumerate(envs):
+            res = (below or {}).get(m, {}).get(e)
+            text = f"< {res:g}" if res is not None else "0" if meds[i] == 0 and values[m][e] else None
+            if text:
+                ax.annotate(text, (i, 0), ha="center", va="bottom", fontsize="small")
         ax.set_xticks(range(len(envs)), envs, fontsize="small")
         ax.set_title(labels[m], fontsize="small")
         ax.grid(True, axis="y", alpha=0.3)

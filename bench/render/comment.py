@@ -63,6 +63,17 @@ def _outside_band_lines(runs: list, head: str) -> list[str]:
     )
 
 
+def _timeline_lines(runs: list, head: str) -> list[str]:
+    """Where the PR's runs spent their time: one line per environment (median per phase)."""
+    from bench.analysis.metrics import run_metrics
+    from bench.render.timeline_section import env_lines
+
+    found = env_lines([run_metrics(r) for r in runs if same_commit(r.git_sha, head)])
+    if not found:
+        return []
+    return ["**Where the time goes** (the PR's runs, median seconds per phase):", ""] + [f"- {x}" for x in found] + [""]
+
+
 def render_pr_body(
     results: Path,
     head: str,
@@ -89,6 +100,7 @@ def render_pr_body(
     )
     lines = [f"## Benchmark: `{code(head[:12])}` vs merge-base `{code(base[:12])}`", "", head_line, "", *body]
     lines += _outside_band_lines(runs, head)
+    lines += _timeline_lines(runs, head)
     custom = ", ".join(f"{k} {v:.0%}" for k, v in sorted((thresholds or {}).items()))
     lines.append(
         f"A regression is a change past the threshold (5 %{'; ' + custom if custom else ''}) that is also "

@@ -35,7 +35,7 @@ from bench.analysis.select_compare import select_and_compare
 from bench.analysis.stats import BOOTSTRAP_RESAMPLES
 from bench.atomic_files import disk_full_error, is_disk_full, locked, replace_dir, sweep_temp_dirs, temp_dir
 from bench.records.read import RunData
-from bench.render import charts
+from bench.render import charts, timeline_section
 from bench.render.escape import code, md
 from bench.render.index import SUMMARY_JSON, write_index
 from bench.render.runs_csv import write_runs_csv
@@ -252,7 +252,9 @@ def _draw_charts(
         for k in HEADLINE
     }
     labels = {k: f"{METRIC_BY_KEY[k].label} ({METRIC_BY_KEY[k].unit})" for k in HEADLINE}
-    if charts.summary_bars(bars, labels, folder / "summary.png"):
+    summaries = result.summaries
+    below = {k: {e: summaries[e].below[k] for e in result.envs if k in summaries[e].below} for k in HEADLINE}
+    if charts.summary_bars(bars, labels, folder / "summary.png", below):
         chart_list.append(
             {
                 "title": "Summary: median per environment, whiskers min–max",
@@ -396,6 +398,7 @@ def _write_folder(
             identity_table=identity_table(identity_rows(chosen, result.envs), result.envs),  # the compared runs
             expected=[md(f.describe(), 600) for f in _outside_band(chosen, result)],
             changes=_change_lines(entries, result),
+            **timeline_section.section(result, chosen, folder),  # after _draw_charts, which clears *.png
             crosscheck=[f"`{code(f'{f.env}/{f.run_id}')}`: {md(f.text, 600)}" for f in cross_check_runs(chosen)],
         )
     )

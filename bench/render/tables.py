@@ -33,6 +33,13 @@ def change_words(metric: Metric, ratio: float) -> str:
     return f"{fmt(pct, 2)} % {up if ratio > 1 else down}"
 
 
+def shown(value: float | None, metric: Metric, resolution: float | None = None, unit: bool = False) -> str:
+    """A figure for people: "< 1 s" at or below its clock's `resolution`, else `fmt`."""
+    if value is not None and resolution is not None and value <= resolution:
+        return f"< {resolution:g} {metric.unit}"
+    return fmt(value, metric.digits) + (f" {metric.unit}" if unit and value is not None else "")
+
+
 def ratio_text(st: Comparison) -> str:
     """`ratio R, 95 % CI L–H`: the table's numbers, in the table's direction (a ÷ b)."""
     parts = [f"ratio {fmt(st.ratio)}"]
@@ -57,6 +64,13 @@ def verdicts(result: CompareResult) -> list[str]:
         if va is None or vb is None:
             continue
         head = f"{metric.label}: {md(p.env_a)} vs {md(p.env_b)}"
+        if p.at_resolution:
+            below = [result.summaries[e].below.get(p.metric) for e in (p.env_a, p.env_b)]
+            out.append(
+                f"{head}: {shown(va, metric, below[0], True)} vs {shown(vb, metric, below[1], True)} "
+                "(median; at or below the clock's resolution: no ratio or test)."
+            )
+            continue
         if st.ratio is None or st.ratio <= 0 or not math.isfinite(st.ratio):
             out.append(
                 f"{head}: {fmt(va, metric.digits)} vs {fmt(vb, metric.digits)} {metric.unit} "
@@ -107,7 +121,8 @@ def summary_table(result: CompareResult) -> str:
         for e in result.envs:
             s = result.summaries[e]
             mark = host_mark([r for r in result.runs if r.env == e], m.key) if s.median[m.key] is not None else ""
-            cells.append(f"{fmt(s.median[m.key], m.digits)}{mark} | {fmt(s.olympic[m.key], m.digits)}{mark}")
+            res = s.below.get(m.key)
+            cells.append(f"{shown(s.median[m.key], m, res)}{mark} | {shown(s.olympic[m.key], m, res)}{mark}")
         rows.append(f"| {m.label} | {m.unit} | " + " | ".join(cells) + " |")
     if any(r.from_host(k) for r in result.runs for k in r.origins):
         rows.extend(["", HOST_NOTE])
@@ -119,7 +134,7 @@ def runs_table(result: CompareResult) -> str:
     head = "| env | run | status | " + " | ".join(METRIC_BY_KEY[c].label for c in cols) + " |"
     rows = [head, "|---|---|---|" + "---:|" * len(cols)]
     for r in result.runs:
-        vals = " | ".join(fmt(getattr(r, c), METRIC_BY_KEY[c].digits) + host_mark([r], c) for c in cols)
+        vals = " | ".join(shown(getattr(r, c), METRIC_BY_KEY[c], r.at_resolution(c)) + host_mark([r], c) for c in cols)
         rows.append(f"| {md(r.env)} | {md(r.run_id)} | {md(r.status or '—')} | {vals} |")
     return "\n".join(rows)
 
@@ -134,12 +149,15 @@ def pairs_table(result: CompareResult) -> str:
     for p in result.pairs:
         st = p.stats
         ci = f"{fmt(st.ci_low)}–{fmt(st.ci_high)}" if st.ci_low is not None else "—"
-        mark = " ‡" if p.coarse else ""
+        mark = " †" if p.at_resolution else " ‡" if p.coarse else ""
         rows.append(
             f"| {METRIC_BY_KEY[p.metric].label}{mark} | {md(p.env_a)} | {md(p.env_b)} | {fmt(st.ratio)} | {ci} | "
             f"{fmt(st.p_value, 2)} | {st.n_a} vs {st.n_b} |"
         )
-    if any(p.coarse for p in result.pairs):
+    if any(p.at_resolution for p in result.pairs):
+        rows.append("")
+        rows.append("† a median at or below its clock's resolution (shown as < 1 s): no ratio or test is computed.")
+    if any(p.coarse and not p.at_resolution for p in result.pairs):
         rows.append("")
         rows.append(
             f"‡ values at a clock's {CLOCK_RESOLUTION_S:g} s resolution (medians under "

@@ -141,6 +141,18 @@ class Target(ABC):
         `run.json` and never writes into the results tree.
         """
 
+    def timeline_marks(self, run_id: str, facts: dict[str, Any]) -> dict[str, dict]:
+        """The platform's marks of this run's timeline (bench.records.timeline): name ->
+        `{"time", "source", "resolution_s"}`, or `{"time": None, "reason": ...}` for a mark
+        that does not exist on this kind (its phases are then null with that reason).
+
+        Collection calls it once per run, after `fetch`, with what fetch returned (`facts`).
+        The job's own marks (recorder start, workload start, first and last iteration, exit)
+        and `collected` are added by collection; a kind gives submitted, accepted, granted,
+        staged, pull_start, pulled (and pushed). An AtlasError loses no run: the phases it
+        would give are recorded as null with the reason. Default: none known."""
+        return {}
+
     @abstractmethod
     def cancel(self, run_id: str) -> bool | None:
         """Stop the run; False when it was left alone because its record is already final."""
@@ -151,12 +163,6 @@ class Target(ABC):
         raise AtlasError(
             f"{self.env.name}: kind {self.env.kind} has no data staging: its jobs read the data path of this machine"
         )
-
-    def timeline_marks(self, run_id: str, facts: dict[str, Any]) -> dict[str, dict]:
-        """The scheduler's own times of the run's steps, by mark name (issue 21's timeline):
-        each `{"time": epoch s, "source": ..., "resolution_s": ...}`; absent when unknown.
-        Default: the kind knows none (the core's marks from bench's clock and the job remain)."""
-        return {}
 
     def require_finished(self, status: RunStatus) -> RunStatus:
         """Collect copies finished runs only: a record still being written is not one."""

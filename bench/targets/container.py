@@ -26,6 +26,7 @@ from bench.errors import AtlasError, ConfigError
 from bench.records.contract import EXIT_WORDS, RUN_JSON
 from bench.records.jobfiles import copy_record
 from bench.records.place import SKIPPED
+from bench.records.timeline import absent, mark
 from bench.targets import register
 from bench.targets.base import JobSpec, RunState, RunStatus
 from bench.targets.folder import JOB_LOG, FolderTarget
@@ -72,6 +73,9 @@ def podman_time(value: str | None) -> float | None:
         return datetime.fromisoformat(text.replace(" ", "T", 1)).timestamp()
     except ValueError:
         return None
+
+
+PODMAN_RESOLUTION_S = 1e-6  # podman's times carry nanoseconds; read to the microsecond
 
 
 @register("container")
@@ -320,8 +324,20 @@ class ContainerTarget(FolderTarget):
         if state is not None:
             sched["start_time"] = podman_time(state.get("State", {}).get("StartedAt"))
             sched["end_time"] = podman_time(state.get("State", {}).get("FinishedAt"))
+            sched["created_time"] = podman_time(state.get("Created"))  # the timeline's accepted mark
             self._podman("rm", "--force", self.container_name(run_id), check=False)
         return sched
+
+    def timeline_marks(self, run_id: str, facts: dict[str, Any]) -> dict[str, dict]:
+        """accepted: podman created the container; granted: it started (`podman inspect`
+        Created and State.StartedAt, kept by copy_run since the container is removed)."""
+        marks = super().timeline_marks(run_id, facts)
+        for name, key in (("accepted", "created_time"), ("granted", "start_time")):
+            found = mark(facts.get(key), "podman", PODMAN_RESOLUTION_S)
+            if found is not None:
+                marks[name] = found
+        marks["pull_start"] = absent("no pull: the image is built on this machine (make image)")
+        return marks
 
     def cancel(self, run_id: str) -> None:
         """SIGTERM (podman stop): the recorder forwards it, the workload checkpoints, exits 75."""

@@ -31,6 +31,7 @@ from bench.records.contract import (
 )
 from bench.records.jobfiles import read_json, write_bytes
 from bench.records.rebuild import final_stop
+from bench.records.timeline import HOST_RESOLUTION_S, absent, mark, pushed_at
 from bench.targets.base import JobSpec, RunState, RunStatus, Target
 
 SUBMIT_JSON = "submit.json"  # written by submit(): pid or container, times, commit, command
@@ -70,6 +71,7 @@ class FolderTarget(Target):
             "run_id": job.run_id,
             **facts,
             "submit_time": submit_time,
+            "pushed_at": pushed_at(),  # ATLAS_PUSHED_AT, for the timeline's pushed mark
             "commit": job.commit,
             "experiment": job.experiment,
             "overrides": list(job.overrides),
@@ -182,6 +184,16 @@ class FolderTarget(Target):
             raise AtlasError(f"{self.runs_dir / run_id} is a link, not a run folder: not followed, not collected")
         self.require_finished(self.status(run_id))
         return self.copy_run(run_id, Path(into))
+
+    def timeline_marks(self, run_id: str, facts: dict[str, Any]) -> dict[str, dict]:
+        """pushed and submitted, from submit.json (this machine's clock); a kind adds the rest."""
+        info = self.submit_info(run_id)
+        marks = {
+            "pushed": mark(info.get("pushed_at"), "bench-host", HOST_RESOLUTION_S),
+            "submitted": mark(info.get("submit_time"), "bench-host", HOST_RESOLUTION_S),
+            "staged": absent("no staging step: the job reads this machine's files"),
+        }
+        return {name: m for name, m in marks.items() if m is not None}
 
     @abstractmethod
     def copy_run(self, run_id: str, into: Path) -> dict[str, Any]:

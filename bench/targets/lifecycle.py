@@ -15,6 +15,7 @@ from bench.errors import AtlasError
 from bench.in_job.provenance import git_info
 from bench.records.place import place_run
 from bench.records.read import load_run, workload_error
+from bench.records.timeline import pushed_at
 from bench.targets import JobSpec, RunStatus, Target
 from bench.targets.base import new_run_id
 
@@ -33,12 +34,18 @@ def collect_run(target: Target, run_id: str, results: Path, out: TextIO | None =
     Collecting a run that is already there is a no-op, and says so.
     """
     out = out or sys.stdout
-    placed = place_run(Path(results), target.env, run_id, lambda into: target.fetch(run_id, into))
+    placed = place_run(
+        Path(results),
+        target.env,
+        run_id,
+        lambda into: target.fetch(run_id, into),
+        lambda facts: target.timeline_marks(run_id, facts),
+    )
     if not placed.new:
         print(f"already collected: {placed.path} (left as it is: collected records never change)", file=out)
         return placed.path
     print(f"collected: {placed.path}", file=out)
-    for skipped in placed.skipped:
+    for skipped in (*placed.skipped, *placed.warnings):
         print(f"  warning: {run_id}: {skipped}", file=out)
     for problem in load_run(placed.path, target.env.name).problems:
         print(f"  warning: {run_id}: {problem}", file=out)
@@ -108,6 +115,7 @@ def submit_runs(
     """Submit `runs` runs of `commit` and return at once; training goes on without us."""
     out = out or sys.stdout
     check_workload_input(experiment, overrides)
+    pushed_at()  # a bad ATLAS_PUSHED_AT is refused before anything is submitted
     if not commit or len(commit) < 7:
         raise AtlasError(f"the commit to run must be a git sha, got {commit!r}")
     submitted = []

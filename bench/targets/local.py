@@ -27,6 +27,7 @@ from bench.errors import AtlasError, ConfigError
 from bench.records.contract import EXIT_RUNNING, RUN_JSON, TRAIN_JSONL
 from bench.records.jobfiles import copy_record, read_json
 from bench.records.place import SKIPPED
+from bench.records.timeline import HOST_RESOLUTION_S, absent, mark
 from bench.targets import register
 from bench.targets.base import JobSpec, RunState, RunStatus
 from bench.targets.folder import JOB_LOG, SUBMIT_JSON, FolderTarget
@@ -81,8 +82,10 @@ class LocalTarget(FolderTarget):
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
             )
+        spawned_time = time.time()  # the timeline's accepted mark: the process exists
         self._children[proc.pid] = proc
-        self.write_submit(job, submit_time, command, **identity(proc.pid))  # checked before any signal
+        # pid identity: checked before any signal
+        self.write_submit(job, submit_time, command, spawned_time=spawned_time, **identity(proc.pid))
         return RunStatus(job.run_id, RunState.PENDING, "started", str(proc.pid), job.commit)
 
     def submit_info(self, run_id: str) -> dict[str, Any]:
@@ -148,6 +151,16 @@ class LocalTarget(FolderTarget):
             "submit_time": info.get("submit_time"),
             SKIPPED: skipped,
         }
+
+    def timeline_marks(self, run_id: str, facts: dict[str, Any]) -> dict[str, dict]:
+        """accepted: the process was spawned (submit.json); no scheduler grants anything, no image is pulled."""
+        marks = super().timeline_marks(run_id, facts)
+        accepted = mark(self.submit_info(run_id).get("spawned_time"), "bench-host", HOST_RESOLUTION_S)
+        if accepted is not None:
+            marks["accepted"] = accepted
+        marks["granted"] = absent("no scheduler: the process starts at once")
+        marks["pull_start"] = absent("no image: a bare process")
+        return marks
 
     def resume_hint(self, run_dir: Path, state: str | None) -> str:
         return resume_hint(run_dir)

@@ -30,8 +30,10 @@ from bench.envschema import NON_NEG_INT, STR
 from bench.errors import AtlasError, ConfigError
 from bench.limits import slurm_problems
 from bench.records.contract import EXIT_PREEMPTED
+from bench.records.timeline import pushed_at
 from bench.targets import register, slurm_accounting
 from bench.targets.base import JobSpec, RunState, RunStatus, Target
+from bench.targets.slurm_timeline import SBATCH_TASK, slurm_marks, task_end_time
 
 PLAYBOOKS = REPO_ROOT / "ansible"
 LOCAL_SLURM_SCRIPT = REPO_ROOT / "scripts" / "local-slurm.sh"
@@ -258,6 +260,12 @@ class SlurmTarget(Target):
 
     def _run(self, playbook: str, extravars: dict[str, Any], timeout_s: int = 600) -> dict[str, Any]:
         """Run one playbook; return its set_stats data, or raise AtlasError naming the failed task."""
+        return self._run_events(playbook, extravars, timeout_s)[0]
+
+    def _run_events(
+        self, playbook: str, extravars: dict[str, Any], timeout_s: int = 600
+    ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        """`_run`, with ansible-runner's events too (their times are timeline marks)."""
         import ansible_runner
 
         variables = self.ansible_variables()
@@ -293,7 +301,7 @@ class SlurmTarget(Target):
             elif event.get("event") in ("runner_on_failed", "runner_on_unreachable") and not data.get("ignore_errors"):
                 failures.append(data)
         if result.status == "successful" and not failures:
-            return stats
+            return stats, events
         raise AtlasError(self._failure_message(playbook, result.status, failures, events))
 
     def _failure_message(
@@ -358,7 +366,9 @@ class SlurmTarget(Target):
     # -- Target --------------------------------------------------------------------
     def submit(self, job: JobSpec) -> RunStatus:
         sha = self._resolve_commit(job.commit)
-        stats = self._run(
+        pushed = pushed_at()  # before anything is submitted: a bad ATLAS_PUSHED_AT submits nothing
+        started = time.time()
+        stats, events = self._run_events(
             "submit.yml",
             {
                 "atlas_run_id": job.run_id,
@@ -378,6 +388,10 @@ class SlurmTarget(Target):
             "job_id": job_id,
             "submitted_at": time.time(),
             "run_dir": stats.get("run_dir"),
+            # timeline marks: bench's submit began (its clock), sbatch returned (ansible-runner's event), the push
+            "submit_started_at": started,
+            "sbatch_at": task_end_time(events, SBATCH_TASK),
+            "pushed_at": pushed,
         }
         write_bytes_atomic(self._ledger(job.run_id), (json.dumps(entry, indent=2) + "\n").encode())
         return RunStatus(
@@ -456,6 +470,14 @@ class SlurmTarget(Target):
         sched = dict(stats["scheduler"]) if isinstance(stats.get("scheduler"), dict) else {}
         sched["accounting"] = slurm_accounting.from_sacct(stats.get("accounting"))
         return sched
+
+    def timeline_marks(self, run_id: str, facts: dict[str, Any]) -> dict[str, dict]:
+        """From this machine's ledger and Slurm's accounting (bench/targets/slurm_timeline.py)."""
+        try:
+            ledger = json.loads(self._ledger(run_id).read_text())
+        except (OSError, ValueError):
+            ledger = None
+        return slurm_marks(run_id, ledger if isinstance(ledger, dict) else None, facts)
 
     def cancel(self, run_id: str) -> None:
         self._run("cancel.yml", {"atlas_run_id": run_id})

@@ -16,6 +16,7 @@ pytest.importorskip("kubernetes_validate")
 
 from bench.envs import Environment  # noqa: E402
 from bench.errors import AtlasError  # noqa: E402
+from bench.records.timeline import build_timeline, mark  # noqa: E402
 from bench.targets import target_class  # noqa: E402
 from bench.targets.base import JobSpec  # noqa: E402
 from bench.targets.manifests import SCHEMA_FILE  # noqa: E402
@@ -91,6 +92,14 @@ def test_a_job_run_has_queue_stage_pull_and_launch_from_the_api(tmp_path, double
     # One list per resource kind: the Job, its pods, the pod's Events; nothing else.
     ns = "/namespaces/atlas-biggan"
     assert sent == [f"GET /apis/batch/v1{ns}/jobs", f"GET /api/v1{ns}/pods", f"GET /api/v1{ns}/events"]
+    # The core cuts the phases from them (bench.records.timeline): queue, stage, pull from the
+    # API's own timestamps; deliver and launch where they meet bench's and the job's clocks.
+    job_marks = {"submitted": mark(accepted - 1, "bench-host", 0.001), "workload_start": mark(staged + 2, "job", 0.001)}
+    phases = {p["phase"]: p for p in build_timeline({**marks, **job_marks})["phases"]}
+    assert phases["deliver"]["seconds"] == 1 and phases["deliver"]["source"] == "bench-host → api-server"
+    assert phases["queue"]["seconds"] == granted - accepted and phases["queue"]["source"] == "api-server"
+    assert phases["stage"]["seconds"] == staged - granted and phases["pull"]["seconds"] == 0
+    assert phases["launch"]["seconds"] == 2 and phases["launch"]["source"] == "api-server → job"
 
 
 def test_missing_pod_and_events_leave_their_marks_out(tmp_path, double):

@@ -10,6 +10,7 @@ import pytest
 
 from bench.envs import load_env
 from bench.errors import AtlasError, ConfigError
+from bench.records.timeline import timeline_problems
 from bench.targets import JobSpec, RunState, target_for
 from bench.targets.base import new_run_id
 from bench.targets.lifecycle import collect_run
@@ -55,10 +56,33 @@ def test_submit_status_collect_is_idempotent(tmp_path: Path) -> None:
     assert meta["scheduler"]["submit_time"] <= meta["scheduler"]["start_time"]
     assert meta["scheduler"]["queue_wait_s"] >= 0 and meta["sample_interval_s"] == 0.5
     assert len(meta["config_sha256"]) == 64
+    assert_timeline_adds_up(meta["timeline"])
     before = {p.name: p.stat().st_mtime_ns for p in dest.iterdir()}
     collect_run(target, job.run_id, tmp_path / "results")  # again: nothing changes
     assert {p.name: p.stat().st_mtime_ns for p in dest.iterdir()} == before
     assert sorted(before) == ["job.log", "run.json", "samples-" + meta["hosts"][0] + ".csv", "train.jsonl"]
+
+
+def assert_timeline_adds_up(timeline: dict) -> None:
+    """A real local run's timeline: every phase a bare process has is known, from the bench
+    host's and the job's clocks; queue, stage and pull are null with the reason; the known
+    phases add up to submitted -> collected within one clock resolution."""
+    by = {p["phase"]: p for p in timeline["phases"]}
+    assert list(by) == ["deliver", "queue", "stage", "pull", "launch", "warmup", "train", "finish", "collect"]
+    for phase in ("deliver", "launch", "warmup", "train", "finish", "collect"):
+        assert by[phase]["seconds"] is not None and by[phase]["seconds"] >= 0, by[phase]
+    assert by["deliver"]["source"] == "bench-host" and by["launch"]["source"] == "bench-host → job"
+    assert by["train"]["source"] == "job" and by["collect"]["source"] == "job → bench-host"
+    assert by["queue"]["seconds"] is None and by["queue"]["reason"].startswith("no scheduler")
+    assert by["stage"]["reason"] and by["pull"]["reason"] == "no image: a bare process"
+    marks = timeline["marks"]
+    whole = marks["collected"]["time"] - marks["submitted"]["time"]
+    total = sum(p["seconds"] for p in timeline["phases"] if p["seconds"] is not None)
+    resolution = max(p.get("resolution_s", 0.0) for p in timeline["phases"])
+    assert abs(total - whole) <= resolution, (total, whole)
+    assert marks["submitted"]["time"] < marks["accepted"]["time"] <= marks["recorder_start"]["time"]
+    assert marks["workload_start"]["time"] < marks["first_iter"]["time"] < marks["last_iter"]["time"]
+    assert timeline_problems(timeline) == []
 
 
 def test_cancel_preempts_the_job(tmp_path: Path) -> None:

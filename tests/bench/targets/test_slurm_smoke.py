@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from bench.envs import load_env
+from bench.records.timeline import timeline_problems
 from bench.targets.base import JobSpec, RunState, new_run_id
 from bench.targets.lifecycle import collect_run
 from bench.targets.slurm import SlurmTarget
@@ -64,6 +65,27 @@ def test_bench_run_local_slurm_smoke_end_to_end(smoke_run: Path) -> None:
     stop = [e for e in events(smoke_run / "train.jsonl") if e["event"] == "run_stop"][-1]
     assert stop["status"] == "success" and len(stop["g_sha256"]) == 64
     assert list(smoke_run.glob("samples-*.csv"))
+    assert_slurm_timeline(record["timeline"], sched)
+
+
+def assert_slurm_timeline(timeline: dict, sched: dict) -> None:
+    """deliver from bench's submit to Slurm's Submit, queue Submit -> Start on slurmctld's
+    whole-second clock (sacct), launch from Start to the job's own clock; the sbatch task's
+    ansible-runner event is kept; the known phases add up to submitted -> collected."""
+    by = {p["phase"]: p for p in timeline["phases"]}
+    marks = timeline["marks"]
+    assert marks["accepted"] == {"time": sched["submit_time"], "source": "slurmctld", "resolution_s": 1.0}
+    assert marks["granted"]["time"] == sched["start_time"] and marks["sbatch_returned"]["source"] == "ansible-runner"
+    assert by["queue"]["source"] == "slurmctld" and by["queue"]["seconds"] == sched["start_time"] - sched["submit_time"]
+    assert by["deliver"]["source"] == "bench-host → slurmctld" and by["deliver"]["resolution_s"] == 1.0
+    assert by["launch"]["source"] == "slurmctld → job" and by["launch"]["clocks_meet"] == ["slurmctld", "job"]
+    for phase in ("warmup", "train", "finish", "collect"):
+        assert by[phase]["seconds"] is not None and by[phase]["seconds"] >= 0, by[phase]
+    assert by["stage"]["reason"].startswith("no staging step") and by["pull"]["reason"].startswith("no image pull")
+    whole = marks["collected"]["time"] - marks["submitted"]["time"]
+    total = sum(p["seconds"] for p in timeline["phases"] if p["seconds"] is not None)
+    assert abs(total - whole) <= 1.0, (total, whole)
+    assert timeline_problems(timeline) == []
 
 
 def test_warning_signal_checkpoints_and_resume_matches_uninterrupted(smoke_run: Path, tmp_path: Path) -> None:

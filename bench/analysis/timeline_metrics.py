@@ -1,0 +1,158 @@
+"""Figures from each run's timeline (run.json `timeline`, bench/records/timeline.py).
+
+Time from submit (and from the push) to the placed result, the platform's overhead
+(everything but `train`), each phase's seconds, steady-state images/s (the `train` phase
+only, after warm-up) and the queue wait. Every figure that is a span between two marks
+records its clock resolution (`RunContext.resolutions`): a value at or below it is shown
+as "< 1 s" and no ratio or test is computed against it (bench.analysis.compare).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from bench.records.timeline import PHASES, phase_entry, span_between
+from bench.records.trainlog import images_series, segments
+
+QUEUE_SOURCE = "run.json timeline phase queue (accepted -> granted); records without a timeline: scheduler.queue_wait_s"
+
+
+def _number(value: Any) -> float | None:
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and np.isfinite(value)
+    return float(value) if ok else None
+
+
+def _resolved(ctx: Any, key: str, value: float | None, resolution: Any) -> float | None:
+    res = _number(resolution)
+    if value is not None and res is not None:
+        ctx.resolutions[key] = res
+    return value
+
+
+def phase_value(ctx: Any, phase: str, key: str) -> float | None:
+    """One phase's seconds (None when unknown: its reason is in the record)."""
+    entry = phase_entry(ctx.meta.get("timeline"), phase)
+    if entry is None:
+        return None
+    return _resolved(ctx, key, _number(entry.get("seconds")), entry.get("resolution_s"))
+
+
+def queue_wait(ctx: Any) -> float | None:
+    """The timeline's queue phase, the same cut on every kind (a bare process has none).
+    A record collected before timelines: its scheduler section (every attempt's wait)."""
+    if isinstance(ctx.meta.get("timeline"), dict):
+        return phase_value(ctx, "queue", "queue_wait_s")
+    sched = ctx.section("scheduler")
+    total = _number(sched.get("queue_wait_total_s"))
+    value = total if total is not None else _number(sched.get("queue_wait_s"))
+    return _resolved(ctx, "queue_wait_s", value, sched.get("queue_wait_resolution_s"))
+
+
+def _span(first: str, key: str) -> Callable[[Any], float | None]:
+    def value(ctx: Any) -> float | None:
+        span = span_between(ctx.meta.get("timeline"), first, "collected")
+        return None if span is None else _resolved(ctx, key, span[0], span[1])
+
+    return value
+
+
+def platform_overhead(ctx: Any) -> float | None:
+    """Submit -> result minus the train phase: deliver, queue, staging, pull, launch,
+    warm-up, finish and collection, known or not."""
+    total, train = ctx["submit_to_result_s"], ctx["phase_train_s"]
+    if total is None or train is None:
+        return None
+    res = ctx.resolutions.get("submit_to_result_s", 0.0) + ctx.resolutions.get("phase_train_s", 0.0)
+    return _resolved(ctx, "platform_overhead_s", total - train, res)
+
+
+def train_phase_rates(log: Any, timeline: Any) -> np.ndarray:
+    """images/s of the train lines measured wholly inside the train phase: each line's
+    interval (from the line before it, or its segment's run_start) starts at or after the
+    first finished iteration, so no start-up or compile time is averaged in."""
+    marks = timeline.get("marks") if isinstance(timeline, dict) else None
+    first = marks.get("first_iter") if isinstance(marks, dict) else None
+    start = _number(first.get("time")) if isinstance(first, dict) else None
+    if start is None:
+        return np.empty(0)
+    rates = []
+    for run_start, _, trains in segments(log):
+        before = float(run_start["time"])
+        for line in trains:
+            rate = _number(line.get("images_per_s"))
+            if before >= start and rate is not None and rate > 0:
+                rates.append(rate)
+            before = float(line["time"])
+    return np.asarray(rates, dtype=float)
+
+
+def first_iteration_time(meta: dict[str, Any], log: Any) -> float | None:
+    """When the first iteration finished: the timeline's first_iter mark, else the first
+    `warmup` event; None (the chart then starts at the first train line)."""
+    marks = meta.get("timeline", {}).get("marks") if isinstance(meta.get("timeline"), dict) else None
+    first = marks.get("first_iter") if isinstance(marks, dict) else None
+    if isinstance(first, dict) and _number(first.get("time")) is not None:
+        return float(first["time"])
+    warmups = log.of("warmup")
+    return float(warmups[0]["time"]) if warmups else None
+
+
+def images_since_first_iteration(run: Any) -> tuple[np.ndarray, np.ndarray]:
+    """(seconds since the first finished iteration, images/s): every environment's line
+    starts where its training did, whatever its start-up took."""
+    return images_series(run.train, first_iteration_time(run.meta, run.train))
+
+
+def steady_images_per_s(ctx: Any) -> float | None:
+    rates = train_phase_rates(ctx.run.train, ctx.meta.get("timeline"))
+    return float(np.median(rates)) if rates.size else None
+
+
+def catalogue(metric: Callable[..., Any], derived: Callable[..., Any], higher: str, lower: str) -> tuple[Any, ...]:
+    """The catalogue's timeline entries (bench.analysis.metrics.METRICS), in summary order."""
+    phases = tuple(
+        metric(
+            f"phase_{phase}_s",
+            f"phase: {phase}",
+            "s",
+            lower,
+            derived(lambda ctx, p=phase: phase_value(ctx, p, f"phase_{p}_s"), f"run.json timeline phase {phase}"),
+            in_summary=False,
+        )
+        for phase in PHASES
+    )
+    return (
+        metric(
+            "submit_to_result_s",
+            "submit to result",
+            "s",
+            lower,
+            derived(_span("submitted", "submit_to_result_s"), "run.json timeline: submitted -> collected"),
+            in_runs_table=True,
+        ),
+        metric(
+            "push_to_result_s",
+            "push to result",
+            "s",
+            lower,
+            derived(_span("pushed", "push_to_result_s"), "run.json timeline: pushed (ATLAS_PUSHED_AT) -> collected"),
+        ),
+        metric(
+            "platform_overhead_s",
+            "platform overhead (all but train)",
+            "s",
+            lower,
+            derived(platform_overhead, "submit to result minus the train phase"),
+        ),
+        metric(
+            "images_per_s_train_phase",
+            "images/s, train phase after warm-up (median)",
+            "img/s",
+            higher,
+            derived(steady_images_per_s, "train.jsonl train lines inside the timeline's train phase"),
+        ),
+        *phases,
+    )
