@@ -162,6 +162,16 @@ def _launch(marks: dict[str, Any]) -> dict[str, Any]:
     return _span("launch", max(starts, key=lambda m: m["time"]), end)
 
 
+def _pulled_first(marks: dict[str, Any], granted: Any, staged: Any) -> Any:
+    """Where the image was pulled between the grant and the end of staging (on Kubernetes the
+    staging init container runs the training image, so it pulls it), staging starts when the
+    pull ended: the pull's seconds are counted once, in `pull`, and the phases still add up."""
+    pulled = _known(marks, "pulled")
+    if granted is None or staged is None or pulled is None:
+        return granted
+    return pulled if granted["time"] <= pulled["time"] <= staged["time"] else granted
+
+
 def phases_from_marks(marks: dict[str, Any]) -> list[dict[str, Any]]:
     """The phases, in order, each a span between two marks or null with the reason it is unknown."""
     out = []
@@ -171,6 +181,8 @@ def phases_from_marks(marks: dict[str, Any]) -> list[dict[str, Any]]:
             continue
         first, last = SPANS[phase]
         a, b = _known(marks, first), _known(marks, last)
+        if phase == "stage":
+            a = _pulled_first(marks, a, b)
         if a is None or b is None:
             missing = [name for name, m in ((first, a), (last, b)) if m is None]
             # a reason the kind gave beats "no mark"; the phase's own end mark's reason first

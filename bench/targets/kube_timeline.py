@@ -72,6 +72,12 @@ def kube_marks(target: Any, run_id: str) -> dict[str, dict[str, Any]]:
         pod = pods[0]
         marks.update(pod_marks(pod))
         marks.update(event_marks(_pod_events(target, pod), main_container(pod)))
+        start, end = marks.get("pull_start"), marks.get("pulled")
+        main_pulled = start is not None and end is not None and end["time"] > start["time"]
+        if not main_pulled and marks.get("stage_pull_start") is not None and marks.get("stage_pulled") is not None:
+            # the staging init container runs the training image, so it pulled it and the main
+            # container found it present: the init container's pull is the run's image pull
+            marks["pull_start"], marks["pulled"] = marks["stage_pull_start"], marks["stage_pulled"]
     return {name: m for name, m in marks.items() if m is not None}
 
 

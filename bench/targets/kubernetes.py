@@ -280,8 +280,13 @@ class KubernetesTarget(JobStatusReader, RecordCopier, PyTorchJobRunner, Target):
     def job_name(self, run_id: str) -> str:
         return f"{self.job_prefix()}-{run_id}"[:63].rstrip("-")
 
-    def job_manifest(self, job: JobSpec, image: str, digest: str, build: str = "") -> dict[str, Any]:
-        """The env's Job template filled in for one run; validated strictly before use."""
+    def job_manifest(
+        self, job: JobSpec, image: str, digest: str, build: str = "", submitted: float | None = None
+    ) -> dict[str, Any]:
+        """The env's Job template filled in for one run; validated strictly before use.
+
+        `submitted` is bench's clock when `bench run` began submitting, before any image
+        build was waited for, so the timeline's deliver phase holds the build."""
         s = self.env.settings
         manifest = load_job_template(self.env.folder / s["job_template"])
         meta = manifest.setdefault("metadata", {})
@@ -312,7 +317,7 @@ class KubernetesTarget(JobStatusReader, RecordCopier, PyTorchJobRunner, Target):
             "ATLAS_GIT_SHA": job.commit,
             "ATLAS_GIT_DIRTY": "0",
             "ATLAS_RUN_ID": job.run_id,
-            "ATLAS_SUBMIT_TIME": repr(time.time()),
+            "ATLAS_SUBMIT_TIME": repr(submitted if submitted is not None else time.time()),
         }
         env = [e for e in train.get("env", []) if e.get("name") not in values]
         train["env"] = env + [{"name": k, "value": v} for k, v in values.items()]
@@ -340,10 +345,11 @@ class KubernetesTarget(JobStatusReader, RecordCopier, PyTorchJobRunner, Target):
             raise ConfigError(f"{self.env.folder / self.env.settings['job_template']}: " + "; ".join(problems))
 
     def submit(self, job: JobSpec) -> RunStatus:
+        submitted = time.time()
         if self.shape.nodes > 1:
-            return self._submit_pytorchjob(job)
+            return self._submit_pytorchjob(job, submitted)
         image, digest, build = self.image_for_commit(job.commit)
-        manifest = self.job_manifest(job, image, digest, build)
+        manifest = self.job_manifest(job, image, digest, build, submitted)
         created = self._call(
             f"creating Job {manifest['metadata']['name']}",
             self._batch().create_namespaced_job,

@@ -126,9 +126,11 @@ class PyTorchJobRunner:
                 raise AtlasError(operator_absent(self.env.name, self.shape.nodes)) from None
             raise AtlasError(f"{self.env.name}: the server has no {api_version} {kind}") from None
 
-    def _pytorchjob(self, job: Any, image: str, digest: str, build: str = "", nodes: int = 0) -> dict[str, Any]:
+    def _pytorchjob(
+        self, job: Any, image: str, digest: str, build: str = "", nodes: int = 0, submitted: float | None = None
+    ) -> dict[str, Any]:
         """The multi-node run: the batch Job's pod as Master and Workers, torchrun per node."""
-        batch = self.job_manifest(job, image, digest, build)  # type: ignore[attr-defined]
+        batch = self.job_manifest(job, image, digest, build, submitted)  # type: ignore[attr-defined]
         run_dir = f"{self.env.settings['results_mount'].rstrip('/')}/{job.run_id}"
         nodes = nodes or self.shape.nodes
         command = recorded_launch(
@@ -144,10 +146,10 @@ class PyTorchJobRunner:
         self._validate(manifest)  # type: ignore[attr-defined]
         return manifest
 
-    def _submit_pytorchjob(self, job: Any) -> RunStatus:
+    def _submit_pytorchjob(self, job: Any, submitted: float | None = None) -> RunStatus:
         kubeflow = self._dynamic_resource(API_VERSION, KIND)  # before building: no operator, one line
         image, digest, build = self.image_for_commit(job.commit)  # type: ignore[attr-defined]
-        manifest = self._pytorchjob(job, image, digest, build)
+        manifest = self._pytorchjob(job, image, digest, build, submitted=submitted)
         created = self._call(  # type: ignore[attr-defined]
             f"creating PyTorchJob {manifest['metadata']['name']}",
             kubeflow.create,

@@ -5,7 +5,9 @@ double's clock at the step the test made, never a constant."""
 
 from __future__ import annotations
 
+import json
 import socket
+import types
 from pathlib import Path
 
 import pytest
@@ -19,6 +21,7 @@ from bench.errors import AtlasError  # noqa: E402
 from bench.records.timeline import build_timeline, mark  # noqa: E402
 from bench.targets import target_class  # noqa: E402
 from bench.targets.base import JobSpec  # noqa: E402
+from bench.targets.lifecycle import collect_run  # noqa: E402
 from bench.targets.manifests import SCHEMA_FILE  # noqa: E402
 from tests.bench.targets import test_openshift  # noqa: E402
 from tests.bench.targets.test_kubernetes import COMMIT, RUN_ID, env_folder  # noqa: E402
@@ -55,8 +58,10 @@ def marks_of(target, double: OpenShiftApiDouble, run_id: str = RUN_ID) -> tuple[
 
 
 def in_order(marks: dict) -> None:
-    times = [marks[name]["time"] for name in ORDER]
-    assert times[0] < times[1] and times[1:] == sorted(times[1:]), marks
+    """accepted < granted; the pull and the staging both after the grant, both before the start."""
+    t = {name: marks[name]["time"] for name in ORDER}
+    assert t["accepted"] < t["granted"] <= min(t["staged"], t["pull_start"]), marks
+    assert t["pull_start"] <= t["pulled"] <= t["container_started"] and t["staged"] <= t["container_started"], marks
 
 
 def test_a_job_run_has_queue_stage_pull_and_launch_from_the_api(tmp_path, double):
@@ -83,8 +88,8 @@ def test_a_job_run_has_queue_stage_pull_and_launch_from_the_api(tmp_path, double
         "stage_pull_start": api_mark(granted),
         "stage_pulled": api_mark(granted + 20),
         "staged": api_mark(staged),
-        "pull_start": api_mark(staged),
-        "pulled": api_mark(staged),
+        "pull_start": api_mark(granted),  # the init container's pull: the main one found the image
+        "pulled": api_mark(granted + 20),
         "container_started": api_mark(staged),
         "container_finished": api_mark(staged + 50),
     }
@@ -98,7 +103,8 @@ def test_a_job_run_has_queue_stage_pull_and_launch_from_the_api(tmp_path, double
     phases = {p["phase"]: p for p in build_timeline({**marks, **job_marks})["phases"]}
     assert phases["deliver"]["seconds"] == 1 and phases["deliver"]["source"] == "bench-host → api-server"
     assert phases["queue"]["seconds"] == granted - accepted and phases["queue"]["source"] == "api-server"
-    assert phases["stage"]["seconds"] == staged - granted and phases["pull"]["seconds"] == 0
+    # the pull is counted once, in pull; staging starts when it ended
+    assert phases["pull"]["seconds"] == 20 and phases["stage"]["seconds"] == staged - granted - 20
     assert phases["launch"]["seconds"] == 2 and phases["launch"]["source"] == "api-server → job"
 
 
@@ -215,3 +221,58 @@ def test_an_openshift_run_starts_its_delivery_at_the_build(tmp_path, double):
     assert marks["build_started"]["time"] < marks["image_pushed"]["time"] <= marks["build_completed"]["time"]
     assert marks["build_completed"]["time"] <= marks["accepted"]["time"]
     assert len([s for s in sent if "/builds/" in s]) == 1 and len(sent) == 4
+
+
+def test_a_collected_openshift_run_shows_deliver_queue_pull_and_launch_from_the_api(tmp_path, double, monkeypatch):
+    """Submit (the Build takes 90 s), run, collect: run.json's timeline has the phases that
+    happen around training from the API server's own timestamps, and they add up. The
+    double's clock runs ahead of this machine's (it skips the waits), so collection reads it."""
+    clock = double.clock
+    double.add_buildconfig("atlas-biggan")
+
+    def slow_build(build: dict) -> None:
+        clock.advance(90)
+        double.complete_build(build)
+
+    double.on_build = slow_build
+    target = test_openshift.make_target(tmp_path, double)
+    target.submit(test_openshift.job_spec())
+    (job,) = double.jobs
+    double.run_job_pod(job, queue_s=4, pull_s=15, stage_s=2, run_s=40)
+    started = marks_of(target, double, test_openshift.RUN_ID)[0]["container_started"]["time"]
+    run_dir = double.volume / test_openshift.RUN_ID
+    run_dir.mkdir(parents=True, exist_ok=True)
+    record = {
+        "schema_version": 1,
+        "run_id": test_openshift.RUN_ID,
+        "start_time": started + 0.5,
+        "end_time": started + 39,
+    }
+    container = double.jobs[job]["spec"]["template"]["spec"]["containers"][0]
+    submit_time = float(next(e["value"] for e in container["env"] if e["name"] == "ATLAS_SUBMIT_TIME"))
+    scheduler = {"kind": "openshift", "submit_time": submit_time}  # as the recorder writes ATLAS_SUBMIT_TIME
+    (run_dir / "run.json").write_text(json.dumps({**record, "scheduler": scheduler}))
+    events = [
+        {"event": "run_start", "time": started + 3.0, "iteration": 0},
+        {"event": "warmup", "time": started + 8.0, "warmup_s": 5.0, "setup_s": 2.0},
+        {"event": "train", "time": started + 38.0, "iteration": 10, "images_per_s": 5.0},
+    ]
+    (run_dir / "train.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+
+    monkeypatch.setattr("bench.records.place.time", types.SimpleNamespace(time=lambda: clock.now() + 5))
+    placed = collect_run(target, test_openshift.RUN_ID, tmp_path / "results")
+    timeline = json.loads((placed / "run.json").read_text())["timeline"]
+    by = {p["phase"]: p for p in timeline["phases"]}
+    build = timeline["marks"]
+    assert by["deliver"]["source"] == "bench-host → api-server"
+    assert by["deliver"]["seconds"] >= 90 - 1  # the Build the submit waited for is delivery (API: whole seconds)
+    # the Build happened inside deliver (its whole-second stamps: within 1 s of bench's clock)
+    assert by["deliver"]["start"] - 1 < build["build_created"]["time"] < build["build_completed"]["time"]
+    assert build["build_completed"]["time"] <= by["deliver"]["end"]
+    assert by["queue"]["source"] == "api-server" and by["queue"]["seconds"] == 4
+    assert by["pull"]["source"] == "api-server" and by["pull"]["seconds"] == 15
+    assert by["stage"]["seconds"] == 2
+    assert by["launch"]["source"] == "api-server → job" and by["launch"]["seconds"] == 1.0  # started + 1 = workload
+    assert by["warmup"]["seconds"] == 7.0 and by["train"]["seconds"] == 30.0 and by["finish"]["seconds"] == 1.0
+    total = timeline["marks"]["collected"]["time"] - timeline["marks"]["submitted"]["time"]
+    assert abs(sum(p["seconds"] for p in timeline["phases"]) - total) <= 1.0  # one clock resolution
