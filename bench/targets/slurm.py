@@ -32,6 +32,7 @@ from bench.limits import slurm_problems
 from bench.records.contract import EXIT_PREEMPTED
 from bench.targets import register
 from bench.targets.base import JobSpec, RunState, RunStatus, Target
+from bench.targets.slurm_command import job_variables
 
 PLAYBOOKS = REPO_ROOT / "ansible"
 LOCAL_SLURM_SCRIPT = REPO_ROOT / "scripts" / "local-slurm.sh"
@@ -358,6 +359,10 @@ class SlurmTarget(Target):
     # -- Target --------------------------------------------------------------------
     def submit(self, job: JobSpec) -> RunStatus:
         sha = self._resolve_commit(job.commit)
+        settings = self.ansible_variables()
+        command = job_variables(  # the batch script runs this line as is (bench/targets/slurm_command.py)
+            self.env.name, job, settings["atlas_env_slurm"], settings["atlas_env_hardware"], self.recorder_options()
+        )
         stats = self._run(
             "submit.yml",
             {
@@ -366,6 +371,7 @@ class SlurmTarget(Target):
                 "atlas_experiment": job.experiment,
                 "atlas_overrides": list(job.overrides),
                 "atlas_repo": str(self.repo),
+                **command,
             },
         )
         job_id = str(stats.get("job_id") or "")
