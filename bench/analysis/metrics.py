@@ -3,8 +3,8 @@
 Each `Metric` says what a figure is called, its unit, which way is better, which record
 columns it comes from and which charts show it; the comparison, the tables, the charts,
 the regression verdicts and the PR comment all read this catalogue, so a new report
-metric is one entry in `METRICS` (plus a sampler column in `bench.records.contract`
-when it is a new measurement). A figure is None when the record cannot support it (and
+metric is one entry in `METRICS` (the mean of a new samples column: the `metric` of its
+row in `bench.records.columns`). A figure is None when the record cannot support it (and
 `records.read.load_run` has already said why), so one damaged run never hides the others.
 """
 
@@ -22,6 +22,7 @@ from bench.analysis import fastpath as fp
 from bench.analysis.attempts import attempt_spans, per_attempt, wall_over_attempts
 from bench.analysis.cost import record_cost
 from bench.records import contract as c
+from bench.records.columns import CATALOGUE, GPU_CATALOGUE
 from bench.records.read import RunData
 from bench.records.shape import recorded_shape
 from bench.records.trainlog import (
@@ -326,6 +327,19 @@ def _derived(fn: Callable[[RunContext], float | None], source: str, series=None)
 # Process-tree CPU, else the whole host's (% of all cores x cores = % of one core).
 HOST_CPU = {"host_column": "host_cpu_percent", "per_core": True}
 
+
+def column_metrics() -> tuple[Metric, ...]:
+    """A figure for each samples column whose catalogue row names one (`Column.metric`): its
+    mean over time, pooled over the job's GPUs (or hosts), so that a new column's figure is
+    its row in bench.records.columns and nothing here."""
+    gpu = {col.name for col in GPU_CATALOGUE}
+    return tuple(
+        Metric(col.metric, col.what, col.unit or "count", "", Samples(col.name, "mean", "pool", col.name in gpu))
+        for col in CATALOGUE.values()
+        if col.metric
+    )
+
+
 METRICS: tuple[Metric, ...] = (
     Metric(
         "time_to_train_s", "time to train", "s", LOWER,
@@ -412,6 +426,7 @@ METRICS: tuple[Metric, ...] = (
     Metric("gpu_mem_total_gb", "GPU memory", "GiB", "", Samples(c.GPU_FB_TOTAL, "max", "max", True, 1 / 1024),
            in_summary=False),
     *fp.catalogue(Metric, _derived, HIGHER, LOWER),  # how close to the hardware: MFU, J/image, compiled
+    *column_metrics(),
 )  # fmt: skip
 METRIC_BY_KEY = {m.key: m for m in METRICS}
 HEADLINE = tuple(m.key for m in METRICS if m.headline)
