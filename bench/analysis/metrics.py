@@ -368,6 +368,12 @@ METRICS: tuple[Metric, ...] = (
         in_runs_table=True, timeseries=TimeSeries("cpu", "Process-tree CPU", "% of one core"),
     ),
     Metric("cpu_p95_pct", "CPU p95", "% of a core", "", Samples("proc_cpu_percent", "p95", "sum", **HOST_CPU)),
+    # The whole host's utilisation as sar and top print it (100 - %idle): needs no core count.
+    Metric(
+        "host_cpu_util_pct", "host CPU utilisation mean", "% of the host", "",
+        Samples("host_cpu_percent", "mean", "pool"), in_runs_table=True,
+        timeseries=TimeSeries("host_cpu", "Host CPU utilisation (all logical CPUs)", "% of the host"),
+    ),
     Metric(
         "peak_rss_gb", "peak RSS", "GB", LOWER,
         Samples("proc_rss_bytes", "max", "sum", scale=1e-9, host_column="host_mem_used_bytes"),

@@ -24,15 +24,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from bench.importers import FORMATS
 
     parser.add_argument(
-        "files", nargs="+", metavar="FILE", help="files of one run; FORMAT:FILE gives one file its own format"
+        "files",
+        nargs="*",
+        metavar="FILE",
+        help="files of one run; FORMAT:FILE gives one file its own format (none: the files --map names)",
     )
     parser.add_argument(
-        "--format", choices=sorted(FORMATS), default=None, help="format of every FILE without a FORMAT: prefix"
+        "--format",
+        choices=sorted(FORMATS),
+        default=None,
+        help="format of every FILE without a FORMAT: prefix (default with --map: csv)",
     )
     add_env(parser, "environment the run belongs to (a results folder; clusters/ENV/env.yaml's facts when it exists)")
     parser.add_argument("--run-id", type=arg_type("run id"), required=True, help="the run's id (its folder name)")
     parser.add_argument("--results", type=Path, default=Path("results"), help="results tree (default results/)")
-    parser.add_argument("--map", type=Path, default=None, help="MAP.yaml for the csv format")
+    parser.add_argument(
+        "--map", type=Path, default=None, help="MAP.yaml for the csv format; its files: list names a run's sheets"
+    )
     parser.add_argument(
         "--gpus",
         default=None,
@@ -47,7 +55,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="seconds between samples of files without a time column",
     )
     parser.add_argument("--timezone", default="UTC", help="time zone the tools printed local times in (default UTC)")
-    parser.add_argument("--date", default=None, metavar="YYYY-MM-DD", help="date of sar files without their header")
+    parser.add_argument(
+        "--date",
+        default=None,
+        metavar="YYYY-MM-DD",
+        help="date of the first sample of files that print only the time of day (sar without its header, "
+        "a CSV time column like %%H:%%M:%%S)",
+    )
     parser.add_argument(
         "--start",
         default=None,
@@ -72,6 +86,29 @@ def _split(item: str, default: str | None, known: dict) -> tuple[str, Path]:
     return default, Path(item)
 
 
+def _jobs(args: argparse.Namespace, opts):  # -> list[tuple[str, Path, ParseOptions]]
+    """(format, file, its options) of every file of the run: the command line's, and those the map names."""
+    from bench.errors import AtlasError
+    from bench.importers import FORMATS
+    from bench.importers.csv_map import file_maps
+
+    default = args.format or ("csv" if opts.mapping is not None else None)
+    jobs = [(*_split(item, default, FORMATS), opts) for item in args.files]
+    parts = file_maps(opts.mapping, opts) if opts.mapping is not None else []
+    named = [(path, o) for path, o in parts if path is not None]
+    if named and any(fmt == "csv" for fmt, _, _ in jobs):
+        raise AtlasError(
+            f"{args.map} names its files (files:); give no csv FILE on the command line "
+            "(other formats' files, e.g. sar:FILE, may join them)"
+        )
+    if not named and parts:
+        jobs = [(fmt, path, parts[0][1] if fmt == "csv" else o) for fmt, path, o in jobs]
+    jobs += [("csv", path, o) for path, o in named]
+    if not jobs:
+        raise AtlasError("no files: give FILE(s), or a --map whose files: list names the run's sheets")
+    return jobs
+
+
 def _gpus(text: str | None) -> list[int] | None:
     from bench.errors import AtlasError
 
@@ -87,23 +124,13 @@ def _gpus(text: str | None) -> list[int] | None:
 
 
 def _options(args: argparse.Namespace):  # -> ParseOptions
-    import yaml
-
     from bench.errors import AtlasError
     from bench.importers import ParseOptions
+    from bench.importers.csv_map import load_map
     from bench.importers.sanitize import check_interval
     from bench.importers.series import local_to_unix, zone
 
-    mapping = None
-    if args.map is not None:
-        try:
-            mapping = yaml.safe_load(args.map.read_text())
-        except (OSError, yaml.YAMLError) as exc:
-            raise AtlasError(
-                f"{args.map}: cannot read the map ({type(exc).__name__}: {str(exc).splitlines()[0]})"
-            ) from None
-        if not isinstance(mapping, dict):
-            raise AtlasError(f"{args.map}: expected a mapping with columns: (see bench/README.md, Import)")
+    mapping = load_map(args.map) if args.map is not None else None
     if args.interval is not None and args.interval <= 0:
         raise AtlasError(f"--interval {args.interval:g}: must be more than 0 seconds")
     check_interval(args.interval)
@@ -137,14 +164,13 @@ def import_env(name: str):  # -> Environment
 
 
 def run(args: argparse.Namespace) -> int:
-    from bench.importers import FORMATS, parse_file
+    from bench.importers import parse_file
     from bench.importers.merge import merge
     from bench.importers.writer import build_run_json, write_record
 
     opts, start = _options(args)
     env = import_env(args.env)
-    jobs = [_split(item, args.format, FORMATS) for item in args.files]
-    series = [parse_file(fmt, path, opts) for fmt, path in jobs]  # every file is read before anything is written
+    series = [parse_file(fmt, path, o) for fmt, path, o in _jobs(args, opts)]  # all read before anything is written
     merged = merge(series, host=args.host, gpus=_gpus(args.gpus), start=start)
     record = build_run_json(
         merged,
@@ -161,6 +187,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"  {src['file']} ({src['format']}): {src['rows']} rows, time {src['time']}")
         for note in src["notes"]:
             print(f"    {note}")
+        if src["ignored"]:
+            print(f"    ignored (not in the map or not read): {', '.join(map(str, src['ignored']))}")
     if merged.gpus_sampled:
         job = merged.gpus_job if merged.gpus_job is not None else merged.gpus_sampled
         print(f"  GPUs sampled: {', '.join(map(str, merged.gpus_sampled))}; the job's: {', '.join(map(str, job))}")

@@ -23,6 +23,10 @@ WRAP_MIN_S = 3 * 3600
 CLOCK_24H = "24-hour"
 CLOCK_AMPM = "12-hour with AM/PM"
 CLOCK_NO_AMPM = "12-hour without AM/PM"
+NO_AMPM_NOTE = (
+    "AM/PM missing: the first sample is taken to be in the half of the day its hour "
+    "reads as; later samples follow it in order"
+)
 
 
 def seconds_of_day(hour: int, minute: int, second: int, ampm: str | None) -> int:

@@ -8,7 +8,10 @@ one to one. `dcgmi dmon -e 203,252,155,...` prints short tags and no time:
     GPU 0     31     10240  65.432
 
 (tags from DCGM's field table, dcgm_fields.h in https://github.com/NVIDIA/DCGM); its
-rows are numbered and placed `--interval` seconds apart (dmon's `-d` in ms ÷ 1000).
+rows are numbered and placed `--interval` seconds apart (dmon's `-d` in ms ÷ 1000). dmon
+prints its two header lines again every 14 rounds (MAX_PRINT_HEADER_COUNT in
+dcgmi/DeviceMonitor.cpp); they start no sample. Field names are read in both spellings,
+before and after DCGM 4.6's renaming (bench.importers.dcgm_names).
 
 dcgm-exporter (https://github.com/NVIDIA/dcgm-exporter) serves the Prometheus text
 format; a series is several scrapes in one file, e.g. `curl` in a loop, or Prometheus'
@@ -27,12 +30,15 @@ from pathlib import Path
 
 import pandas as pd
 
+from bench.importers.dcgm_names import record_field
 from bench.importers.sanitize import gpu_index
 from bench.importers.series import GPU_FIELD_UNITS, ImportFault, ParseOptions, Series, gpu_frame, group_samples, number
 from bench.records.columns import GPU_CATALOGUE
 
 # dcgmi dmon column tags -> DCGM field names: each catalogue row's tag (bench.records.columns).
 DMON_TAGS = {col.dmon: col.name for col in GPU_CATALOGUE if col.dmon}
+# The line dmon prints when stopped by a signal (dcgmi/DeviceMonitor.cpp): the log's end, not data.
+STOPPED = "dmon was stopped"
 MISSING = {"N/A", "-", ""}
 # Exported beside FB_USED by dcgm-exporter's default counters; their sum is FB_TOTAL.
 FB_PARTS = ("DCGM_FI_DEV_FB_FREE", "DCGM_FI_DEV_FB_RESERVED")
@@ -48,6 +54,12 @@ def _read(path: Path) -> list[str]:
         return Path(path).read_text().splitlines()
     except (OSError, UnicodeDecodeError) as exc:
         raise ImportFault(path, None, f"cannot read ({type(exc).__name__}: {exc})") from None
+
+
+def _known(name: str) -> str | None:
+    """The record field of a dmon column named by field name (old or 4.6) rather than tag."""
+    field_name = record_field(name)
+    return field_name if field_name in GPU_FIELD_UNITS else None
 
 
 def parse_dmon(path: Path, opts: ParseOptions) -> Series:
@@ -70,10 +82,10 @@ def parse_dmon(path: Path, opts: ParseOptions) -> Series:
             tags = text.lstrip("#").split()
             if not tags or tags[0] != "Entity":
                 raise ImportFault(path, no, f"expected the '#Entity TAG ...' column line of dcgmi dmon: {text[:60]!r}")
-            fields = [DMON_TAGS.get(t, t if t in GPU_FIELD_UNITS else None) for t in tags[1:]]
+            fields = [DMON_TAGS.get(t) or _known(t) for t in tags[1:]]
             ignored.update(t for t, f in zip(tags[1:], fields) if f is None)
             continue
-        if text.split()[0] in ("ID", "Id", "Entity"):
+        if text.split()[0] in ("ID", "Id", "Entity") or text.startswith(STOPPED):
             continue  # the second header line (entity id, units)
         if fields is None:
             raise ImportFault(path, no, "a data row before the '#Entity ...' column line")
@@ -125,7 +137,7 @@ def parse_exporter(path: Path, opts: ParseOptions) -> Series:
         m = SAMPLE_RE.match(text)
         if not m:
             raise ImportFault(path, no, f"not a Prometheus sample line: {text[:60]!r}")
-        name = m["name"]
+        name = record_field(m["name"])
         labels = _labels(m["labels"] or "", path, no)
         if name not in GPU_FIELD_UNITS and name not in FB_PARTS:
             ignored.add(name)
@@ -142,7 +154,7 @@ def parse_exporter(path: Path, opts: ParseOptions) -> Series:
         value = number(m["value"], path, no, name)
         parsed.append((gpu, name, value, int(m["ts"]) if m["ts"] else None))
     if not parsed:
-        raise ImportFault(path, None, "no DCGM_FI_DEV_* samples (is it a dcgm-exporter scrape?)")
+        raise ImportFault(path, None, "no DCGM_FI_DEV_* or DCGM_FI_PROF_* samples (is it a dcgm-exporter scrape?)")
     stamped = [p[3] is not None for p in parsed]
     if any(stamped) and not all(stamped):
         raise ImportFault(path, None, "some samples have a timestamp and some do not; keep one kind per file")

@@ -1,155 +1,126 @@
-"""Any CSV (a spreadsheet's export) with a mapping file that says what its columns are.
+"""Any CSV (a spreadsheet's export) with a map that says what its columns are.
 
-    # MAP.yaml
-    time: {column: "Time", format: "%d.%m.%Y %H:%M:%S"}   # or unix / unix_ms / iso
-    # interval_s: 5          # instead of time: a file without a time column
+    # MAP.yaml: one file (given on the command line)
+    time: {column: "Time", format: "%d.%m.%Y %H:%M:%S"}   # any strptime format, or unix / unix_ms / iso
+    # time: {column: "Time", format: "%H:%M:%S"}  # time of day only: with --date (or date:) YYYY-MM-DD
+    # interval_s: 5          # instead of time: the map names no time column
     # start: "2024-03-14 09:00:00"   # optional with interval_s: the first row's time
     host: node17
     csv: {delimiter: ";", decimal: ","}
     columns:
-      "CPU busy (%)": {to: host_cpu_percent}
-      "RAM used (GB)": {to: host_mem_used_bytes, unit: GB}
+      "RAM used (GB)": {to: host_mem_used_bytes, unit: GB_SI}
       "GPU0 util": {to: gpu0_DCGM_FI_DEV_GPU_UTIL, unit: fraction}
-      "GPU0 board power": {to: gpu0_DCGM_FI_DEV_POWER_USAGE, unit: W, scale: 1.0}
+    derived:                 # arithmetic over one row's columns (pandas DataFrame.eval)
+      host_cpu_percent: "100 - `%idle`"
     hardware: {cpu_cores_logical: 32}
 
-A value is multiplied by `scale` (default 1), then converted from `unit` to the record
-column's unit (bench/README.md). Columns not named in `columns` are left out (listed in
-run.json); a named column that is not in the file is an error.
+or `files: [{file: gpu.csv, interval_s: 1, columns: {...}}, {file: cpu.csv, time: ...}]`
+for several files of one run (bench.importers.csv_map). A value is multiplied by `scale`
+(default 1, above 0), then converted from `unit` to the record column's unit
+(bench/README.md); a value outside the column's valid range (bench.records.columns) is
+refused with the column named, since it means a wrong unit or scale. Columns the map
+does not use are listed as ignored.
 """
 
 from __future__ import annotations
 
 import csv
-from datetime import datetime
 from pathlib import Path
 from typing import Any
-from zoneinfo import ZoneInfo
 
+import numpy as np
 import pandas as pd
 
-from bench.importers.series import (
-    ImportFault,
-    ParseOptions,
-    Series,
-    column_unit,
-    local_to_unix,
-    number,
-    unit_factor,
-    zone,
-)
+from bench.importers.csv_map import Target, expression_columns, targets, unit_warnings
+from bench.importers.csv_time import iso_time, map_fault, time_column
+from bench.importers.series import ImportFault, ParseOptions, Series, number, zone
+from bench.records.columns import column_of
 
 HARDWARE_KEYS = ("cpu_model", "cpu_cores_logical", "cpu_cores_physical", "memory_bytes")
+MISSING = ("", "NA", "N/A", "nan", "-")
+TIME_WORDS = ("time", "date", "zeit", "heure", "timestamp")
+EPSILON = 1e-6  # rounding of a unit conversion is not out of range
 
 
-def _map_error(opts: ParseOptions, key: str, problem: str) -> ImportFault:
-    return ImportFault(opts.map_path or "MAP.yaml", None, f"{key}: {problem}")
-
-
-def _column_specs(mapping: dict[str, Any], opts: ParseOptions) -> dict[str, tuple[str, float]]:
-    """source column -> (record column, factor to the record's unit)."""
-    cols = mapping.get("columns")
-    if not isinstance(cols, dict) or not cols:
-        raise _map_error(
-            opts,
-            "columns",
-            'missing: map at least one CSV column to a record column, e.g. columns: {"CPU %": {to: host_cpu_percent}}',
-        )
-    out: dict[str, tuple[str, float]] = {}
-    for src, spec in cols.items():
-        spec = {"to": spec} if isinstance(spec, str) else spec
-        if not isinstance(spec, dict) or not isinstance(spec.get("to"), str):
-            raise _map_error(opts, f"columns.{src}", "needs 'to: <record column>'")
-        target = spec["to"]
-        record_unit = column_unit(target)
-        if record_unit is None:
-            raise _map_error(
-                opts,
-                f"columns.{src}.to",
-                f"{target!r} is not a record column (e.g. host_cpu_percent, "
-                "host_mem_used_bytes, gpu0_DCGM_FI_DEV_GPU_UTIL; see bench/README.md)",
-            )
-        scale = spec.get("scale", 1)
-        if isinstance(scale, bool) or not isinstance(scale, (int, float)):
-            raise _map_error(opts, f"columns.{src}.scale", f"{scale!r} is not a number")
-        unit = str(spec.get("unit", record_unit))
-        factor = unit_factor(unit, record_unit)
-        if factor is None:
-            raise _map_error(
-                opts, f"columns.{src}.unit", f"{unit!r} does not convert to {record_unit} (the unit of {target})"
-            )
-        out[str(src)] = (target, float(scale) * factor)
-    return out
-
-
-def _iso(text: str, tz: ZoneInfo) -> float:
-    """ISO 8601; a time without an offset is local time in --timezone."""
-    moment = datetime.fromisoformat(text)
-    return moment.timestamp() if moment.tzinfo else local_to_unix(moment, tz)
-
-
-def _time_reader(mapping: dict[str, Any], opts: ParseOptions) -> tuple[str | None, Any]:
-    spec = mapping.get("time")
-    if spec is None:
-        interval = mapping.get("interval_s", opts.interval_s)
-        if isinstance(interval, bool) or not isinstance(interval, (int, float)) or interval <= 0:
-            raise _map_error(
-                opts, "time", "missing: give time: {column, format} or interval_s for a file without a time column"
-            )
-        return None, None
-    if not isinstance(spec, dict) or not isinstance(spec.get("column"), str):
-        raise _map_error(opts, "time", "needs column: <name> and format: <strptime format | unix | unix_ms | iso>")
-    fmt = str(spec.get("format", "iso"))
-    tz = zone(opts.timezone)
-    if fmt == "unix":
-        return spec["column"], float
-    if fmt == "unix_ms":
-        return spec["column"], lambda s: float(s) / 1000.0
-    if fmt == "iso":
-        return spec["column"], lambda s: _iso(s, tz)
-    if not any(d in fmt for d in DATE_DIRECTIVES):  # strptime would date every row 1900-01-01
-        raise _map_error(
-            opts,
-            "time",
-            f"format {fmt!r} of column {spec['column']!r} has no date (only a time of day): give a format with the "
-            "date (e.g. '%Y-%m-%d %H:%M:%S') if the column has one, else leave time: out and give interval_s "
-            "with start: 'YYYY-MM-DD HH:MM:SS'",
-        )
-    return spec["column"], lambda s: local_to_unix(datetime.strptime(s, fmt), tz)
-
-
-DATE_DIRECTIVES = ("%d", "%j", "%c", "%x", "%s", "%G")  # a strptime format that names the day
-
-
-def _rows(
-    path: Path,
-    reader: Any,
-    header: list[str],
-    specs: dict[str, tuple[str, float]],
-    time_col: str | None,
-    to_time: Any,
-    decimal: str,
-) -> list[dict[str, float]]:
-    """Each data row as record column -> value (and time), in the record's units."""
-    rows: list[dict[str, float]] = []
+def _read(path: Path, mapping: dict[str, Any]) -> tuple[list[str], list[tuple[int, dict[str, str]]]]:
+    """The header and each non-blank data row (line number, column -> cell)."""
+    fmt = mapping.get("csv") if isinstance(mapping.get("csv"), dict) else {}
+    try:
+        lines = path.read_text(encoding="utf-8-sig").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ImportFault(path, None, f"cannot read ({type(exc).__name__}: {exc})") from None
+    reader = csv.reader(lines, delimiter=str(fmt.get("delimiter", ",")))
+    header = [h.strip() for h in next(reader, [])]
+    rows = []
     for no, row in enumerate(reader, 2):
         if not row or all(not c.strip() for c in row):
             continue
         if len(row) != len(header):
             raise ImportFault(path, no, f"{len(row)} fields where the header has {len(header)}")
-        cells = dict(zip(header, (c.strip() for c in row)))
-        out: dict[str, float] = {}
-        if time_col:
-            try:
-                out["time"] = to_time(cells[time_col])
-            except ValueError:
-                raise ImportFault(path, no, f"time {cells[time_col]!r} does not match the map's time format") from None
-        for src, (target, factor) in specs.items():
-            text = cells[src].replace(decimal, ".") if decimal != "." else cells[src]
-            if text not in ("", "NA", "N/A", "nan", "-"):
-                out[target] = number(text, path, no, src) * factor
-        rows.append(out)
-    return rows
+        rows.append((no, dict(zip(header, (c.strip() for c in row)))))
+    return header, rows
+
+
+def _numbers(path: Path, rows: list[tuple[int, dict[str, str]]], column: str, decimal: str) -> np.ndarray:
+    out = np.full(len(rows), np.nan)
+    for i, (no, cells) in enumerate(rows):
+        text = cells[column].replace(decimal, ".") if decimal != "." else cells[column]
+        if text not in MISSING:
+            out[i] = number(text, path, no, column)
+    return out
+
+
+def _values(target: Target, source: pd.DataFrame, opts: ParseOptions) -> np.ndarray:
+    """A target's values in the record's unit: a column, or its expression over each row."""
+    if not target.is_expr:
+        with np.errstate(over="ignore"):  # 1e308 kB is inf: sanitize drops it, naming the column
+            return source[target.source].to_numpy(dtype=float) * target.factor
+    try:
+        with np.errstate(all="ignore"):  # x / 0 is inf: refused by range or dropped by sanitize, never a warning
+            result = source.eval(target.source, engine="python")
+    except Exception as exc:  # pandas raises many kinds (NameError, SyntaxError, ValueError, ...)
+        raise map_fault(
+            opts,
+            target.key,
+            f"{target.source!r} cannot be evaluated ({type(exc).__name__}: {exc}); write columns with spaces "
+            "or symbols in backticks, e.g. 100 - `%idle`",
+        ) from None
+    if not isinstance(result, pd.Series) or len(result) != len(source):
+        raise map_fault(opts, target.key, f"{target.source!r} gives one value, not one per row: name a column")
+    with np.errstate(over="ignore"):
+        return pd.to_numeric(result, errors="coerce").to_numpy(dtype=float) * target.factor
+
+
+def _check_range(path: Path, target: Target, values: np.ndarray, lines: list[int]) -> None:
+    """Refuse a value the record column cannot take: a wrong unit or scale, named where it is."""
+    col = column_of(target.column)
+    if col is None:
+        return
+    low, high = col.low, None if col.high_per_core else col.high
+    with np.errstate(invalid="ignore"):
+        bad = ((values < low - EPSILON) if low is not None else False) | (
+            (values > high + EPSILON) if high is not None else False
+        )
+    if np.any(bad):
+        i = int(np.flatnonzero(bad)[0])
+        span = f"{'' if low is None else f'{low:g}'}..{'' if high is None else f'{high:g}'} {col.unit}"
+        raise ImportFault(
+            path,
+            lines[i],
+            f"{target.key} gives {target.column} = {values[i]:g} {col.unit}, outside its valid range {span} "
+            f"({int(bad.sum())} such row(s)): check the map's unit and scale for it",
+        )
+
+
+def _untimed_why(header: list[str]) -> tuple[str, list[str]]:
+    """What run.json says of a file placed by row, and a warning when it seems to have a time column."""
+    timely = [h for h in header if any(w in h.lower() for w in TIME_WORDS)]
+    if not timely:
+        return "the map names no time column, and the file has none", []
+    return f"the map names no time column; the file's {', '.join(map(repr, timely))} left unused", [
+        f"warning: {', '.join(map(repr, timely))} look(s) like a time column: give time: {{column, format}} "
+        "in the map to place the rows by it"
+    ]
 
 
 def parse(path: Path, opts: ParseOptions) -> Series:
@@ -157,43 +128,63 @@ def parse(path: Path, opts: ParseOptions) -> Series:
     mapping = opts.mapping
     if not isinstance(mapping, dict):
         raise ImportFault(path, None, "the csv format needs --map MAP.yaml (which column is what, in which unit)")
-    specs = _column_specs(mapping, opts)
-    time_col, to_time = _time_reader(mapping, opts)
-    fmt = mapping.get("csv") if isinstance(mapping.get("csv"), dict) else {}
-    delimiter, decimal = str(fmt.get("delimiter", ",")), str(fmt.get("decimal", "."))
-    try:
-        lines = path.read_text(encoding="utf-8-sig").splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ImportFault(path, None, f"cannot read ({type(exc).__name__}: {exc})") from None
-    reader = csv.reader(lines, delimiter=delimiter)
-    header = [h.strip() for h in next(reader, [])]
-    for needed in [*specs, *([time_col] if time_col else [])]:
-        if needed not in header:
+    wanted = targets(mapping, opts)
+    timer = time_column(mapping, opts)
+    header, rows = _read(path, mapping)
+    sources = {t.source: [t.source] for t in wanted if not t.is_expr}
+    sources.update({t.source: expression_columns(t.source, header) for t in wanted if t.is_expr})
+    for t in wanted:
+        if not t.is_expr and t.source not in header:
             raise ImportFault(
                 path,
                 1,
-                f"no column {needed!r} (named in {opts.map_path or 'the map'}); the header has: {', '.join(header)}",
+                f"no column {t.source!r} (named in {opts.map_path or 'the map'}); the header has: {', '.join(header)}",
             )
-    rows = _rows(path, reader, header, specs, time_col, to_time, decimal)
+    if timer is not None and timer.column not in header:
+        raise ImportFault(path, 1, f"no time column {timer.column!r}; the header has: {', '.join(header)}")
     if not rows:
         raise ImportFault(path, None, "no data rows after the header")
-    frame = pd.DataFrame(rows)
-    series = Series(
-        source=path,
-        format="csv",
-        frame=frame,
-        timed=time_col is not None,
-        host=str(mapping["host"]) if mapping.get("host") else None,
-    )
-    if not series.timed:
-        series.frame.insert(0, "sample", range(len(frame)))
-        series.interval_s = float(mapping.get("interval_s", opts.interval_s))
-        if mapping.get("start"):
-            try:
-                series.facts["start"] = _iso(str(mapping["start"]), zone(opts.timezone))
-            except ValueError:
-                raise _map_error(opts, "start", f"{mapping['start']!r} is not an ISO date and time") from None
+    fmt = mapping.get("csv") if isinstance(mapping.get("csv"), dict) else {}
+    used = list(dict.fromkeys(c for cols in sources.values() for c in cols))
+    decimal = str(fmt.get("decimal", "."))
+    source = pd.DataFrame({c: _numbers(path, rows, c, decimal) for c in used}, index=range(len(rows)))
+    lines = [no for no, _ in rows]
+    frame = pd.DataFrame(index=range(len(rows)))
+    for t in wanted:
+        values = _values(t, source, opts)
+        _check_range(path, t, values, lines)
+        frame[t.column] = values
+    series = Series(source=path, format="csv", frame=frame, timed=timer is not None, host=_host(mapping))
+    series.notes.extend(unit_warnings(mapping))
+    if timer is not None:
+        times, notes = timer.times([(no, cells[timer.column]) for no, cells in rows], path)
+        frame.insert(0, "time", times)
+        series.notes.extend(notes)
+    else:
+        _place_by_row(series, mapping, opts, header)
     hw = mapping.get("hardware") if isinstance(mapping.get("hardware"), dict) else {}
     series.facts.update({k: hw[k] for k in HARDWARE_KEYS if k in hw})
-    series.ignored = [h for h in header if h not in specs and h != time_col]
+    series.ignored = [h for h in header if h not in used and h != (timer.column if timer else None)]
     return series
+
+
+def _host(mapping: dict[str, Any]) -> str | None:
+    return str(mapping["host"]) if mapping.get("host") else None
+
+
+def _place_by_row(series: Series, mapping: dict[str, Any], opts: ParseOptions, header: list[str]) -> None:
+    """A file the map gives no time column: rows `interval_s` apart from `start` (or the run's first time)."""
+    interval = mapping.get("interval_s", opts.interval_s)
+    if isinstance(interval, bool) or not isinstance(interval, (int, float)) or interval <= 0:
+        raise map_fault(
+            opts, "time", "missing: give time: {column, format} or interval_s for a file without a time column"
+        )
+    series.frame.insert(0, "sample", range(len(series.frame)))
+    series.interval_s = float(interval)
+    series.untimed_why, warnings = _untimed_why(header)
+    series.notes.extend(warnings)
+    if mapping.get("start"):
+        try:
+            series.facts["start"] = iso_time(str(mapping["start"]), zone(opts.timezone))
+        except ValueError:
+            raise map_fault(opts, "start", f"{mapping['start']!r} is not an ISO date and time") from None

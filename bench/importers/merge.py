@@ -74,7 +74,7 @@ def place_in_time(s: Series, origin: float, absolute: bool = True) -> tuple[pd.D
     frame = s.frame.copy()
     frame.insert(0, "time", t0 + frame.pop("sample") * s.interval_s)
     at = datetime.fromtimestamp(t0, timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC") if absolute else "0 s (no date)"
-    return frame, f"aligned by row (the file has no time column): sample i at {at} + i x {s.interval_s:g} s"
+    return frame, f"aligned by row ({s.untimed_why}): sample i at {at} + i x {s.interval_s:g} s"
 
 
 def ordered_columns(columns: list[str]) -> list[str]:

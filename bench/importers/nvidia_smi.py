@@ -29,9 +29,9 @@ from bench.importers.series import (
     group_samples,
     local_to_unix,
     number,
-    unit_factor,
     zone,
 )
+from bench.importers.units import unit_factor
 
 # nvidia-smi query field -> DCGM field of the record.
 QUERY_FIELDS = {

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from bench.importers.clock import CLOCK_NO_AMPM, TIME_RE, TimeOfDay, clock_style, seconds_of_day
+from bench.importers.clock import CLOCK_NO_AMPM, NO_AMPM_NOTE, TIME_RE, TimeOfDay, clock_style, seconds_of_day
 from bench.importers.series import ImportFault, ParseOptions, Series, local_to_unix, number, zone
 
 HEADER_RE = re.compile(
@@ -183,10 +183,7 @@ class _SarReader:
         self.wraps.extend(w for c in self.clocks.values() for w in c.wraps)
         s.notes = [*s.notes, f"clock: {self.style}", *self.wraps]
         if self.style == CLOCK_NO_AMPM:
-            s.notes.append(
-                "AM/PM missing: the first sample is taken to be in the half of the day its hour "
-                "reads as; later samples follow it in order"
-            )
+            s.notes.append(NO_AMPM_NOTE)
         s.ignored = sorted(self.ignored)
         return s
 

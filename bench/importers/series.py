@@ -17,35 +17,13 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import pandas as pd
 
 from bench.errors import AtlasError
+from bench.importers.units import unit_factor as unit_factor  # where importers found it before units.py
 from bench.records.columns import GPU_CATALOGUE, HOST_CATALOGUE, IMPORTED_CATALOGUE
 
 # The host columns an import may fill, with their unit, and each DCGM field's unit: the
 # catalogue's rows (bench.records.columns), as the recorder writes them.
 HOST_COLUMNS: dict[str, str] = {col.name: col.unit for col in HOST_CATALOGUE + IMPORTED_CATALOGUE if col.importable}
 GPU_FIELD_UNITS: dict[str, str] = {col.name: col.unit for col in GPU_CATALOGUE}
-
-# Units by family, as multiples of the family's first unit.
-UNIT_FACTORS: dict[str, dict[str, float]] = {
-    "bytes": {
-        "B": 1,
-        "kB": 1e3,
-        "KB": 1e3,
-        "KiB": 1024,
-        "MB": 1e6,
-        "MiB": 1024**2,
-        "GB": 1e9,
-        "GiB": 1024**3,
-        "TB": 1e12,
-        "TiB": 1024**4,
-    },
-    "rate": {"B/s": 1, "kB/s": 1e3, "KiB/s": 1024, "MB/s": 1e6, "MiB/s": 1024**2},
-    "percent": {"%": 1, "fraction": 100},
-    "power": {"W": 1, "mW": 1e-3, "kW": 1e3},
-    "energy": {"mJ": 1, "J": 1e3, "kJ": 1e6, "Wh": 3.6e6, "kWh": 3.6e9},
-    "clock": {"MHz": 1, "GHz": 1e3, "kHz": 1e-3},
-    "temperature": {"C": 1},
-    "cores": {"cores": 1},
-}
 
 
 class ImportFault(AtlasError):
@@ -63,8 +41,9 @@ class ParseOptions:
     timezone: str = "UTC"
     date: str | None = None  # YYYY-MM-DD for sar files without the header line
     interval_s: float | None = None  # sampling interval of files without a time column
-    mapping: dict[str, Any] | None = None  # MAP.yaml for the csv format
+    mapping: dict[str, Any] | None = None  # MAP.yaml for the csv format (one file's part of it)
     map_path: Path | None = None
+    map_key: str = ""  # where in the map that part is (`files[2].`), for messages
 
 
 @dataclass
@@ -82,6 +61,7 @@ class Series:
     gpu_facts: dict[int, dict[str, Any]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     ignored: list[str] = field(default_factory=list)
+    untimed_why: str = "the file has no time column"  # said in run.json when placed by row
 
 
 def is_gpu_column(name: str) -> bool:
@@ -95,14 +75,6 @@ def column_unit(name: str) -> str | None:
         return HOST_COLUMNS[name]
     if is_gpu_column(name):
         return GPU_FIELD_UNITS[name.partition("_")[2]]
-    return None
-
-
-def unit_factor(unit: str, target: str) -> float | None:
-    """Multiply a value in `unit` by this to get `target`; None when they do not convert."""
-    for table in UNIT_FACTORS.values():
-        if unit in table and target in table:
-            return table[unit] / table[target]
     return None
 
 

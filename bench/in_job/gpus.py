@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from bench.in_job import gpm
 from bench.records import contract as c
 
 # How each catalogue GPU column (bench.records.columns) is read through NVML:
@@ -28,6 +29,8 @@ NVML_READERS: dict[str, Reader] = {
     c.GPU_TEMP: lambda n, h, _s: n.nvmlDeviceGetTemperature(h, n.NVML_TEMPERATURE_GPU),
     c.GPU_SM_CLOCK: lambda n, h, _s: n.nvmlDeviceGetClockInfo(h, n.NVML_CLOCK_SM),
 }
+# DCGM's profiling fields through NVML GPM (bench.in_job.gpm): empty where the GPU has none.
+NVML_READERS.update({name: (lambda n, h, s, name=name: gpm.read_profiling(name, n, h, s)) for name in gpm.GPM_METRICS})
 
 
 def _text(value: Any) -> str:
@@ -45,6 +48,7 @@ class GpuProbe:
     _nvml: Any = None
     _seen: set[tuple[str, str]] = field(default_factory=set)
     _state: list[dict[str, Any]] = field(default_factory=list)  # per GPU, kept between samples
+    _round: int = 0  # samples taken: readers sharing one reading per round (GPM) key on it
 
     def fault(self, source: str, exc: BaseException | str) -> None:
         message = exc if isinstance(exc, str) else f"{type(exc).__name__}: {exc}"
@@ -121,7 +125,9 @@ class GpuProbe:
         row: list[Any] = []
         while len(self._state) < len(self.handles):
             self._state.append({})
+        self._round += 1
         for pos, h in enumerate(self.handles):
+            self._state[pos]["round"] = self._round
             for name in c.FIELD_NAMES:
                 reader = NVML_READERS.get(name)
                 try:
@@ -135,6 +141,8 @@ class GpuProbe:
 
     def stop(self) -> None:
         if self._nvml is not None:
+            for state in self._state:
+                gpm.release(self._nvml, state)
             try:
                 self._nvml.nvmlShutdown()
             except Exception:

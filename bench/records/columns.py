@@ -71,6 +71,14 @@ GPU_CATALOGUE: tuple[Column, ...] = (
     ),
     Column("DCGM_FI_DEV_GPU_TEMP", "C", "nvml", GAUGE, None, None, 60.0, "GPU temperature C", "TMPTR"),
     Column("DCGM_FI_DEV_SM_CLOCK", "MHz", "nvml", GAUGE, None, None, 1530.0, "GPU SM clock MHz", "SMCLK"),
+    # DCGM's profiling fields 1001-1005, ratios 0-1: what tells a GPU "busy" (GPU_UTIL: a
+    # kernel was running) from "computing" (SMs holding warps, tensor pipes active). The
+    # recorder reads them through NVML GPM (Hopper and newer); elsewhere they stay empty.
+    Column("DCGM_FI_PROF_GR_ENGINE_ACTIVE", "ratio", "nvml", GAUGE, 0.0, 1.0, 0.9, "graphics engine active", "GRACT"),
+    Column("DCGM_FI_PROF_SM_ACTIVE", "ratio", "nvml", GAUGE, 0.0, 1.0, 0.6, "SM active", "SMACT"),
+    Column("DCGM_FI_PROF_SM_OCCUPANCY", "ratio", "nvml", GAUGE, 0.0, 1.0, 0.35, "SM occupancy", "SMOCC"),
+    Column("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "ratio", "nvml", GAUGE, 0.0, 1.0, 0.2, "tensor pipe active", "TENSO"),
+    Column("DCGM_FI_PROF_DRAM_ACTIVE", "ratio", "nvml", GAUGE, 0.0, 1.0, 0.3, "device memory active", "DRAMA"),
 )
 
 CATALOGUE: dict[str, Column] = {col.name: col for col in HOST_CATALOGUE + IMPORTED_CATALOGUE + GPU_CATALOGUE}

@@ -34,6 +34,7 @@ class RunSpec:
     images_per_s: float = 100.0
     gpus: int = 0
     gpu_util: float = 80.0
+    sm_active: float | None = None  # DCGM_FI_PROF_SM_ACTIVE (0-1); None: the catalogue's value
     cpu_pct: float = 150.0
     seed: int = 0
     config_sha256: str = CONFIG_SHA
@@ -102,6 +103,8 @@ def _write_samples(run_dir: Path, spec: RunSpec, rng: np.random.Generator) -> tu
         vals[c.GPU_UTIL] = np.clip(rng.normal(spec.gpu_util, 5, n), 0, 100)
         vals[c.GPU_MEM_COPY_UTIL] = np.clip(rng.normal(30, 5, n), 0, 100)
         vals[c.GPU_ENERGY] = 1e9 + vals[c.GPU_ENERGY]
+        if spec.sm_active is not None:
+            vals[c.GPU_SM_ACTIVE] = np.full(n, spec.sm_active)
         for name in FIELD_NAMES:
             cols[f"gpu{g}_{name}"] = vals[name]
         gpu_info.append(

@@ -26,6 +26,7 @@ import pandas as pd
 from bench.analysis.advisor import advise
 from bench.analysis.changepoints import change_points
 from bench.analysis.compare import CompareResult
+from bench.analysis.crosscheck import cross_check_runs
 from bench.analysis.history import chart_points, merge, provenance, series
 from bench.analysis.identity import identity_rows, scaling_rows
 from bench.analysis.instrument import mixed_compile_note
@@ -395,6 +396,7 @@ def _write_folder(
             identity_table=identity_table(identity_rows(chosen, result.envs), result.envs),  # the compared runs
             expected=[md(f.describe(), 600) for f in _outside_band(chosen, result)],
             changes=_change_lines(entries, result),
+            crosscheck=[f"`{code(f'{f.env}/{f.run_id}')}`: {md(f.text, 600)}" for f in cross_check_runs(chosen)],
         )
     )
     write_runs_csv(result.frame(), folder / "runs.csv")

@@ -30,6 +30,17 @@ Runs whose figures fall outside the band in their environment's `expected.yaml`
 - {{ line }}
 {% endfor %}
 {%- endif %}
+{%- if crosscheck %}
+
+## Telemetry cross-check
+
+Where two sources of one figure disagree (the recorder's samples, Slurm's accounting),
+or the GPU looked busy while its SMs had little work:
+
+{% for line in crosscheck -%}
+- {{ line }}
+{% endfor %}
+{%- endif %}
 {%- if changes %}
 
 ## Change points in the history

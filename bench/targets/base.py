@@ -152,6 +152,12 @@ class Target(ABC):
             f"{self.env.name}: kind {self.env.kind} has no data staging: its jobs read the data path of this machine"
         )
 
+    def timeline_marks(self, run_id: str, facts: dict[str, Any]) -> dict[str, dict]:
+        """The scheduler's own times of the run's steps, by mark name (issue 21's timeline):
+        each `{"time": epoch s, "source": ..., "resolution_s": ...}`; absent when unknown.
+        Default: the kind knows none (the core's marks from bench's clock and the job remain)."""
+        return {}
+
     def require_finished(self, status: RunStatus) -> RunStatus:
         """Collect copies finished runs only: a record still being written is not one."""
         if not status.state.finished:

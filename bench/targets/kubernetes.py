@@ -469,6 +469,12 @@ class KubernetesTarget(JobStatusReader, RecordCopier, PyTorchJobRunner, Target):
             facts = {}
         return {**facts, SKIPPED: skipped}
 
+    def timeline_marks(self, run_id: str, facts: dict[str, Any]) -> dict[str, dict]:
+        """The API server's times of the run's steps (Build, Job, pod, Events): kube_timeline.py."""
+        from bench.targets.kube_timeline import kube_marks
+
+        return kube_marks(self, run_id)
+
     def stage_data(self, spec: Any, timeout_s: float = 3600) -> str:
         from bench.targets.kube_stage import stage_on_kubernetes
 

@@ -30,7 +30,7 @@ from bench.envschema import NON_NEG_INT, STR
 from bench.errors import AtlasError, ConfigError
 from bench.limits import slurm_problems
 from bench.records.contract import EXIT_PREEMPTED
-from bench.targets import register
+from bench.targets import register, slurm_accounting
 from bench.targets.base import JobSpec, RunState, RunStatus, Target
 from bench.targets.slurm_command import job_variables
 
@@ -446,14 +446,22 @@ class SlurmTarget(Target):
             time.sleep(poll_s)
 
     def fetch(self, run_id: str, into: Path) -> dict[str, Any]:
-        """ansible/collect.yml copies the record files; Slurm's accounting gives the times."""
+        """ansible/collect.yml copies the record files; Slurm's accounting gives the times and,
+        where the site accounts them, a second source for GPU utilisation and energy."""
         self.require_finished(self.status(run_id))
         stats = self._run(
             "collect.yml",
-            {"atlas_run_id": run_id, "atlas_dest": str(Path(into).resolve()), "atlas_wait_s": 0, "atlas_poll_s": 1},
+            {
+                "atlas_run_id": run_id,
+                "atlas_dest": str(Path(into).resolve()),
+                "atlas_wait_s": 0,
+                "atlas_poll_s": 1,
+                "atlas_sacct_fields": slurm_accounting.SACCT_FIELDS,
+            },
         )
-        sched = stats.get("scheduler")
-        return dict(sched) if isinstance(sched, dict) else {}
+        sched = dict(stats["scheduler"]) if isinstance(stats.get("scheduler"), dict) else {}
+        sched["accounting"] = slurm_accounting.from_sacct(stats.get("accounting"))
+        return sched
 
     def cancel(self, run_id: str) -> None:
         self._run("cancel.yml", {"atlas_run_id": run_id})

@@ -378,3 +378,17 @@ def test_a_job_name_too_long_for_its_label_is_refused(kubectl, double, tmp_path)
     proc = kubectl("create", "-f", write(tmp_path, "job.yaml", job_manifest(name)), check=False)
     assert proc.returncode == 1 and "must be no more than 63 characters" in proc.stderr
     assert name not in double.jobs
+
+
+def test_describe_pod_shows_its_init_container_and_the_image_already_present(kubectl, double, tmp_path):
+    init = {"name": "run-folder", "image": "atlas-biggan:latest", "command": ["mkdir", "-p", "/results/r"]}
+    kubectl(
+        "create",
+        "-f",
+        write(tmp_path, "job.yaml", job_manifest("init", **{"spec.template.spec.initContainers": [init]})),
+    )
+    pod = double.run_job_pod("init", pull_s=7, stage_s=2, run_s=10)
+    out = kubectl("describe", "pod", pod["metadata"]["name"]).stdout
+    inits = out.split("Init Containers:", 1)[1].split("Containers:", 1)[0]
+    assert "run-folder:" in inits and "Terminated" in inits and "Reason:       Completed" in inits
+    assert 'Container image "atlas-biggan:latest" already present on machine' in out.split("Events:", 1)[1]

@@ -73,8 +73,14 @@ def test_a_build_goes_new_pending_running_complete(cluster, api):
     double.clock.advance(6)
     double.set_build_phase(name, "Running")
     double.clock.advance(95)
-    double.set_build_phase(name, "Complete")
+    double.set_build_phase(name, "Complete", stages=(("FetchInputs", 5), ("Build", 80), ("PushImage", 9.5)))
     st = custom.get_namespaced_custom_object("build.openshift.io", "v1", NS, "builds", name)["status"]
+    assert [(s["name"], parse_time(s["startTime"]) - parse_time(st["startTimestamp"])) for s in st["stages"]] == [
+        ("FetchInputs", 0),
+        ("Build", 5),
+        ("PushImage", 85),
+    ]
+    assert st["stages"][-1]["durationMilliseconds"] == 9500
     assert st["phase"] == "Complete" and st["duration"] == 95 * 10**9  # nanoseconds, as openshift/api
     assert parse_time(st["completionTimestamp"]) - parse_time(st["startTimestamp"]) == 95
     assert parse_time(st["startTimestamp"]) - parse_time(build["metadata"]["creationTimestamp"]) == 10
@@ -208,3 +214,43 @@ def test_bench_run_moc_against_the_double(tmp_path):
             build["status"]["output"]["to"]["imageDigest"]
         )
         assert double.warnings == []
+
+
+def test_init_containers_run_first_and_the_main_container_finds_the_image(cluster, api):
+    """What issue 21's `staged` and `pull` marks read: the init container's terminated.finishedAt,
+    Initialized after it, and the main container's Pulled "already present on machine"."""
+    double, _ = cluster
+    job = yaml.safe_load((CLUSTERS_DIR / "moc" / "job.yaml").read_text())
+    del job["metadata"]["generateName"]
+    job["metadata"]["name"] = "life-init"
+    init = {"name": "run-folder", "image": "atlas-biggan:latest", "command": ["mkdir", "-p", "/results/r"]}
+    job["spec"]["template"]["spec"]["initContainers"] = [init]
+    client.BatchV1Api(api).create_namespaced_job(NS, job)
+    pod = double.schedule_pod("life-init")
+    core = client.CoreV1Api(api)
+    waiting = core.read_namespaced_pod(pod["metadata"]["name"], NS).status
+    assert waiting.init_container_statuses[0].state.waiting.reason == "PodInitializing"
+    assert {c.type: c.status for c in waiting.conditions}["Initialized"] == "False"
+    double.prepare_pod(pod["metadata"]["name"], pull_s=12, stage_s=4)
+    double.start_container(pod["metadata"]["name"])
+    read = core.read_namespaced_pod(pod["metadata"]["name"], NS).status
+    done = read.init_container_statuses[0].state.terminated
+    assert done.exit_code == 0 and seconds(done.started_at, done.finished_at) == 4
+    initialized = {c.type: c for c in read.conditions}["Initialized"]
+    assert initialized.status == "True" and initialized.last_transition_time == done.finished_at
+    assert read.container_statuses[0].state.running.started_at == done.finished_at
+    events = core.list_namespaced_event(NS, field_selector=f"involvedObject.name={pod['metadata']['name']}").items
+    seen = [(e.reason, e.involved_object.field_path) for e in events]
+    init_path, main_path = "spec.initContainers{run-folder}", "spec.containers{train}"
+    assert seen == [
+        ("Scheduled", None),
+        ("Pulling", init_path),
+        ("Pulled", init_path),
+        ("Created", init_path),
+        ("Started", init_path),
+        ("Pulled", main_path),
+        ("Created", main_path),
+        ("Started", main_path),
+    ]
+    assert seconds(events[1].first_timestamp, events[2].first_timestamp) == 12
+    assert events[5].message == 'Container image "atlas-biggan:latest" already present on machine'

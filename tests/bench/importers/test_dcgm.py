@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from bench.importers import ParseOptions, parse_file
+from bench.records.read import load_run
 from tests.bench.importers.conftest import SAMPLES, assert_valid_record, compared, one_error_line, sources
 
 PROM = re.compile(r'^(\w+)\{gpu="(\d+)".*\} (\S+) (\d+)$')
@@ -90,7 +91,11 @@ def test_exporter_scrapes_with_timestamps(tmp_path: Path, bench) -> None:
     assert record["hosts"] == ["moc-gpu-worker-3"]
     gpu = record["hardware"]["gpus"][0]
     assert gpu["model"] == "NVIDIA A100-SXM4-40GB" and gpu["driver"] == "535.104.05" and gpu["uuid"].startswith("GPU-")
-    assert "DCGM_FI_PROF_GR_ENGINE_ACTIVE" in sources(record)["dcgm-exporter.prom"]["ignored"]
+    assert "DCGM_FI_PROF_GR_ENGINE_ACTIVE" not in sources(record)["dcgm-exporter.prom"]["ignored"]  # a column now
+    samples = load_run(results / "moc" / "ex").samples
+    frame = samples[next(iter(samples))]
+    gract = [v for _, v in prom("DCGM_FI_PROF_GR_ENGINE_ACTIVE", 0)]
+    assert frame["gpu0_DCGM_FI_PROF_GR_ENGINE_ACTIVE"].tolist() == pytest.approx(gract)
     util, used, energy = (
         prom("DCGM_FI_DEV_GPU_UTIL", 0),
         prom("DCGM_FI_DEV_FB_USED", 0),

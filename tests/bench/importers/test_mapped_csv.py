@@ -88,7 +88,7 @@ def test_file_without_time_column_is_aligned_by_interval(tmp_path: Path, bench) 
             "'W' does not convert to B",
         ),
         (
-            lambda m: m["columns"].update({"Swap (GB)": {"to": "host_mem_used_bytes", "unit": "GB"}}),
+            lambda m: m["columns"].update({"Swap (GB)": {"to": "host_mem_total_bytes", "unit": "GB_SI"}}),
             "no column 'Swap (GB)'",
         ),
     ],

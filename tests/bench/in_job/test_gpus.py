@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
+from bench.in_job.gpm import GPM_METRICS
 from bench.in_job.gpus import GpuProbe
 from bench.records.contract import FIELD_NAMES, gpu_columns
 
@@ -54,3 +57,22 @@ def test_real_gpu_sample() -> None:
     by_uuid.start()
     assert by_uuid.info[0]["host_index"] == 0
     probe.stop()
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not nvml_ok(), reason="needs an NVIDIA GPU with NVML (none on this machine)")
+def test_real_gpu_profiling_columns() -> None:
+    """GPM on a Hopper or newer GPU: ratios 0-1 from the second sample; before Hopper: empty, one fault."""
+    probe = GpuProbe(visible="0")
+    probe.start()
+    first = probe.sample()
+    time.sleep(0.5)  # an interval for GPM to average over
+    second = probe.sample()
+    probe.stop()
+    columns = [FIELD_NAMES.index(name) for name in GPM_METRICS]
+    assert all(first[i] is None for i in columns)
+    gpm_faults = [f for f in probe.faults if "GPM" in f["message"]]
+    if gpm_faults:
+        assert len(gpm_faults) == 1 and all(second[i] is None for i in columns)
+    else:
+        assert all(0.0 <= second[i] <= 1.0 for i in columns), second

@@ -6,6 +6,7 @@ import sys
 
 import pytest
 
+from bench.in_job.gpm import GPM_METRICS
 from bench.in_job.gpus import GpuProbe
 from bench.records import contract as c
 from bench.records.contract import FIELD_NAMES
@@ -27,7 +28,7 @@ DOUBLE_VALUES = {
 @pytest.fixture(autouse=True)
 def fake_nvml(monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setitem(sys.modules, "pynvml", nvml_double)
-    nvml_double.state.update(init=0, util_calls=0, fail_after=None)
+    nvml_double.state.update(init=0, util_calls=0, fail_after=None, gpm_samples=0, gpm_freed=0)
     yield nvml_double
 
 
@@ -64,3 +65,24 @@ def test_lost_gpu_mid_run_keeps_sampling() -> None:
     util, used = FIELD_NAMES.index(c.GPU_UTIL), FIELD_NAMES.index(c.GPU_FB_USED)
     assert first[util] == 90 and second[util] is None and second[used] == 1024  # memory still read
     assert any("GPU is lost" in f["message"] for f in probe.faults)
+
+
+def test_profiling_fields_through_gpm_where_the_gpu_has_it() -> None:
+    """GPU 0 has GPM: from the second sample on, the five ratios (NVML's percent / 100);
+    GPU 1 has none: its profiling columns stay empty, never a 0, and one fault says why."""
+    probe = GpuProbe(visible=None)
+    probe.start()
+    rows = [probe.sample() for _ in range(3)]
+    n = len(FIELD_NAMES)
+    expected = {col: nvml_double.GPM_PERCENT[getattr(nvml_double, metric)] / 100 for col, metric in GPM_METRICS.items()}
+    gpu0 = [dict(zip(FIELD_NAMES, row[:n])) for row in rows]
+    gpu1 = [dict(zip(FIELD_NAMES, row[n:])) for row in rows]
+    assert all(gpu0[0][col] is None for col in GPM_METRICS)  # one sample is no interval yet
+    for later in gpu0[1:]:
+        assert {col: later[col] for col in GPM_METRICS} == pytest.approx(expected)
+    assert all(row[col] is None for row in gpu1 for col in GPM_METRICS)
+    gpm_faults = [f for f in probe.faults if f["source"].startswith("gpu1.") and "GPM" in f["message"]]
+    assert [f["source"] for f in gpm_faults] == [f"gpu1.{next(iter(GPM_METRICS))}"]  # once, not per column
+    assert nvml_double.state["gpm_samples"] == 3  # one GPM sample per round, shared by the five columns
+    probe.stop()
+    assert nvml_double.state["gpm_freed"] == 3  # two freed after use, the last one at stop

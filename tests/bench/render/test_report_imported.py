@@ -120,3 +120,22 @@ def test_empty_gpu_column_gives_no_runtime_warning(tmp_path: Path) -> None:
     with (res.folder / "runs.csv").open() as fh:
         row = next(csv.DictReader(fh))
     assert float(row["gpu_util_mean_pct"]) == pytest.approx(df["gpu1_DCGM_FI_DEV_GPU_UTIL"].mean(), rel=1e-4)
+
+
+def test_host_cpu_utilisation_is_shown_beside_percent_of_a_core(tmp_path: Path) -> None:
+    """sar's whole-host CPU (0-100 % of the host) reads as sar prints it, not only as % of one core."""
+    results = tmp_path / "results"
+    imported(results, "satori", "r1", "--format", "sar", SAMPLES / "sar-u-r-12h.txt")
+    res = write_report(results, tmp_path / "out")
+    busy = []  # 100 - %idle - %iowait of each `all` row, as the sar importer defines host_cpu_percent
+    for line in (SAMPLES / "sar-u-r-12h.txt").read_text().splitlines():
+        cells = line.split()
+        if len(cells) == 9 and cells[2] == "all":
+            busy.append(100 - float(cells[8]) - float(cells[6]))
+    runs = pd.read_csv(res.folder / "runs.csv")
+    assert runs.loc[0, "host_cpu_util_pct"] == pytest.approx(np.mean(busy), abs=1e-3)
+    assert runs.loc[0, "cpu_mean_pct"] == pytest.approx(np.mean(busy) * 160, abs=0.2)  # the same load, % of a core
+    text = res.readme.read_text()
+    row = next(line for line in text.splitlines() if line.startswith("| host CPU utilisation mean |"))
+    assert "| % of the host |" in row and "(host)" not in row
+    assert (res.folder / "host_cpu.png").is_file()

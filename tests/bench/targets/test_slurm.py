@@ -95,6 +95,11 @@ def test_completed_run_is_collected_with_scheduler_times(local_slurm, standin_re
     assert sched["kind"] == "slurm" and sched["job_id"] == final.scheduler_job_id
     assert sched["submit_time"] <= sched["start_time"] <= sched["end_time"]
     assert sched["queue_wait_s"] >= 0 and sched["queue_wait_s"] == round(sched["start_time"] - sched["submit_time"], 3)
+    # The test Slurm stores no accounting (accounting_storage/none): Slurm's figures are absent, with the reason.
+    acct = sched["accounting"]
+    assert acct["gpu_util_mean_pct"] is None and acct["energy_j"] is None
+    assert set(acct["absent"]) == {"gpu_util", "gpu_mem", "energy"}
+    assert all("keeps no job accounting" in reason for reason in acct["absent"].values()), acct["absent"]
     assert record["git"]["sha"] == head(standin_repo) and record["git"]["dirty"] is False
     assert record["run_id"] == job.run_id and record["env"] == "local-slurm"
     assert train_events(dest)[-1]["status"] == "success"

@@ -27,6 +27,10 @@ WS_GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # TCP_NODELAY, as Go's net package sets on every TCP connection of the real API server
+    # (https://pkg.go.dev/net#TCPConn.SetNoDelay): without it each response's body waits
+    # ~40 ms behind the headers (Nagle's algorithm meeting the client's delayed ACK).
+    disable_nagle_algorithm = True
 
     def log_message(self, *args: Any) -> None:  # keep test output clean
         pass

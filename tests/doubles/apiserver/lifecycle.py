@@ -6,9 +6,14 @@ Job: the job controller's status.startTime, active/ready/succeeded/failed, condi
 (SuccessCriteriaMet then Complete; FailureTarget then Failed, v1.31+,
 pkg/controller/job/job_controller.go); its pods: PodScheduled, Initialized,
 ContainersReady, Ready conditions with lastTransitionTime, container state.running.startedAt
-/ state.terminated.finishedAt; Events as the scheduler and kubelet emit them (Scheduled;
+/ state.terminated.finishedAt; init containers run one after another before the main one
+(initContainerStatuses with state.terminated.finishedAt; Initialized turns True after the
+last); Events as the scheduler and kubelet emit them (Scheduled;
 Pulling, Pulled "Successfully pulled image ... in Xs (Ys including waiting). Image size: N
-bytes." from pkg/kubelet/images/image_manager.go; Created, Started; Failed, BackOff).
+bytes." or "Container image ... already present on machine" from pkg/kubelet/images/image_manager.go,
+https://github.com/kubernetes/kubernetes/blob/master/pkg/kubelet/images/image_manager.go;
+Created, Started; Failed, BackOff), each container's with involvedObject.fieldPath
+spec.containers{name} / spec.initContainers{name}.
 Namespaces: Terminating until the next clock tick, then gone
 (pkg/controller/namespace/deletion).
 """
@@ -64,7 +69,7 @@ class Lifecycle:
         if r.plural == "pods" and self.autostart_pods:
             # the scheduler and kubelet at once: bound, image present, container running
             self.bind_pod(obj)
-            self.pull_image(obj["metadata"]["name"], 0.0)
+            self.prepare_pod(obj["metadata"]["name"])
             self.start_container(obj["metadata"]["name"])
         if r.plural == "imagestreams":  # the image controller publishes the registry address
             obj["status"] = {"dockerImageRepository": f"{REGISTRY}/{self.namespace}/{obj['metadata']['name']}"}
@@ -146,8 +151,15 @@ class Lifecycle:
         return self.record("events", ev, "ADDED")
 
     # -- builds -------------------------------------------------------------------------
-    def set_build_phase(self, name: str, phase: str, reason: str = "", message: str = "") -> dict[str, Any]:
-        """Move a Build on: Pending, Running (startTimestamp), Complete/Failed/Cancelled (end, duration)."""
+    def set_build_phase(
+        self, name: str, phase: str, reason: str = "", message: str = "", stages: tuple[tuple[str, float], ...] = ()
+    ) -> dict[str, Any]:
+        """Move a Build on: Pending, Running (startTimestamp), Complete/Failed/Cancelled (end, duration).
+
+        `stages`, at the end: (name, seconds) one after another from startTimestamp, written as
+        status.stages (StageInfo: name FetchInputs/PullImages/Build/PushImage, startTime,
+        durationMilliseconds; openshift/api build/v1 types.go).
+        """
         with self.changed:
             build = self.builds[name]
             st = build.setdefault("status", {})
@@ -164,6 +176,13 @@ class Lifecycle:
                 from tests.doubles.apiserver.tables import parse_time
 
                 st["duration"] = int((now - parse_time(st["startTimestamp"])) * 1e9)
+                at = parse_time(st["startTimestamp"])
+                for stage, seconds in stages:
+                    ms = int(round(seconds * 1000))
+                    st.setdefault("stages", []).append(
+                        {"name": stage, "startTime": self.clock.stamp(at), "durationMilliseconds": ms}
+                    )
+                    at += ms / 1000
                 if reason:
                     st.update(reason=reason, message=message)
                 if phase == "Complete":
@@ -210,8 +229,15 @@ class Lifecycle:
         with self.changed:
             pod["spec"]["nodeName"] = NODE
             pod["status"]["conditions"] = []
+            inits = pod["spec"].get("initContainers") or []
             self._condition(pod, "PodScheduled", "True")
-            self._condition(pod, "Initialized", "True")
+            if inits:  # the kubelet's pod status: init containers first (pkg/kubelet/status/generate.go)
+                self._condition(pod, "Initialized", "False", "ContainersNotInitialized")
+                pod["status"]["initContainerStatuses"] = [
+                    self._status_of(c, {"waiting": {"reason": "PodInitializing"}}) for c in inits
+                ]
+            else:
+                self._condition(pod, "Initialized", "True")
             self._condition(pod, "ContainersReady", "False", "ContainersNotReady")
             self._condition(pod, "Ready", "False", "ContainersNotReady")
             self.event(
@@ -220,14 +246,57 @@ class Lifecycle:
                 f"Successfully assigned {self.namespace}/{pod['metadata']['name']} to {NODE}",
                 component="default-scheduler",
             )
+            self._container(pod, {"waiting": {"reason": "PodInitializing" if inits else "ContainerCreating"}})
+            return self.record("pods", pod)
+
+    def _spec_of(self, pod: dict[str, Any], container: str) -> tuple[dict[str, Any], str]:
+        """(container spec, the Events' fieldPath) of `container` (default: the first main one)."""
+        for key in ("containers", "initContainers"):
+            for c in pod["spec"].get(key) or []:
+                if c["name"] == container or (not container and key == "containers"):
+                    return c, f"spec.{key}{{{c['name']}}}"
+        raise KeyError(f"pod {pod['metadata']['name']} has no container {container!r}")
+
+    def image_present(self, pod_name: str, container: str = "") -> None:
+        """The image is on the node already (imagePullPolicy IfNotPresent): one Pulled, no Pulling."""
+        pod = self.pods[pod_name]
+        c, where = self._spec_of(pod, container)
+        self.event(pod, "Pulled", f'Container image "{c["image"]}" already present on machine', field_path=where)
+
+    def run_init_containers(self, pod_name: str, pull_s: float = 0.0, run_s: float = 0.0) -> dict[str, Any]:
+        """Each init container in turn: the first pulls the image (`pull_s`), each runs `run_s`."""
+        pod = self.pods[pod_name]
+        for i, c in enumerate(pod["spec"].get("initContainers") or []):
+            if i == 0:
+                self.pull_image(pod_name, pull_s, container=c["name"])
+            else:
+                self.image_present(pod_name, c["name"])
+            with self.changed:
+                where = f"spec.initContainers{{{c['name']}}}"
+                self.event(pod, "Created", f"Created container: {c['name']}", field_path=where)
+                self.event(pod, "Started", f"Started container {c['name']}", field_path=where)
+                started = self.clock.stamp()
+                pod["status"]["initContainerStatuses"][i] = self._status_of(c, {"running": {"startedAt": started}})
+                self.record("pods", pod)
+            self.clock.advance(run_s)
+            with self.changed:
+                done = {"exitCode": 0, "reason": "Completed", "startedAt": started, "finishedAt": self.clock.stamp()}
+                pod["status"]["initContainerStatuses"][i] = self._status_of(c, {"terminated": done})
+                self.record("pods", pod)
+        with self.changed:
+            self._condition(pod, "Initialized", "True")
             self._container(pod, {"waiting": {"reason": "ContainerCreating"}})
             return self.record("pods", pod)
 
-    def pull_image(self, pod_name: str, seconds: float, size: int = 8_123_456_789, fail: str = "") -> None:
+    def _init_pending(self, pod: dict[str, Any]) -> bool:
+        return any("terminated" not in s["state"] for s in pod["status"].get("initContainerStatuses") or [])
+
+    def pull_image(
+        self, pod_name: str, seconds: float, size: int = 8_123_456_789, fail: str = "", container: str = ""
+    ) -> None:
         """Pulling ... then, `seconds` later on the clock, Pulled (or Failed + BackOff)."""
         pod = self.pods[pod_name]
-        c = pod["spec"]["containers"][0]
-        where = f"spec.containers{{{c['name']}}}"
+        c, where = self._spec_of(pod, container)
         self.event(pod, "Pulling", f'Pulling image "{c["image"]}"', field_path=where)
         self.clock.advance(seconds)
         with self.changed:
@@ -252,6 +321,8 @@ class Lifecycle:
             )
 
     def start_container(self, pod_name: str) -> dict[str, Any]:
+        if self._init_pending(self.pods[pod_name]):  # the kubelet starts none before its init containers
+            self.run_init_containers(pod_name)
         with self.changed:
             pod = self.pods[pod_name]
             c = pod["spec"]["containers"][0]
@@ -313,16 +384,30 @@ class Lifecycle:
             return pod
 
     def run_job_pod(
-        self, job_name: str, pull_s: float = 10.0, run_s: float = 60.0, exit_code: int = 0, queue_s: float = 0.0
+        self,
+        job_name: str,
+        pull_s: float = 10.0,
+        run_s: float = 60.0,
+        exit_code: int = 0,
+        queue_s: float = 0.0,
+        stage_s: float = 0.0,
     ) -> dict[str, Any]:
         """The whole life of one pod of the Job, the clock moved through it."""
         self.clock.advance(queue_s)
-        pod = self.schedule_pod(job_name)
-        name = pod["metadata"]["name"]
-        self.pull_image(name, pull_s)
+        name = self.schedule_pod(job_name)["metadata"]["name"]
+        self.prepare_pod(name, pull_s, stage_s)
         self.start_container(name)
         self.clock.advance(run_s)
         return self.finish_container(name, exit_code)
+
+    def prepare_pod(self, pod_name: str, pull_s: float = 0.0, stage_s: float = 0.0) -> None:
+        """What the kubelet does before the main container starts: with init containers, the
+        first pulls the image (the main container then finds it present); else the main pulls."""
+        if self.pods[pod_name]["spec"].get("initContainers"):
+            self.run_init_containers(pod_name, pull_s, stage_s)
+            self.image_present(pod_name)
+        else:
+            self.pull_image(pod_name, pull_s)
 
     def _condition(self, pod: dict[str, Any], kind: str, status: str, reason: str = "") -> None:
         conds = pod["status"].setdefault("conditions", [])
@@ -339,17 +424,22 @@ class Lifecycle:
             conds.append(new)
 
     def _container(self, pod: dict[str, Any], state: dict[str, Any], ready: bool = False) -> None:
-        c = pod["spec"]["containers"][0]
         old = (pod["status"].get("containerStatuses") or [{}])[0]
+        status = self._status_of(pod["spec"]["containers"][0], state, ready, old.get("restartCount", 0))
+        pod["status"]["containerStatuses"] = [status]
+
+    @staticmethod
+    def _status_of(c: dict[str, Any], state: dict[str, Any], ready: bool = False, restarts: int = 0) -> dict[str, Any]:
+        """A ContainerStatus (core/v1) of container spec `c` in `state`."""
         status = {
             "name": c["name"],
             "image": c["image"],
             "imageID": "",
             "ready": ready,
-            "restartCount": old.get("restartCount", 0),
+            "restartCount": restarts,
             "started": "running" in state,
             "state": copy.deepcopy(state),
         }
         if "running" not in state and "waiting" not in state:
             status["imageID"] = f"{c['image'].split('@')[0]}@sha256:{hashlib.sha256(c['image'].encode()).hexdigest()}"
-        pod["status"]["containerStatuses"] = [status]
+        return status

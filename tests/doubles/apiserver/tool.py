@@ -56,7 +56,7 @@ def run_by_hand(double: OpenShiftApiDouble, job_seconds: float) -> None:
 def _run_job(double: OpenShiftApiDouble, name: str, seconds: float) -> None:
     pod = double.schedule_pod(name)
     pod_name = pod["metadata"]["name"]
-    double.pull_image(pod_name, 0.0)
+    double.prepare_pod(pod_name)
     double.start_container(pod_name)
     time.sleep(seconds)
     if name in double.jobs:

@@ -20,6 +20,7 @@ options:
   env_name: {type: str, default: "", description: "action list: only runs submitted for this environment"}
   slurm_env: {type: dict, default: {}, description: environment for Slurm commands (SLURM_CONF)}
   log_lines: {type: int, default: 30, description: lines of the last job's log to return}
+  accounting_fields: {type: str, default: "", description: "once finished, sacct of these fields as accounting"}
 """
 
 import json
@@ -212,6 +213,16 @@ def scheduler_section(jobs, attempts=()):
     return section
 
 
+def sacct_accounting(module, jobs, env, fields):
+    """sacct's accounting of the run's jobs, as text: bench parses it
+    (bench/targets/slurm_accounting.py); a site without accounting storage answers rc != 0."""
+    ids = ",".join(j["job_id"] for j in jobs)
+    rc, out, err = module.run_command(
+        ["sacct", "--parsable2", "--noconvert", "-j", ids, "-o", fields], environ_update=env
+    )
+    return {"rc": rc, "stdout": out, "stderr": err}
+
+
 def cancel(module, run_dir, env):
     ids = [i for i, _ in read_jobs(run_dir)]
     if not os.path.isdir(run_dir):
@@ -256,6 +267,7 @@ def main():
             env_name=dict(type="str", default=""),
             slurm_env=dict(type="dict", default={}),
             log_lines=dict(type="int", default=30),
+            accounting_fields=dict(type="str", default=""),
         ),
         supports_check_mode=True,
     )
@@ -273,6 +285,8 @@ def main():
             ),
         )
     out = query(module, run_dir, env, module.params["log_lines"])
+    if module.params["accounting_fields"] and out["finished"] and out["jobs"]:
+        out["accounting"] = sacct_accounting(module, out["jobs"], env, module.params["accounting_fields"])
     module.exit_json(changed=False, **out)
 
 

@@ -1,0 +1,174 @@
+"""The map of a mapped CSV import: which file holds what, in which unit.
+
+A map describes one run. It is either one file's map (`columns:` at the top, the file
+given on the command line) or several files' (`files:`, each with its own columns and
+time, paths relative to the map), so a study's GPU, CPU and memory sheets become one
+run record. Keys at the top (`csv`, `time`, `date`, `interval_s`, `start`, `host`)
+apply to every file that does not set its own. Mistakes are refused before anything is
+read: a duplicated YAML key, two entries filling one record column, a scale that is
+not above 0, a unit that does not convert; an ambiguous unit is read as sysstat reads
+it and warned about (bench.importers.units).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from bench.errors import AtlasError
+from bench.importers.csv_time import map_fault
+from bench.importers.dcgm_names import record_column
+from bench.importers.series import ParseOptions, column_unit
+from bench.importers.units import ambiguity, unit_factor
+
+FILE_KEYS = {"file", "columns", "derived", "time", "date", "interval_s", "start", "csv", "host"}
+TOP_KEYS = (FILE_KEYS - {"file"}) | {"files", "hardware"}
+INHERITED = ("csv", "time", "date", "interval_s", "start", "host")
+EXAMPLE = 'columns: {"CPU %": {to: host_cpu_percent}} or derived: {host_cpu_percent: "100 - `%idle`"}'
+
+
+@dataclass(frozen=True)
+class Target:
+    """One record column a file fills: from a CSV column, or an expression over a row's columns."""
+
+    column: str  # the record column
+    source: str  # the CSV column, or the expression
+    is_expr: bool
+    factor: float  # scale x unit conversion to the record's unit
+    key: str  # where the map says it, for messages
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """A YAML loader that refuses a key given twice in one mapping (PyYAML keeps the last silently)."""
+
+
+def _no_duplicates(loader: _UniqueKeyLoader, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+    seen: set[Any] = set()
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=deep)
+        if key in seen:
+            raise AtlasError(
+                f"line {key_node.start_mark.line + 1}: key {key!r} appears twice in one mapping: "
+                "keep one (YAML would silently keep the last)"
+            )
+        seen.add(key)
+    return loader.construct_mapping(node, deep=deep)
+
+
+_UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _no_duplicates)
+
+
+def load_map(path: Path) -> dict[str, Any]:
+    """The map at `path`, or one AtlasError naming the file and the problem."""
+    try:
+        mapping = yaml.load(path.read_text(encoding="utf-8"), Loader=_UniqueKeyLoader)  # a SafeLoader subclass
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise AtlasError(f"{path}: cannot read the map ({type(exc).__name__}: {str(exc).splitlines()[0]})") from None
+    except AtlasError as exc:
+        raise AtlasError(f"{path}: {exc}") from None
+    if not isinstance(mapping, dict):
+        raise AtlasError(f"{path}: expected a mapping with columns: or files: (see docs/import-a-study.md)")
+    return mapping
+
+
+def _unknown_keys(entry: dict[str, Any], known: set[str], opts: ParseOptions, where: str) -> None:
+    extra = sorted(str(k) for k in entry if k not in known)
+    if extra:
+        raise map_fault(
+            opts, where or extra[0], f"unknown key(s) {', '.join(extra)}; known: {', '.join(sorted(known))}"
+        )
+
+
+def file_maps(mapping: dict[str, Any], opts: ParseOptions) -> list[tuple[Path | None, ParseOptions]]:
+    """(file, its options) per file of the map: one entry with no file for a one-file map."""
+    _unknown_keys(mapping, TOP_KEYS, opts, "")
+    files = mapping.get("files")
+    if files is None:
+        targets(mapping, opts)  # refused here, before any file is read
+        return [(None, replace(opts, mapping=mapping))]
+    if not isinstance(files, list) or not files:
+        raise map_fault(opts, "files", "give a list of files, each with file: <path> and columns: or derived:")
+    for key in ("columns", "derived"):
+        if key in mapping:
+            raise map_fault(opts, key, "with files:, give each file its own columns: (and derived:)")
+    base = Path(opts.map_path).parent if opts.map_path else Path(".")
+    out: list[tuple[Path | None, ParseOptions]] = []
+    owners: dict[str, str] = {}
+    for i, entry in enumerate(files, 1):
+        part = replace(opts, map_key=f"files[{i}].")
+        if not isinstance(entry, dict) or not isinstance(entry.get("file"), str):
+            raise map_fault(part, "file", "missing: each entry of files: needs file: <path relative to the map>")
+        _unknown_keys(entry, FILE_KEYS, part, "")
+        merged = {**{k: mapping[k] for k in INHERITED if k in mapping}, **entry}
+        merged["hardware"] = mapping.get("hardware")
+        part = replace(part, mapping=merged)
+        for target in targets(merged, part):
+            if target.column in owners:
+                raise map_fault(part, target.key, f"{target.column} is already filled by {owners[target.column]}")
+            owners[target.column] = f"{part.map_key}{target.key}"
+        out.append((base / entry["file"], part))
+    return out
+
+
+def _factor(spec: dict[str, Any], target: str, opts: ParseOptions, key: str) -> float:
+    record_unit = column_unit(target)
+    if record_unit is None:
+        raise map_fault(
+            opts,
+            f"{key}.to",
+            f"{target!r} is not a record column (e.g. host_cpu_percent, host_mem_used_bytes, "
+            "gpu0_DCGM_FI_DEV_GPU_UTIL; see bench/README.md)",
+        )
+    scale = spec.get("scale", 1)
+    if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not scale > 0 or scale == float("inf"):
+        raise map_fault(opts, f"{key}.scale", f"{scale!r} is not a number above 0 (a scale multiplies every value)")
+    unit = str(spec.get("unit", record_unit))
+    factor = unit_factor(unit, record_unit)
+    if factor is None:
+        raise map_fault(opts, f"{key}.unit", f"{unit!r} does not convert to {record_unit} (the unit of {target})")
+    return float(scale) * factor
+
+
+def targets(mapping: dict[str, Any], opts: ParseOptions) -> list[Target]:
+    """Every record column one file fills; a column filled twice is refused."""
+    cols, derived = mapping.get("columns") or {}, mapping.get("derived") or {}
+    if not isinstance(cols, dict) or not isinstance(derived, dict) or not (cols or derived):
+        raise map_fault(opts, "columns", f"missing: map at least one CSV column to a record column, e.g. {EXAMPLE}")
+    out: list[Target] = []
+    for src, spec in cols.items():
+        key = f"columns.{src}"
+        spec = {"to": spec} if isinstance(spec, str) else spec
+        if not isinstance(spec, dict) or not isinstance(spec.get("to"), str):
+            raise map_fault(opts, key, "needs 'to: <record column>'")
+        column = record_column(spec["to"])  # a DCGM 4.6 field name as the record names it
+        out.append(Target(column, str(src), False, _factor({**spec, "to": column}, column, opts, key), key))
+    for column, spec in derived.items():
+        key = f"derived.{column}"
+        spec = {"expr": spec} if isinstance(spec, str) else spec
+        if not isinstance(spec, dict) or not isinstance(spec.get("expr"), str) or not spec["expr"].strip():
+            raise map_fault(opts, key, 'needs an expression over the row\'s columns, e.g. "100 - `%idle`"')
+        column = record_column(str(column))
+        out.append(Target(column, spec["expr"], True, _factor({**spec, "to": column}, column, opts, key), key))
+    seen: dict[str, str] = {}
+    for t in out:
+        if t.column in seen:
+            raise map_fault(opts, t.key, f"{t.column} is already filled by {seen[t.column]}: keep one of them")
+        seen[t.column] = t.key
+    return out
+
+
+def unit_warnings(mapping: dict[str, Any]) -> list[str]:
+    """A warning for each ambiguous unit the map names."""
+    specs = [*(mapping.get("columns") or {}).values(), *(mapping.get("derived") or {}).values()]
+    units = [str(s["unit"]) for s in specs if isinstance(s, dict) and "unit" in s]
+    return [f"warning: {w}" for u in dict.fromkeys(units) if (w := ambiguity(u))]
+
+
+def expression_columns(expr: str, header: list[str]) -> list[str]:
+    """The file's columns an expression names: `backticked` ones and bare names."""
+    named = re.findall(r"`([^`]+)`", expr) + re.findall(r"[A-Za-z_]\w*", re.sub(r"`[^`]*`", " ", expr))
+    return [h for h in header if h in named]
