@@ -328,18 +328,6 @@ def _derived(fn: Callable[[RunContext], float | None], source: str, series=None)
 HOST_CPU = {"host_column": "host_cpu_percent", "per_core": True}
 
 
-def column_metrics() -> tuple[Metric, ...]:
-    """A figure for each samples column whose catalogue row names one (`Column.metric`): its
-    mean over time, pooled over the job's GPUs (or hosts), so that a new column's figure is
-    its row in bench.records.columns and nothing here."""
-    gpu = {col.name for col in GPU_CATALOGUE}
-    return tuple(
-        Metric(col.metric, col.what, col.unit or "count", "", Samples(col.name, "mean", "pool", col.name in gpu))
-        for col in CATALOGUE.values()
-        if col.metric
-    )
-
-
 METRICS: tuple[Metric, ...] = (
     Metric(
         "time_to_train_s", "time to train", "s", LOWER,
@@ -432,7 +420,10 @@ METRICS: tuple[Metric, ...] = (
     Metric("gpu_mem_total_gb", "GPU memory", "GiB", "", Samples(c.GPU_FB_TOTAL, "max", "max", True, 1 / 1024),
            in_summary=False),
     *fp.catalogue(Metric, _derived, HIGHER, LOWER),  # how close to the hardware: MFU, J/image, compiled
-    *column_metrics(),
+    # A samples column whose catalogue row names its figure (Column.metric): its mean, pooled
+    # over the job's GPUs or hosts, so a new column's figure is its row in records/columns.py.
+    *(Metric(col.metric, col.what, col.unit or "count", "", Samples(col.name, "mean", "pool", col in GPU_CATALOGUE))
+      for col in CATALOGUE.values() if col.metric),
 )  # fmt: skip
 METRIC_BY_KEY = {m.key: m for m in METRICS}
 HEADLINE = tuple(m.key for m in METRICS if m.headline)
