@@ -133,8 +133,9 @@ def test_satori_singularity_runtime(tmp_path: Path) -> None:
     text = script.read_text()
     assert (
         'PY=(singularity exec --nv --bind /data/ImageNet/ILSVRC2012 --bind "$RUN_DIR" '
-        "/nobackup/users/atlas/atlas-ppc64le.sif python)"
+        '/nobackup/users/atlas/atlas-ppc64le.sif "$PYTHON")'
     ) in text
+    assert "PYTHON=python" in text  # the image's Python runs the workload too
     assert "conda activate" not in text
     subprocess.run(["bash", "-n", str(script)], check=True)
 
