@@ -59,9 +59,10 @@ def disk_full_error(exc: OSError, path: Path | str | None = None, needed: int | 
     return DiskFullError("; ".join(parts) + "; free space and run the command again (nothing recorded was changed)")
 
 
-def replace_atomically(path: Path, data: bytes) -> None:
+def replace_atomically(path: Path, data: bytes, mode: int | None = None) -> None:
     """The one atomic write: a temporary file beside `path`, fsync, rename over it; the
-    temporary is removed on any failure and the OSError passes through unchanged."""
+    temporary is removed on any failure and the OSError passes through unchanged. `mode`
+    (e.g. 0o755 for a git hook) is set before the rename, so the file never lacks it."""
     path = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
@@ -69,16 +70,18 @@ def replace_atomically(path: Path, data: bytes) -> None:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
+        if mode is not None:
+            os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
 
 
-def write_bytes_atomic(path: Path, data: bytes) -> None:
+def write_bytes_atomic(path: Path, data: bytes, mode: int | None = None) -> None:
     """`replace_atomically`, with ENOSPC/EDQUOT turned into DiskFullError naming the path."""
     try:
-        replace_atomically(path, data)
+        replace_atomically(path, data, mode)
     except OSError as exc:
         if is_disk_full(exc):
             raise disk_full_error(exc, path, len(data)) from None
@@ -90,8 +93,8 @@ def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
     replace_atomically(path, (json.dumps(data, indent=2, sort_keys=True, default=str) + "\n").encode())
 
 
-def write_text_atomic(path: Path, text: str) -> None:
-    write_bytes_atomic(path, text.encode())
+def write_text_atomic(path: Path, text: str, mode: int | None = None) -> None:
+    write_bytes_atomic(path, text.encode(), mode)
 
 
 def temp_dir(dest: Path) -> Path:

@@ -11,9 +11,10 @@ bounds are far beyond any real node (no node has 64 GPUs) yet small enough that 
 
 from __future__ import annotations
 
-import math
 import re
 from typing import Any
+
+from bench.records.strict_numbers import finite
 
 MAX_NODES = 1024
 MAX_GPUS_PER_NODE = 64
@@ -31,8 +32,8 @@ _WORD = re.compile(r"[A-Za-z0-9_.,:@+-]{1,128}")  # partition, account, qos, con
 
 
 def is_number(value: Any) -> bool:
-    """A real, finite number (not a bool, not NaN, not infinity)."""
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    """A real, finite number (not a bool, not NaN, not infinity): strict_numbers.finite's rule."""
+    return finite(value) is not None
 
 
 def int_in(value: Any, low: int, high: int) -> bool:

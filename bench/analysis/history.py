@@ -23,6 +23,7 @@ import numpy as np
 from bench.analysis.metrics import run_metrics
 from bench.records.contract import FINISHED_OK
 from bench.records.read import RunData, find_runs
+from bench.records.strict_numbers import finite
 
 ENTRY_VERSION = 1
 # Provenance fields, in the order "what changed" names them, with their labels.
@@ -74,12 +75,6 @@ def provenance(meta: dict[str, Any]) -> dict[str, str | None]:
     }
 
 
-def _number(value: Any) -> float | None:
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
-        return float(value)
-    return None
-
-
 def run_entry(run: RunData) -> dict[str, Any]:
     """The history entry of one run (figures rounded to 6 significant digits)."""
     m = run_metrics(run)
@@ -93,7 +88,7 @@ def run_entry(run: RunData) -> dict[str, Any]:
         "start": run.start_time,
         "status": m.status,
         "experiment": _text(run.meta.get("experiment")),
-        "metrics": {k: float(f"{v:.6g}") for k, v in m.values.items() if _number(v) is not None},
+        "metrics": {k: float(f"{v:.6g}") for k, v in m.values.items() if finite(v) is not None},
         "provenance": provenance(run.meta),
     }
 
@@ -126,11 +121,11 @@ def series(entries: Iterable[dict[str, Any]]) -> dict[tuple[str, str, str], list
     for e in entries:
         if not usable(e):
             continue
-        start = _number(e.get("start")) or 0.0
+        start = finite(e.get("start")) or 0.0
         prov = e.get("provenance") or {}
         point_key = (e["commit"], *(str(prov.get(k)) for k in _PLATFORM))
         for metric, value in (e.get("metrics") or {}).items():
-            v = _number(value)
+            v = finite(value)
             if v is None:
                 continue
             points = by_key.setdefault((e["env"], e.get("experiment") or "?", metric), {})
@@ -174,8 +169,8 @@ def chart_points(entries: Iterable[dict[str, Any]], envs: Iterable[str], metric:
         if e.get("env") not in wanted or not e.get("commit"):
             continue
         sha = e["commit"]
-        first_seen[sha] = min(first_seen.get(sha, math.inf), _number(e.get("start")) or 0.0)
-        v = _number((e.get("metrics") or {}).get(metric))
+        first_seen[sha] = min(first_seen.get(sha, math.inf), finite(e.get("start")) or 0.0)
+        v = finite((e.get("metrics") or {}).get(metric))
         if v is not None:
             by_key.setdefault((e["env"], sha), []).append(v)
     order = {sha: i for i, sha in enumerate(sorted(first_seen, key=lambda s: (first_seen[s], s)))}

@@ -3,8 +3,8 @@
 Each `Metric` says what a figure is called, its unit, which way is better, which record
 columns it comes from and which charts show it; the comparison, the tables, the charts,
 the regression verdicts and the PR comment all read this catalogue, so a new report
-metric is one entry in `METRICS` (plus a sampler column in `bench.records.contract`
-when it is a new measurement). A figure is None when the record cannot support it (and
+metric is one entry in `METRICS` (the mean of a new samples column: the `metric` of its
+row in `bench.records.columns`). A figure is None when the record cannot support it (and
 `records.read.load_run` has already said why), so one damaged run never hides the others.
 """
 
@@ -23,6 +23,7 @@ from bench.analysis import timeline_metrics as tm
 from bench.analysis.attempts import attempt_spans, per_attempt, wall_over_attempts
 from bench.analysis.cost import record_cost
 from bench.records import contract as c
+from bench.records.columns import CATALOGUE, GPU_CATALOGUE
 from bench.records.read import RunData
 from bench.records.shape import recorded_shape
 from bench.records.trainlog import (
@@ -320,6 +321,7 @@ def _derived(fn: Callable[[RunContext], float | None], source: str, series=None)
 # Process-tree CPU, else the whole host's (% of all cores x cores = % of one core).
 HOST_CPU = {"host_column": "host_cpu_percent", "per_core": True}
 
+
 METRICS: tuple[Metric, ...] = (
     Metric(
         "time_to_train_s", "time to train", "s", LOWER,
@@ -413,6 +415,10 @@ METRICS: tuple[Metric, ...] = (
            in_summary=False),
     *fp.catalogue(Metric, _derived, HIGHER, LOWER),  # how close to the hardware: MFU, J/image, compiled
     *tm.catalogue(Metric, _derived, HIGHER, LOWER),  # where the time goes: the run's timeline
+    # A samples column whose catalogue row names its figure (Column.metric): its mean, pooled
+    # over the job's GPUs or hosts, so a new column's figure is its row in records/columns.py.
+    *(Metric(col.metric, col.what, col.unit or "count", "", Samples(col.name, "mean", "pool", col in GPU_CATALOGUE))
+      for col in CATALOGUE.values() if col.metric),
 )  # fmt: skip
 METRIC_BY_KEY = {m.key: m for m in METRICS}
 HEADLINE = tuple(m.key for m in METRICS if m.headline)

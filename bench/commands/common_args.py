@@ -19,9 +19,12 @@ def add_reports(parser: argparse.ArgumentParser, dest: str = "reports", flag: st
     parser.add_argument(flag, dest=dest, type=Path, default=Path("reports"), help="reports folder (default reports/)")
 
 
-def add_env(parser: argparse.ArgumentParser, help: str = "environment (clusters/<env>/)") -> None:
-    """`--env NAME`, required: the one environment a command acts on (a checked name)."""
-    parser.add_argument("--env", type=arg_type("environment"), required=True, help=help)
+def add_env(
+    parser: argparse.ArgumentParser, help: str = "environment (clusters/<env>/)", required: bool = True
+) -> None:
+    """`--env NAME`: the one environment a command acts on (a checked name); optional
+    (default None) for a command that otherwise reads every environment."""
+    parser.add_argument("--env", type=arg_type("environment"), required=required, default=None, help=help)
 
 
 def add_envs(parser: argparse.ArgumentParser, help: str = "only this environment (repeatable; default: all)") -> None:

@@ -13,6 +13,7 @@ import json
 import sys
 from pathlib import Path
 
+from bench.commands import common_args
 from bench.errors import ConfigError
 
 HELP = "change points across every collected commit (results branch or folder)"
@@ -30,7 +31,7 @@ def _fraction(text: str) -> float:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--results", type=Path, default=None, help="read this results folder instead of the branch")
-    parser.add_argument("--env", default=None, help="only this environment (default: all)")
+    common_args.add_env(parser, "only this environment (default: all)", required=False)
     parser.add_argument("--metric", action="append", default=None, help="only this metric key (repeatable)")
     parser.add_argument("--repo-dir", type=Path, default=Path("."), help="the repository clone (default: .)")
     parser.add_argument("--branch", default="results", help="the results branch (default: results)")

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
+from bench.atomic_files import write_text_atomic
 from bench.errors import ConfigError
 from bench.gitops.checkout import DEFAULT_ENVS, bench_in, checkout_at, git, run_envs
 from bench.gitops.publish import SKIP_CI
@@ -114,10 +115,7 @@ def install(bare: Path, settings: HookSettings, python: str = sys.executable, re
     if hook.exists() and HOOK_MARKER not in hook.read_text(errors="replace") and not replace:
         raise ConfigError(f"{hook} exists and was not written by bench: move it away, or pass --replace")
     hook.parent.mkdir(exist_ok=True)
-    tmp = hook.with_suffix(".tmp")
-    tmp.write_text(hook_script(bare, settings, python))
-    tmp.chmod(0o755)
-    os.replace(tmp, hook)
+    write_text_atomic(hook, hook_script(bare, settings, python), mode=0o755)
     return hook
 
 

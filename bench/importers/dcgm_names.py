@@ -12,7 +12,9 @@ field's type, unit and dmon tag), https://github.com/NVIDIA/DCGM.
 Units did not change with the names: field 203 `DCGM_FI_DEV_GPU_UTIL_RATIO` is still an
 integer 0-100 (%) read from NVML's utilisation rates (dcgmlib/src/DcgmCacheManager.cpp),
 despite its `_RATIO` suffix, while the profiling fields 1001-1005 were always doubles
-0.0-1.0, which their record columns keep (unit "ratio").
+0.0-1.0, which their record columns keep (unit "ratio"). A field whose name never
+changed needs no row here: it is taken under its own name, and `dcgmi dmon` tags come
+from the catalogue rows (bench/importers/dcgm.py), so a new column is not written twice.
 """
 
 from __future__ import annotations

@@ -62,10 +62,14 @@ def job_command(
     launcher: Sequence[str] = (),
     extra: Sequence[str] = (),
     recorder_options: Sequence[str] = (),
+    recorder_python: str | None = None,
 ) -> list[str]:
-    """The one job command: workload -> launcher -> recorder, each wrapping the one inside."""
+    """The one job command: workload -> launcher -> recorder, each wrapping the one inside.
+
+    `recorder_python` (default: `python`) is what starts the recorder when that is not the
+    workload's own Python: on Slurm with Singularity, `singularity exec ... python`."""
     workload = workload_command(experiment, run_dir, overrides, python, launcher, extra)
-    return recorder_command(workload, env_name, run_dir, python, recorder_options)
+    return recorder_command(workload, env_name, run_dir, recorder_python or python, recorder_options)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -5,8 +5,9 @@ the values it can physically take and the value the synthetic writer gives it. E
 part of bench that handles a column derives from its row: the CSV header
 (bench.records.contract), `bench check`'s range checks (bench.records.check), the
 synthetic writer (bench.records.synthetic), the importers' units and dcgmi dmon tags
-(bench.importers), and the tests. Adding a metric from a new column is its row here plus
-its reader (bench/in_job/gpus.py for NVML, bench/in_job/sampler.py for the host).
+(bench.importers), the report figure of a row that names one (`metric`, its mean:
+bench.analysis.metrics) and the tests. Adding a metric from a new column is its row here
+plus its reader (bench/in_job/gpus.py for NVML, bench/in_job/sampler.py for the host).
 
 GPU columns are written once per GPU as `gpu<i>_<name>`, named after DCGM's fields (what a
 cluster's DCGM exporter reports: https://docs.nvidia.com/datacenter/dcgm/latest/dcgm-api/dcgm-api-field-ids.html),
@@ -35,6 +36,7 @@ class Column:
     dmon: str | None = None  # `dcgmi dmon`'s short tag for this field (GPU columns)
     high_per_core: bool = False  # `high` is per logical core (% of one core, summed over a tree)
     importable: bool = True  # an importer may fill it from a monitoring log
+    metric: str = ""  # the key of its own report figure (its mean; bench.analysis.metrics derives it), "" none
 
 
 # Host and process-tree columns, in CSV order.

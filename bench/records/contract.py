@@ -57,6 +57,29 @@ def exit_status(code: int | None, signal_name: str | None = None, run_stop: str 
     return STATUS_PREEMPTED if code == EXIT_PREEMPTED else STATUS_FAILED
 
 
+def status_exit_code(status: Any) -> int | None:
+    """The exit code a run.json exit.status stands for: 0 finished OK, 75 preempted, else None."""
+    return EXIT_OK if status in FINISHED_OK else EXIT_PREEMPTED if status == STATUS_PREEMPTED else None
+
+
+# A job killed by SIGUSR1 (128 + 10 on Linux): the time-limit warning arrived while Python
+# was still starting, before any handler existed (USR1's default action is to terminate).
+EXIT_USR1 = 128 + 10
+
+
+def job_exit_code(code: int, run_stop: str | None = None, warned: bool = False) -> int:
+    """The batch job's exit code (the one rule; `exit_status` gives its word): the launcher's
+    0 or 75 stands; else the workload's own run_stop of this job decides (torchrun exits 1
+    after its workers checkpointed, a late signal can hit the recorder after the work was
+    done); a USR1 death after the warning is a preemption (resume from the checkpoint)."""
+    if code in (EXIT_OK, EXIT_PREEMPTED):
+        return code
+    if run_stop is None and warned and code == EXIT_USR1:
+        run_stop = STATUS_PREEMPTED
+    meant = status_exit_code(exit_status(code, None, run_stop))
+    return code if meant is None else meant
+
+
 def exit_succeeded(status: Any, code: Any) -> bool:
     """The one rule for "the run did what it was asked": a finished-OK exit.status and exit code 0."""
     return status in FINISHED_OK and code == 0

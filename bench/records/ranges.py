@@ -9,11 +9,12 @@ unknown, shown as "—"), never read as 0.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
 from bench.records.contract import RUN_JSON, samples_name
+from bench.records.strict_numbers import finite
+from bench.records.trainclock import attempt_spans
 
 MAX_RATE = 1e9  # no price, PUE or capital sum is larger: a bigger one is a typo or an overflow
 MAX_CORES = 1e6
@@ -33,17 +34,10 @@ class Rule:
     integer: bool = False
 
     def refuses(self, value: Any) -> bool:
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
+        number = finite(value, self.low, self.high)
+        if number is None or (self.integer and number != int(number)):
             return True
-        try:
-            number = float(value)
-        except OverflowError:
-            return True
-        if not math.isfinite(number) or number > self.high:
-            return True
-        if self.integer and number != int(number):
-            return True
-        return number <= self.low if self.open_low else number < self.low
+        return self.open_low and number == self.low
 
     def span(self) -> str:
         return f"{'(' if self.open_low else '['}{self.low:g}, {self.high:g}]"
@@ -112,19 +106,9 @@ def refuse_out_of_range(meta: dict[str, Any], refused: dict[str, str] | None = N
     return out
 
 
-def _time(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    number = float(value)
-    return number if math.isfinite(number) else None
-
-
 def overlapping_attempts(meta: dict[str, Any]) -> list[str]:
     """Attempts are paid for one after another: two that overlap would be charged twice."""
-    previous = meta.get("previous_attempts")
-    raw = [a for a in previous if isinstance(a, dict)] if isinstance(previous, list) else []
-    spans = [(_time(a.get("start_time")), _time(a.get("end_time"))) for a in [*raw, meta]]
-    known = sorted((s, e) for s, e in spans if s is not None and e is not None and e >= s)
+    known = sorted((s, e) for s, e in attempt_spans(meta) if s is not None and e is not None and e >= s)
     overlaps = sum(1 for (_, e1), (s2, _) in zip(known, known[1:]) if s2 < e1)
     if not overlaps:
         return []

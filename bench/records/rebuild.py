@@ -15,14 +15,13 @@ from pathlib import Path
 from typing import Any
 
 from bench.records.contract import (
-    EXIT_OK,
-    EXIT_PREEMPTED,
     EXIT_RUNNING,
     FINISHED_OK,
     STATUS_CANCELLED,
     STATUS_FAILED,
     STATUS_PREEMPTED,
     TRAIN_JSONL,
+    status_exit_code,
 )
 from bench.records.trainlog import read_train_log, segments
 
@@ -56,8 +55,7 @@ def rebuild_lost_final_write(record: Any, run_dir: Path) -> Any:
     if stop is None:
         return record
     status = str(stop["status"])
-    code = EXIT_OK if status in FINISHED_OK else EXIT_PREEMPTED if status == STATUS_PREEMPTED else None
-    record["exit"] = {"status": status, "code": code, "signal": None, "rebuilt": REBUILT}
+    record["exit"] = {"status": status, "code": status_exit_code(status), "signal": None, "rebuilt": REBUILT}
     record["end_time"] = float(stop["time"])
     if isinstance(record.get("scheduler"), dict) and record["scheduler"].get("end_time") is None:
         record["scheduler"]["end_time"] = float(stop["time"])

@@ -9,36 +9,31 @@ add up to more than the wall time, or span no time at all.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from bench.records.contract import TRAIN_JSONL
+from bench.records.strict_numbers import finite
 from bench.records.trainlog import TrainLog, time_to_train
 
 SLACK_S = 5.0  # recorder start -> workload start, and clocks read a moment apart
 
 
-def _time(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    number = float(value)
-    return number if math.isfinite(number) else None
-
-
-def _attempts(meta: dict[str, Any]) -> list[tuple[float | None, float | None]]:
+def attempt_spans(meta: dict[str, Any]) -> list[tuple[float | None, float | None]]:
+    """(start, end) of each attempt run.json names (earlier ones, then this one); None where
+    a time is not a finite number. Read once here for the train clock and the range checks."""
     previous = meta.get("previous_attempts")
     raw = [a for a in previous if isinstance(a, dict)] if isinstance(previous, list) else []
-    return [(_time(a.get("start_time")), _time(a.get("end_time"))) for a in [*raw, meta]]
+    return [(finite(a.get("start_time")), finite(a.get("end_time"))) for a in [*raw, meta]]
 
 
 def train_clock_refusal(train: TrainLog, meta: dict[str, Any]) -> str | None:
     """Why time to train cannot be trusted for this run (one line), or None when it can."""
-    times = [t for e in train.events if (t := _time(e.get("time"))) is not None]
+    times = [t for e in train.events if (t := finite(e.get("time"))) is not None]
     if not times or not train.of("run_start"):
         return None
     if any(b < a - SLACK_S for a, b in zip(times, times[1:])):
         return f"{TRAIN_JSONL}: event times go backwards (the job's clock stepped); time to train excluded"
-    spans = _attempts(meta)
+    spans = attempt_spans(meta)
     starts = [s for s, _ in spans if s is not None]
     ends = [e for _, e in spans if e is not None]
     if starts and min(times) < min(starts) - SLACK_S or ends and max(times) > max(ends) + SLACK_S:

@@ -51,8 +51,11 @@ def known_kinds() -> list[str]:
 
 
 def target_class(kind: str) -> type[Target]:
-    if kind not in _REGISTRY and isinstance(kind, str) and kind.isidentifier():
-        module = f"{__name__}.{kind}"
+    """The class of `kind`: from its module (`ssh-demo` -> ssh_demo.py), else from whichever
+    module of this package registers it, so a kind's name need not be a Python name."""
+    name = kind.replace("-", "_") if isinstance(kind, str) else ""
+    if kind not in _REGISTRY and name.isidentifier():
+        module = f"{__name__}.{name}"
         try:
             importlib.import_module(module)
         except ModuleNotFoundError as exc:
@@ -62,7 +65,9 @@ def target_class(kind: str) -> type[Target]:
                     f"install it with `make setup` (or pip install '.[{kind}]')"
                 ) from exc
     if kind not in _REGISTRY:
-        raise ConfigError(f"unknown target kind {kind!r} (known kinds: {', '.join(known_kinds())})")
+        known = known_kinds()  # imports every kind's module: one may register a kind under another name
+        if kind not in _REGISTRY:
+            raise ConfigError(f"unknown target kind {kind!r} (known kinds: {', '.join(known)})")
     return _REGISTRY[kind]
 
 

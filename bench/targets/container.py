@@ -262,7 +262,6 @@ class ContainerTarget(FolderTarget):
             raise AtlasError(f"no run {run_id!r} in environment {self.env.name} (looked in {run_dir})")
         info = self.submit_info(run_id)
         commit, job_id = info.get("commit"), (info.get("container") or "")[:12] or None
-        cancelled = self.was_cancelled(run_id)
         state = self._inspect(run_id)
         if state is not None:
             st = state.get("State", {})
@@ -271,7 +270,6 @@ class ContainerTarget(FolderTarget):
                 return RunStatus(run_id, RunState.PENDING, status, job_id, commit)
             if status in ("running", "paused", "stopping"):
                 return RunStatus(run_id, RunState.RUNNING, status, job_id, commit)
-            code = st.get("ExitCode")
             if st.get("OOMKilled"):
                 return RunStatus(
                     run_id,
@@ -281,13 +279,10 @@ class ContainerTarget(FolderTarget):
                     job_id,
                     commit,
                 )
-            if cancelled:
-                return RunStatus(run_id, RunState.CANCELLED, f"stopped, exit code {code}", job_id, commit)
-            if code == 0:
-                return RunStatus(run_id, RunState.COMPLETED, "exit code 0", job_id, commit)
-            return RunStatus(
-                run_id, RunState.FAILED, f"exit code {code}: {EXIT_WORDS.get(code, 'see job.log')}", job_id, commit
-            )
+            code = st.get("ExitCode")
+            why = f"exit code {code}: {EXIT_WORDS.get(code, 'see job.log')}; " if code else ""
+            # Exited: the record decides, by the one rule of both folder kinds (folder.py).
+            return self.status_from_record(run_id, False, job_id, commit, why=why)
         # The container is gone (removed after collect, or by hand): the record decides.
         return self.status_from_record(run_id, False, job_id, commit)
 

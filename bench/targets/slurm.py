@@ -33,6 +33,7 @@ from bench.records.contract import EXIT_PREEMPTED
 from bench.records.timeline import pushed_at
 from bench.targets import register, slurm_accounting
 from bench.targets.base import JobSpec, RunState, RunStatus, Target
+from bench.targets.slurm_command import job_variables
 from bench.targets.slurm_timeline import SBATCH_TASK, slurm_marks, task_end_time
 
 PLAYBOOKS = REPO_ROOT / "ansible"
@@ -368,6 +369,10 @@ class SlurmTarget(Target):
         sha = self._resolve_commit(job.commit)
         pushed = pushed_at()  # before anything is submitted: a bad ATLAS_PUSHED_AT submits nothing
         started = time.time()
+        settings = self.ansible_variables()
+        command = job_variables(  # the batch script runs this line as is (bench/targets/slurm_command.py)
+            self.env.name, job, settings["atlas_env_slurm"], settings["atlas_env_hardware"], self.recorder_options()
+        )
         stats, events = self._run_events(
             "submit.yml",
             {
@@ -376,6 +381,7 @@ class SlurmTarget(Target):
                 "atlas_experiment": job.experiment,
                 "atlas_overrides": list(job.overrides),
                 "atlas_repo": str(self.repo),
+                **command,
             },
         )
         job_id = str(stats.get("job_id") or "")

@@ -19,10 +19,12 @@ import yaml
 from bench.targets.base import JobSpec
 from bench.targets.launch import recorded_launch
 from bench.targets.slurm import ansible_variables, extravars_yaml
+from bench.targets.slurm_command import job_variables
 
 REPO = Path(__file__).resolve().parents[2]
 SATORI = yaml.safe_load((REPO / "clusters" / "satori" / "env.yaml").read_text())
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
+OPTIONS = ("--kind", "slurm", "--scheduler", "slurm")  # SlurmTarget.recorder_options()
 
 
 def render(tmp_path: Path, env: dict, **run: object) -> tuple[subprocess.CompletedProcess[str], Path]:
@@ -51,6 +53,10 @@ def render(tmp_path: Path, env: dict, **run: object) -> tuple[subprocess.Complet
     )
     sections = {"slurm": "atlas_env_slurm", "runtime": "atlas_env_runtime"}
     variables.update({sections.get(k, k): v for k, v in run.items()})
+    if isinstance(variables["atlas_env_slurm"], dict):  # the job's command, as the slurm target renders it
+        job = JobSpec(str(variables["atlas_run_id"]), "smoke", COMMIT, tuple(variables["atlas_overrides"]))
+        slurm, hardware = variables["atlas_env_slurm"], variables["atlas_env_hardware"]
+        variables.update(job_variables(str(variables["atlas_env_name"]), job, slurm, hardware, OPTIONS))
     extra = tmp_path / "extravars.yml"
     extra.write_text(extravars_yaml(variables))  # exactly what the slurm target hands ansible-runner
     proc = subprocess.run(
@@ -110,14 +116,14 @@ def test_satori_multi_node_script_runs_one_torchrun_and_sampler_per_node(tmp_pat
     text = script.read_text()
     assert "#SBATCH --nodes=4" in text and "#SBATCH --ntasks-per-node=1" in text
     assert 'HEAD_NODE="$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)"' in text
+    assert "RDZV_PORT=29500" in text
     launch = text[text.index("srun ") : text.index("child=$!")]
     assert "srun --nodes=4 --ntasks-per-node=1" in launch
-    # The job command (bench record, the sampler, from bench/in_job/command.py) runs inside srun,
-    # so once on every node, around torchrun.
-    assert 'JOB=("${PY[@]}" -m bench.in_job.command)' in text
-    assert launch.index('"${JOB[@]}"') < launch.index('--launcher "-m torch.distributed.run')
+    # The job command (bench record, the sampler) runs inside srun, so once on every node,
+    # around torchrun: the line bench/targets/slurm_command.py rendered, as it is.
+    assert launch.index('"${PY[@]}" -m bench record') < launch.index("-m torch.distributed.run")
     assert "--nnodes=4 --nproc-per-node=4" in launch
-    assert "--rdzv-endpoint=$HEAD_NODE:29500" in launch and "--rdzv-id=$SLURM_JOB_ID" in launch
+    assert '--rdzv-endpoint="$HEAD_NODE":"$RDZV_PORT"' in launch and '--rdzv-id="$SLURM_JOB_ID"' in launch
     subprocess.run(["bash", "-n", str(script)], check=True)
 
 
@@ -127,8 +133,9 @@ def test_satori_singularity_runtime(tmp_path: Path) -> None:
     text = script.read_text()
     assert (
         'PY=(singularity exec --nv --bind /data/ImageNet/ILSVRC2012 --bind "$RUN_DIR" '
-        "/nobackup/users/atlas/atlas-ppc64le.sif python)"
+        '/nobackup/users/atlas/atlas-ppc64le.sif "$PYTHON")'
     ) in text
+    assert "PYTHON=python" in text  # the image's Python runs the workload too
     assert "conda activate" not in text
     subprocess.run(["bash", "-n", str(script)], check=True)
 
@@ -145,11 +152,12 @@ def test_rendered_command_is_recorded_command_and_hostile_values_stay_text(tmp_p
         'd=it\'s "q"\n#SBATCH --wrap=x\\',
     ]
     printer = tmp_path / "print-argv"
-    # A Python that asks bench/in_job/command.py for the command it would run, and prints it.
+    # A Python that prints the job command it was started with (anything else it runs).
     printer.write_text(
-        f"#!{sys.executable}\nimport sys\nsys.path.insert(0, {str(REPO)!r})\n"
-        "assert sys.argv[1:3] == ['-m', 'bench.in_job.command'], sys.argv\n"
-        "from bench.in_job.command import main\nprint('ARGV ', end='')\nsys.exit(main(['--print', *sys.argv[3:]]))\n"
+        f"#!{sys.executable}\nimport json, os, sys\n"
+        "if sys.argv[1:4] != ['-m', 'bench', 'record']:\n"
+        f"    os.chdir({str(REPO)!r}); os.execv(sys.executable, [sys.executable, *sys.argv[1:]])\n"
+        "print('ARGV ' + json.dumps(sys.argv))\n"
     )
     printer.chmod(0o755)
     env = satori(runtime__mode="venv", runtime__python=str(printer), runtime__modules=[], slurm__gpus_per_node=0)
@@ -173,7 +181,7 @@ def test_rendered_command_is_recorded_command_and_hostile_values_stay_text(tmp_p
     argv = json.loads(next(line for line in run.stdout.splitlines() if line.startswith("ARGV "))[5:])
     run_dir = str(tmp_path / "cluster" / "runs" / "r1")
     job = JobSpec(run_id="r1", experiment="smoke", commit=COMMIT, overrides=tuple(overrides))
-    assert argv == recorded_launch(env_name, job, run_dir, python=sys.executable)
+    assert argv == recorded_launch(env_name, job, run_dir, python=str(printer), recorder_options=OPTIONS)
     assert [c for c in canaries if c.exists()] == []
 
 
@@ -224,7 +232,9 @@ def test_the_workloads_last_word_decides_the_outcome(
     stand_in.write_text(
         f"#!{sys.executable}\n"
         + f'''import json, os, sys, time
-run_dir = os.environ["ATLAS_RUN_DIR"]  # the job command's run folder (bench/in_job/command.py)
+if sys.argv[1:3] == ["-m", "bench.in_job.job_exit"]:  # the exit rule runs for real
+    os.chdir({str(REPO)!r}); os.execv(sys.executable, [sys.executable, *sys.argv[1:]])
+run_dir = sys.argv[sys.argv.index("--run-dir") + 1]  # the job command's run folder
 with open(run_dir + "/train.jsonl", "a") as fh:
     fh.write(json.dumps({{"event": "run_stop", "time": time.time() - {age_s}, "iteration": 5,
                          "status": "{status}"}}) + "\\n")

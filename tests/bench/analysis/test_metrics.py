@@ -88,3 +88,39 @@ def test_a_new_metric_is_one_catalogue_entry(tmp_path: Path):
     rows = list(csv.DictReader((folder / "runs.csv").open()))
     assert {r["gpu_temp_mean_c"] for r in rows} == {"60"}
     assert "GPU temperature mean" not in (ROOT / "bench/analysis/metrics.py").read_text()
+
+
+# The catalogue row of a made-up samples column that names its own figure (its reader,
+# bench/in_job/gpus.py, is the other half of the change; synthetic runs need none).
+NEW_ROW = """    Column("DCGM_FI_PROF_ATLAS_DEMO", "ratio", "nvml", GAUGE, 0.0, 1.0, 0.4, "demo activity", "DEMOA",
+           metric="demo_activity_mean"),
+"""
+
+
+def test_a_new_column_with_its_figure_is_one_catalogue_row(tmp_path: Path):
+    """Add NEW_ROW to a copy of the package: synthetic runs carry the column, `bench check`
+    holds it to its range, and the report gains its figure, from that row alone."""
+    shutil.copytree(ROOT / "bench", tmp_path / "bench", ignore=shutil.ignore_patterns("__pycache__"))
+    source = tmp_path / "bench/records/columns.py"
+    text = source.read_text()
+    anchor = "GPU_CATALOGUE: tuple[Column, ...] = (\n"
+    assert text.count(anchor) == 1
+    source.write_text(text.replace(anchor, anchor + NEW_ROW))
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    write = (
+        "from pathlib import Path\nfrom bench.records.synthetic import RunSpec, write_run\n"
+        "for env in ('a', 'b'):\n    for i in range(3):\n"
+        "        write_run(Path('results'), RunSpec(env=env, run_id=f'{env}{i}', gpus=1, seed=i))\n"
+    )
+    run = {"cwd": tmp_path, "env": env, "capture_output": True, "text": True, "timeout": 300}
+    assert subprocess.run([sys.executable, "-c", write], **run).returncode == 0
+    samples = next((tmp_path / "results" / "a" / "a0").glob("samples-*.csv")).read_text().splitlines()
+    assert "gpu0_DCGM_FI_PROF_ATLAS_DEMO" in samples[0].split(",")
+    check = subprocess.run([sys.executable, "-m", "bench", "check", "results/a/a0"], **run)
+    assert check.returncode == 0, check.stdout + check.stderr
+    p = subprocess.run([sys.executable, "-m", "bench", "report", "--results", "results", "--out", "reports"], **run)
+    assert p.returncode == 0, p.stderr
+    (folder,) = [d for d in (tmp_path / "reports").iterdir() if d.is_dir()]
+    assert "| demo activity | ratio | 0.400 | 0.400 | 0.400 | 0.400 |" in (folder / "README.md").read_text()
+    figures = [float(r["demo_activity_mean"]) for r in csv.DictReader((folder / "runs.csv").open())]
+    assert len(figures) == 6 and all(abs(f - 0.4) < 1e-9 for f in figures)  # the row's synthetic value

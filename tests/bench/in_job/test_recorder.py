@@ -258,7 +258,7 @@ def test_resumed_run_keeps_history_and_appends_samples(tmp_path: Path) -> None:
 
 def test_only_the_first_node_of_a_multi_node_job_writes_run_json(tmp_path: Path) -> None:
     """Every node's recorder shares the run dir: node 1 adds samples, node 0 owns run.json.
-    The batch script tells the recorder its scheduler (ATLAS_SCHEDULER=slurm), whose probe
+    The batch script tells the recorder its scheduler (--scheduler slurm, or ATLAS_SCHEDULER=slurm), whose probe
     reads the node's rank (bench/in_job/scheduler/slurm.py)."""
     run_dir = tmp_path / "multinode"
     env = dict(os.environ, ATLAS_SCHEDULER="slurm", SLURM_NODEID="1")

@@ -25,3 +25,16 @@ def test_samples_columns():
     assert c.gpu_ids(["time", "gpu10_" + c.GPU_UTIL, "gpu2_" + c.GPU_UTIL, "gpu_note"]) == ["gpu2", "gpu10"]
     assert c.BASE_COLUMNS[0] == "time" and len(set(c.FIELD_NAMES)) == len(c.FIELD_NAMES)
     assert c.samples_name("node 1/a") == "samples-node_1_a.csv"
+
+
+def test_job_exit_code_is_the_launchers_unless_this_jobs_run_stop_says_otherwise():
+    assert c.job_exit_code(c.EXIT_OK, "failed") == c.EXIT_OK  # 0 and 75 stand as they are
+    assert c.job_exit_code(c.EXIT_PREEMPTED, "success") == c.EXIT_PREEMPTED
+    assert c.job_exit_code(1, c.STATUS_PREEMPTED) == c.EXIT_PREEMPTED  # torchrun's 1 after a checkpoint
+    assert c.job_exit_code(138, c.STATUS_SUCCESS) == c.EXIT_OK  # a late signal after the work was done
+    assert c.job_exit_code(1, c.STATUS_MAX_SECONDS) == c.EXIT_OK
+    assert c.job_exit_code(1, c.STATUS_FAILED) == 1 and c.job_exit_code(137) == 137
+    assert c.job_exit_code(c.EXIT_USR1, None, warned=True) == c.EXIT_PREEMPTED  # USR1 before any handler
+    assert c.job_exit_code(c.EXIT_USR1, None, warned=False) == c.EXIT_USR1
+    for status in (*c.FINISHED_OK, c.STATUS_PREEMPTED):  # the same words as run.json's exit.status
+        assert c.job_exit_code(1, status) == c.status_exit_code(c.exit_status(1, None, status))

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[3]
-KIND = "plainssh"
+KIND = "plain-ssh"  # a kind name need not be a Python name: its module is plain_ssh.py
+MODULE = KIND.replace("-", "_")
 
 pytestmark = pytest.mark.slow
 
@@ -41,7 +42,7 @@ def repo_with_a_new_kind(tmp_path: Path) -> Path:
     # The experiment: copy the local kind's module under a new name, and one env folder of it.
     source = (root / "bench" / "targets" / "local.py").read_text()
     assert source.count('@register("local")') == 1
-    (root / "bench" / "targets" / f"{KIND}.py").write_text(
+    (root / "bench" / "targets" / f"{MODULE}.py").write_text(
         source.replace('@register("local")', f'@register("{KIND}")').replace("LocalTarget", "PlainSshTarget")
     )
     (root / "clusters" / "box").mkdir()
@@ -50,7 +51,7 @@ def repo_with_a_new_kind(tmp_path: Path) -> Path:
     git(root, "commit", "-qm", "a new kind")
     changed = git(root, "show", "--stat", "--format=", "HEAD").split("\n")
     assert sorted(line.split("|")[0].strip() for line in changed if "|" in line) == [
-        f"bench/targets/{KIND}.py",
+        f"bench/targets/{MODULE}.py",
         "clusters/box/env.yaml",
     ]
     return root
