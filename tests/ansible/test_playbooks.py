@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from bench.errors import ConfigError
 from bench.targets.base import JobSpec
 from bench.targets.launch import recorded_launch
 from bench.targets.slurm import ansible_variables, extravars_yaml
@@ -54,7 +55,10 @@ def render(tmp_path: Path, env: dict, **run: object) -> tuple[subprocess.Complet
     sections = {"slurm": "atlas_env_slurm", "runtime": "atlas_env_runtime"}
     variables.update({sections.get(k, k): v for k, v in run.items()})
     if isinstance(variables["atlas_env_slurm"], dict):  # the job's command, as the slurm target renders it
-        job = JobSpec(str(variables["atlas_run_id"]), "smoke", COMMIT, tuple(variables["atlas_overrides"]))
+        try:
+            job = JobSpec(str(variables["atlas_run_id"]), "smoke", COMMIT, tuple(variables["atlas_overrides"]))
+        except ConfigError:  # bench refuses it first; the playbook must refuse it on its own too
+            job = JobSpec("r1", "smoke", COMMIT, tuple(variables["atlas_overrides"]))
         slurm, hardware = variables["atlas_env_slurm"], variables["atlas_env_hardware"]
         variables.update(job_variables(str(variables["atlas_env_name"]), job, slurm, hardware, OPTIONS))
     extra = tmp_path / "extravars.yml"
