@@ -23,6 +23,7 @@ from bench.errors import AtlasError
 from bench.records.contract import (
     CANCEL_MARK,
     EXIT_RUNNING,
+    EXIT_WORDS,
     FINISHED_OK,
     RUN_JSON,
     STATUS_PREEMPTED,
@@ -130,7 +131,8 @@ class FolderTarget(Target):
             )
         if alive:  # run.json final, process still exiting
             return RunStatus(run_id, RunState.RUNNING, "finishing", job_id, commit)
-        detail = f"{state}, exit code {code}"
+        words = EXIT_WORDS.get(code) if isinstance(code, int) and state != STATUS_PREEMPTED else None
+        detail = f"{state}, exit code {code}" + (f": {words}" if words else "")
         if exit_info.get("signal"):
             detail += f", signal {exit_info['signal']}"
         if cancelled:
