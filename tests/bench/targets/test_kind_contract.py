@@ -28,7 +28,8 @@ def env_of(kind: str, **settings: object) -> Environment:
 @pytest.mark.parametrize("kind", KINDS)
 def test_a_kind_is_its_own_module_and_class(kind: str) -> None:
     cls = target_class(kind)
-    assert issubclass(cls, Target) and cls.kind == kind and cls.__module__ == f"bench.targets.{kind}"
+    module = f"bench.targets.{kind.replace('-', '_')}"  # `ssh-demo` -> ssh_demo.py
+    assert issubclass(cls, Target) and cls.kind == kind and cls.__module__ == module
     assert not inspect.isabstract(cls), f"{cls.__name__} leaves abstract methods: {cls.__abstractmethods__}"
 
 

@@ -13,17 +13,26 @@ from bench.targets import known_kinds, register, target_class
 from bench.targets.base import Target
 
 
-def modules_that_register() -> list[str]:
-    """The modules of bench/targets/ that declare a kind (`@register("...")`), read from their text."""
+def kinds_declared() -> dict[str, str]:
+    """kind -> module, for the modules of bench/targets/ that declare one (`@register("...")`),
+    read from their text."""
     folder = Path(targets.__file__).parent
-    return sorted(p.stem for p in folder.glob("*.py") if re.search(r"^@register\(", p.read_text(), re.M))
+    found = {}
+    for path in folder.glob("*.py"):
+        for kind in re.findall(r'^@register\("([^"]+)"\)', path.read_text(), re.M):
+            found[kind] = path.stem
+    return found
 
 
 def test_every_kind_resolves_to_its_own_class():
-    kinds = known_kinds()
-    assert kinds == modules_that_register() and "local" in kinds  # helper modules register none
+    kinds, declared = known_kinds(), kinds_declared()
+    assert kinds == sorted(declared) and "local" in kinds  # helper modules register none
     classes = {kind: target_class(kind) for kind in kinds}
-    assert all(cls.kind == kind and cls.__module__ == f"bench.targets.{kind}" for kind, cls in classes.items())
+    assert all(
+        cls.kind == kind and cls.__module__ == f"bench.targets.{declared[kind]}" for kind, cls in classes.items()
+    )
+    # a kind's module is its name as a Python name (`ssh-demo` -> ssh_demo.py): found without the others
+    assert all(declared[kind] == kind.replace("-", "_") for kind in kinds)
 
 
 def test_a_duplicate_kind_is_refused():
