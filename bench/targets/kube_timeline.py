@@ -36,8 +36,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench.targets.kube_status import LABEL_RUN, ts
-from bench.targets.pytorchjob import CONTAINER, LABEL_JOB_NAME, LABEL_REPLICA_TYPE
+from bench.targets.kube_status import ts
+from bench.targets.pytorchjob import CONTAINER, LABEL_REPLICA_TYPE
 
 SOURCE = "api-server"
 RESOLUTION_S = 1.0  # metav1.Time marshals whole seconds (RFC 3339)
@@ -90,30 +90,13 @@ def _job(target: Any, run_id: str) -> tuple[dict[str, Any] | None, list[Any]]:
 
 
 def _pytorchjob(target: Any, run_id: str) -> tuple[dict[str, Any] | None, list[Any]]:
-    """The PyTorchJob through the CustomObjects API: one request, no discovery round."""
-    from kubernetes import client
-
-    listed = target._call(
-        "listing PyTorchJobs",
-        client.CustomObjectsApi(target.api_client()).list_namespaced_custom_object,
-        "kubeflow.org",
-        "v1",
-        target.namespace,
-        "pytorchjobs",
-        label_selector=f"{LABEL_RUN}={run_id}",
-    )
-    items = listed.get("items") or []
-    if not items:
+    """The PyTorchJob and its Master pods, found as the target's status finds them."""
+    obj = target._find_pytorchjob(run_id)
+    if obj is None:
         return None, []
-    meta = items[0]["metadata"]
-    pods = target._call(
-        "listing pods",
-        target._core().list_namespaced_pod,
-        namespace=target.namespace,
-        # The Training Operator labels replica types in lower case (training-operator pkg/controller.v1).
-        label_selector=f"{LABEL_JOB_NAME}={meta['name']},{LABEL_REPLICA_TYPE}=master",
-    ).items
-    return meta, sorted(pods, key=lambda p: (ts(p.metadata.creation_timestamp) or 0.0, p.metadata.name))
+    # The Training Operator labels replica types in lower case (training-operator pkg/controller.v1).
+    masters = [p for p in target._pytorchjob_pods(obj) if (p.metadata.labels or {}).get(LABEL_REPLICA_TYPE) == "master"]
+    return obj["metadata"], masters
 
 
 def _build_marks(target: Any, name: str) -> dict[str, dict[str, Any] | None]:
