@@ -41,6 +41,8 @@ def run(args: argparse.Namespace) -> int:
         attempts=args.attempts,
         depth=args.depth,
     )
+    for why in res.skipped:  # a link out of the tree, a file the run does not own: never committed
+        print(f"bench archive: warning: not taken: {why}")
     if res.status == "nothing":
         print(f"bench archive: {args.branch} already holds every run of {args.results}")
     else:

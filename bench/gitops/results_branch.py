@@ -38,6 +38,7 @@ from typing import Any
 from bench.atomic_files import LOCK_NAME
 from bench.errors import AtlasError, ConfigError
 from bench.gitops.publish import _REJECTED, _redact, bot_env, commit_message
+from bench.records.inside_tree import outside_why, own_files, require_inside
 
 BRANCH = "results"
 RUNS = "runs"
@@ -52,6 +53,7 @@ class ArchiveResult:
     added: tuple[str, ...]  # env/run_id of the runs this commit added
     attempts: int
     rebases: int
+    skipped: tuple[str, ...] = ()  # what was not taken from the results tree, and why (links, ...)
 
 
 def _git(repo: Path, *args: str, data: bytes | None = None, env: dict[str, str] | None = None, check: bool = True):
@@ -109,11 +111,17 @@ def _held(repo: Path, tip: str | None) -> set[str]:
     return {line[len(INDEX) + 1 : -len(".json")] for line in out.splitlines() if line.endswith(".json")}
 
 
-def _run_dirs(results: Path) -> list[tuple[str, str, Path]]:
+def _run_dirs(results: Path, skipped: list[str]) -> list[tuple[str, str, Path]]:
+    """Every run folder of the tree: real folders only, never a link out of it (named in `skipped`)."""
     found = []
-    for env_dir in sorted(p for p in Path(results).iterdir() if p.is_dir() and _NAME.fullmatch(p.name)):
-        for run_dir in sorted(p for p in env_dir.iterdir() if p.is_dir() and _NAME.fullmatch(p.name)):
-            if (run_dir / "run.json").is_file():
+    for env_dir in sorted(p for p in Path(results).iterdir() if _NAME.fullmatch(p.name)):
+        for run_dir in sorted(env_dir.iterdir()) if env_dir.is_dir() else []:
+            if not _NAME.fullmatch(run_dir.name):
+                continue
+            why = outside_why(Path(results), run_dir)
+            if why:
+                skipped.append(f"{env_dir.name}/{run_dir.name}: {why}")
+            elif run_dir.is_dir() and (run_dir / "run.json").is_file():
                 found.append((env_dir.name, run_dir.name, run_dir))
     return found
 
@@ -122,20 +130,20 @@ def _blob(repo: Path, data: bytes) -> str:
     return _git(repo, "hash-object", "-w", "--stdin", data=data).stdout.decode().strip()
 
 
-def _stage_run(repo: Path, env: str, run_id: str, run_dir: Path) -> list[tuple[str, str]]:
-    """Write one run's blobs; [(path in the tree, blob sha)], its index entry last."""
+def _stage_run(repo: Path, env: str, run_id: str, run_dir: Path, skipped: list[str]) -> list[tuple[str, str]]:
+    """Write one run's blobs; [(path in the tree, blob sha)], its index entry last. Only the
+    files the run folder owns are taken (bench.records.inside_tree); the others are named in `skipped`."""
     from bench.analysis.history import run_entry
     from bench.records.pack import pack
     from bench.records.read import load_run
 
     entry = run_entry(load_run(run_dir, env))
     files, staged = {}, []
-    for f in sorted(run_dir.iterdir()):
-        if f.name == LOCK_NAME or f.is_symlink() or not f.is_file() or not _NAME.fullmatch(f.name):
-            continue
-        raw = f.read_bytes()
-        stored, data = pack(f.name, raw)
-        files[f.name] = {"stored": stored, "sha256": hashlib.sha256(raw).hexdigest(), "bytes": len(raw)}
+    owned, refused = own_files(run_dir, lambda name: name != LOCK_NAME and bool(_NAME.fullmatch(name)))
+    skipped.extend(f"{env}/{why}" for why in refused)
+    for name, raw in owned.items():
+        stored, data = pack(name, raw)
+        files[name] = {"stored": stored, "sha256": hashlib.sha256(raw).hexdigest(), "bytes": len(raw)}
         staged.append((f"{RUNS}/{env}/{run_id}/{stored}", _blob(repo, data)))
     entry["files"] = files
     text = json.dumps(entry, sort_keys=True, indent=1) + "\n"
@@ -184,7 +192,8 @@ def archive(
         raise ConfigError(f"git remote {remote!r} does not exist in {root}: pass --remote NAME")
     if not Path(results).is_dir():
         raise ConfigError(f"no results folder {results}: run `bench collect` first")
-    candidates = _run_dirs(Path(results))
+    skipped: list[str] = []
+    candidates = _run_dirs(Path(results), skipped)
     staged: dict[str, list[tuple[str, str]]] = {}
     rebases = 0
     for attempt in range(1, max(1, attempts) + 1):
@@ -194,22 +203,22 @@ def archive(
         if not new:
             if tip:
                 _set_local_branch(root, branch, tip)
-            return ArchiveResult("nothing", tip, (), attempt - 1, rebases)
+            return ArchiveResult("nothing", tip, (), attempt - 1, rebases, tuple(skipped))
         for env, run_id, d in new:
             if f"{env}/{run_id}" not in staged:
-                staged[f"{env}/{run_id}"] = _stage_run(root, env, run_id, d)
+                staged[f"{env}/{run_id}"] = _stage_run(root, env, run_id, d, skipped)
         added = tuple(f"{env}/{run_id}" for env, run_id, _ in new)
         envs = sorted({a.split("/")[0] for a in added})
         subject = commit_message(f"results: {len(added)} run(s) of {', '.join(envs)}")
         commit = _commit(root, tip, [b for key in added for b in staged[key]], subject)
         if remote is None:
             _git(root, "update-ref", f"refs/heads/{branch}", commit, tip or "0" * 40)
-            return ArchiveResult("committed", commit, added, attempt, rebases)
+            return ArchiveResult("committed", commit, added, attempt, rebases, tuple(skipped))
         push = _git(root, "push", "--porcelain", remote, f"{commit}:refs/heads/{branch}", check=False)
         if push.returncode == 0:
             _git(root, "update-ref", f"refs/remotes/{remote}/{branch}", commit)
             _set_local_branch(root, branch, commit)
-            return ArchiveResult("pushed", commit, added, attempt, rebases)
+            return ArchiveResult("pushed", commit, added, attempt, rebases, tuple(skipped))
         output = (push.stdout + push.stderr).decode(errors="replace")
         if not _REJECTED.search(output):
             raise AtlasError(f"git push of {branch} to {remote} failed (not a moved branch): {_redact(output)[:400]}")
@@ -269,8 +278,9 @@ def restore(repo: Path, ref: str, results: Path, env: str | None = None) -> list
         if not (_NAME.fullmatch(e) and _NAME.fullmatch(run_id)):
             continue
         dest = Path(results) / e / run_id
-        if dest.exists():
+        if os.path.lexists(dest):
             continue
+        require_inside(Path(results), dest, f"restore of {e}/{run_id}")  # results/<env> a link: never written through
         files = entry.get("files") or {}
         names = sorted(n for n in files if _NAME.fullmatch(n) and _NAME.fullmatch(str(files[n].get("stored"))))
         blobs = _cat(repo, [f"{ref}:{RUNS}/{e}/{run_id}/{files[n]['stored']}" for n in names])

@@ -12,7 +12,6 @@ it and warned about (bench.importers.units).
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -22,6 +21,7 @@ import yaml
 from bench.errors import AtlasError
 from bench.importers.csv_time import map_fault
 from bench.importers.dcgm_names import record_column
+from bench.importers.expression import GRAMMAR, Expression, ExpressionError, parse_expression
 from bench.importers.series import ParseOptions, column_unit
 from bench.importers.units import ambiguity, unit_factor
 
@@ -40,6 +40,7 @@ class Target:
     is_expr: bool
     factor: float  # scale x unit conversion to the record's unit
     key: str  # where the map says it, for messages
+    expression: Expression | None = None  # the checked expression of a derived column
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):
@@ -151,8 +152,15 @@ def targets(mapping: dict[str, Any], opts: ParseOptions) -> list[Target]:
         spec = {"expr": spec} if isinstance(spec, str) else spec
         if not isinstance(spec, dict) or not isinstance(spec.get("expr"), str) or not spec["expr"].strip():
             raise map_fault(opts, key, 'needs an expression over the row\'s columns, e.g. "100 - `%idle`"')
+        try:
+            expression = parse_expression(spec["expr"])
+        except ExpressionError as exc:
+            raise map_fault(opts, key, f"{spec['expr'][:80]!r} {exc}") from None
+        if not expression.columns:
+            raise map_fault(opts, key, f"{spec['expr'][:80]!r} gives one value, not one per row: name a column")
         column = record_column(str(column))
-        out.append(Target(column, spec["expr"], True, _factor({**spec, "to": column}, column, opts, key), key))
+        factor = _factor({**spec, "to": column}, column, opts, key)
+        out.append(Target(column, spec["expr"], True, factor, key, expression))
     seen: dict[str, str] = {}
     for t in out:
         if t.column in seen:
@@ -168,7 +176,16 @@ def unit_warnings(mapping: dict[str, Any]) -> list[str]:
     return [f"warning: {w}" for u in dict.fromkeys(units) if (w := ambiguity(u))]
 
 
-def expression_columns(expr: str, header: list[str]) -> list[str]:
-    """The file's columns an expression names: `backticked` ones and bare names."""
-    named = re.findall(r"`([^`]+)`", expr) + re.findall(r"[A-Za-z_]\w*", re.sub(r"`[^`]*`", " ", expr))
-    return [h for h in header if h in named]
+def expression_columns(target: Target, header: list[str], opts: ParseOptions, path: Path) -> list[str]:
+    """The file's columns a derived target names; a name that is not one of them is refused."""
+    assert target.expression is not None
+    missing = [c for c in target.expression.columns if c not in header]
+    if missing:
+        raise map_fault(
+            opts,
+            target.key,
+            f"{target.source[:80]!r} names {', '.join(map(repr, missing))}, not a column of {path.name} "
+            f"(its columns: {', '.join(header)}); write columns with spaces or symbols in backticks, "
+            f"e.g. 100 - `%idle`. An expression may hold {GRAMMAR}",
+        )
+    return list(target.expression.columns)

@@ -10,7 +10,7 @@
     columns:
       "RAM used (GB)": {to: host_mem_used_bytes, unit: GB_SI}
       "GPU0 util": {to: gpu0_DCGM_FI_DEV_GPU_UTIL, unit: fraction}
-    derived:                 # arithmetic over one row's columns (pandas DataFrame.eval)
+    derived:                 # arithmetic over one row's columns (bench.importers.expression: runs no code)
       host_cpu_percent: "100 - `%idle`"
     hardware: {cpu_cores_logical: 32}
 
@@ -70,25 +70,13 @@ def _numbers(path: Path, rows: list[tuple[int, dict[str, str]]], column: str, de
     return out
 
 
-def _values(target: Target, source: pd.DataFrame, opts: ParseOptions) -> np.ndarray:
-    """A target's values in the record's unit: a column, or its expression over each row."""
-    if not target.is_expr:
-        with np.errstate(over="ignore"):  # 1e308 kB is inf: sanitize drops it, naming the column
+def _values(target: Target, source: pd.DataFrame) -> np.ndarray:
+    """A target's values in the record's unit: a column, or its checked expression over each row."""
+    with np.errstate(over="ignore"):  # 1e308 kB is inf: sanitize drops it, naming the column
+        if target.expression is None:
             return source[target.source].to_numpy(dtype=float) * target.factor
-    try:
-        with np.errstate(all="ignore"):  # x / 0 is inf: refused by range or dropped by sanitize, never a warning
-            result = source.eval(target.source, engine="python")
-    except Exception as exc:  # pandas raises many kinds (NameError, SyntaxError, ValueError, ...)
-        raise map_fault(
-            opts,
-            target.key,
-            f"{target.source!r} cannot be evaluated ({type(exc).__name__}: {exc}); write columns with spaces "
-            "or symbols in backticks, e.g. 100 - `%idle`",
-        ) from None
-    if not isinstance(result, pd.Series) or len(result) != len(source):
-        raise map_fault(opts, target.key, f"{target.source!r} gives one value, not one per row: name a column")
-    with np.errstate(over="ignore"):
-        return pd.to_numeric(result, errors="coerce").to_numpy(dtype=float) * target.factor
+        columns = {c: source[c].to_numpy(dtype=float) for c in target.expression.columns}
+        return target.expression.evaluate(columns, len(source)) * target.factor
 
 
 def _check_range(path: Path, target: Target, values: np.ndarray, lines: list[int]) -> None:
@@ -132,7 +120,7 @@ def parse(path: Path, opts: ParseOptions) -> Series:
     timer = time_column(mapping, opts)
     header, rows = _read(path, mapping)
     sources = {t.source: [t.source] for t in wanted if not t.is_expr}
-    sources.update({t.source: expression_columns(t.source, header) for t in wanted if t.is_expr})
+    sources.update({t.source: expression_columns(t, header, opts, path) for t in wanted if t.is_expr})
     for t in wanted:
         if not t.is_expr and t.source not in header:
             raise ImportFault(
@@ -151,7 +139,7 @@ def parse(path: Path, opts: ParseOptions) -> Series:
     lines = [no for no, _ in rows]
     frame = pd.DataFrame(index=range(len(rows)))
     for t in wanted:
-        values = _values(t, source, opts)
+        values = _values(t, source)
         _check_range(path, t, values, lines)
         frame[t.column] = values
     series = Series(source=path, format="csv", frame=frame, timed=timer is not None, host=_host(mapping))

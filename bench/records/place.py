@@ -25,6 +25,7 @@ from bench.atomic_files import disk_full_error, is_disk_full, locked, sweep_temp
 from bench.envs import Environment
 from bench.errors import AtlasError
 from bench.records.contract import RUN_JSON, SCHEMA_VERSION, TRAIN_JSONL, queue_wait_s
+from bench.records.inside_tree import require_inside
 from bench.records.jobfiles import JobFileRefused, read_bytes, sweep
 from bench.records.rebuild import rebuild_lost_final_write
 from bench.records.sampling import first_start
@@ -117,6 +118,7 @@ def place_run(
     gives the platform's timeline marks, once, after the fetch (bench.records.timeline).
     """
     dest = Path(results) / env.name / run_id
+    require_inside(Path(results), dest, f"{env.name}: run {run_id}")  # never written through a link out of the tree
     if (dest / RUN_JSON).is_file():
         return Placed(dest, False)
     try:

@@ -115,7 +115,10 @@ def test_kb_is_sysstats_kibibyte_with_a_warning(tmp_path: Path, bench) -> None:
         ),
         ("columns: {cpu: {to: host_cpu_percent, scale: -1}}\n", "columns.cpu.scale: -1 is not a number above 0"),
         ("columns: {cpu: {to: host_cpu_percent, scale: 0}}\n", "columns.cpu.scale: 0 is not a number above 0"),
-        ('derived: {host_cpu_percent: "100 - idle"}\n', "derived.host_cpu_percent: '100 - idle' cannot be evaluated"),
+        (
+            'derived: {host_cpu_percent: "100 - idle"}\n',
+            "derived.host_cpu_percent: '100 - idle' names 'idle', not a column of cpu.csv",
+        ),
         ('derived: {host_cpu_percent: "5"}\n', "gives one value, not one per row"),
         ("columns: {cpu: host_cpu_percent}\ncolumn: {}\n", "unknown key(s) column"),
         ("time: {column: t, format: unix}\ncolumns: {cpu: {to: host_cpu_percent, unit: fraction}}\n", "outside"),
