@@ -22,7 +22,6 @@ from bench.analysis.peak_flops import peak_tflops, unknown_peak_reason
 from bench.records import contract as c
 from bench.records.compile_facts import run_compile_facts
 
-
 MFU_SLACK = 1e-6  # rounding of the recorded figures; anything more above 100 % is impossible
 
 

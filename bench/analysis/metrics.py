@@ -22,9 +22,9 @@ from bench.analysis import fastpath as fp
 from bench.analysis import timeline_metrics as tm
 from bench.analysis.attempts import attempt_spans, per_attempt, wall_over_attempts
 from bench.analysis.cost import record_cost
-from bench.records.energy_counter import counter_energy_wh
 from bench.records import contract as c
 from bench.records.columns import CATALOGUE, GPU_CATALOGUE
+from bench.records.energy_counter import counter_energy_wh
 from bench.records.read import RunData
 from bench.records.shape import recorded_shape
 from bench.records.trainlog import (
