@@ -79,11 +79,19 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    from bench.atomic_files import disk_full_error, is_disk_full
-    from bench.oserrors import is_refused_write, refused_write_line, writable_caches
-    from bench.records.contract import EXIT_DISK_FULL, EXIT_USER_ERROR
+    from bench.oserrors import writable_caches
+    from bench.terminal import escaping
 
     writable_caches()
+    with escaping():  # no control character from a record or an entry reaches the terminal
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from bench.atomic_files import disk_full_error, is_disk_full
+    from bench.oserrors import is_refused_write, refused_write_line
+    from bench.records.contract import EXIT_DISK_FULL, EXIT_USER_ERROR
+
     try:
         return int(args._run(args) or 0)
     except DiskFullError as exc:

@@ -47,6 +47,11 @@ class ChangePoint:
     def change(self) -> float:
         return self.after / self.before - 1 if self.before else math.inf
 
+    @property
+    def change_text(self) -> str:
+        """ "+12.5%", or "from 0" where the median before was 0 (no ratio exists)."""
+        return f"{self.change:+.1%}" if math.isfinite(self.change) else "from 0"
+
 
 def _noise(signal: np.ndarray) -> float:
     """Robust standard deviation of the noise: MAD of successive differences / sqrt(2)."""
@@ -91,6 +96,13 @@ def _provenance(point: CommitPoint) -> dict[str, str | None]:
     return {key: dominant(point.provenance, key) for key, _ in PROVENANCE}
 
 
+def _moved(ratio: float | None, before: list[float], after: list[float], min_change: float) -> bool:
+    """The median moved by `min_change` at least; from a median of 0 any move counts (no ratio exists)."""
+    if ratio is not None and math.isfinite(ratio):
+        return abs(ratio - 1) >= min_change
+    return float(np.median(before)) == 0.0 and float(np.median(after)) != 0.0
+
+
 def _runs(points: list[CommitPoint], lo: int, hi: int) -> list[float]:
     return [v for p in points[lo:hi] for v in p.values]
 
@@ -113,12 +125,7 @@ def change_points(
         for i, b in enumerate(kept):
             before, after = _runs(points, bounds[i], b), _runs(points, b, bounds[i + 2])
             cmp = compare_samples(after, before, resamples=0)  # the p-value and ratio; no interval needed
-            ok = (
-                cmp.p_value is not None
-                and cmp.p_value <= alpha
-                and cmp.ratio is not None
-                and abs(cmp.ratio - 1) >= min_change
-            )
+            ok = cmp.p_value is not None and cmp.p_value <= alpha and _moved(cmp.ratio, before, after, min_change)
             tests.append((ok, cmp, before, after))
         failed = [i for i, t in enumerate(tests) if not t[0]]
         if not failed:

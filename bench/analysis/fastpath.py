@@ -18,9 +18,11 @@ from typing import Any
 
 import numpy as np
 
-from bench.analysis.peak_flops import peak_tflops
+from bench.analysis.peak_flops import peak_tflops, unknown_peak_reason
 from bench.records import contract as c
 from bench.records.compile_facts import run_compile_facts
+
+MFU_SLACK = 1e-6  # rounding of the recorded figures; anything more above 100 % is impossible
 
 
 def _facts(ctx: Any) -> dict[str, Any]:
@@ -58,23 +60,44 @@ def compiled(ctx: Any) -> float | None:
 
 
 def achieved_tflops(ctx: Any) -> float | None:
+    """Model TFLOP/s achieved; unknown (and said why) when it is not finite or above the GPUs' own peak,
+    which no run can reach: FLOPs or images per G iteration are then wrong, not the GPU fast."""
     flops, per_iter, ips = (
         flops_per_g_iteration(ctx),
         _num(_facts(ctx).get("images_per_g_iteration")),
         ctx["images_per_s"],
     )
-    return ips * flops / per_iter / 1e12 if flops and per_iter and ips else None
+    if not (flops and per_iter and ips):
+        return None
+    value = ips * flops / per_iter / 1e12
+    peak = ctx["peak_tflops"]
+    if not np.isfinite(value) or (peak and value > peak * (1 + MFU_SLACK)):
+        shown = f"{100.0 * value / peak:.4g} %" if peak and np.isfinite(value) else f"{value:g} TFLOP/s"
+        why = (
+            f"MFU unknown: the record gives {shown} ({ips:.4g} images/s x {flops:.4g} FLOP per G iteration / "
+            f"{per_iter:g} images per G iteration), above the physical limit of 100 % of the GPUs' peak: "
+            "run.json compile.flops_per_g_iteration or images_per_g_iteration is wrong"
+        )
+        ctx.notes["achieved_tflops"] = ctx.notes["mfu_pct"] = why
+        return None
+    return value
 
 
 def peak_tflops_of_run(ctx: Any) -> float | None:
     """The job's GPUs' dense peak at its precision (one GPU x GPUs)."""
-    one, gpus = peak_tflops(_gpu_model(ctx), _precision(ctx)), ctx["gpus"]
+    model, precision = _gpu_model(ctx), _precision(ctx)
+    one, gpus = peak_tflops(model, precision), ctx["gpus"]
+    if not one and gpus:
+        why = unknown_peak_reason(model, precision)
+        if why:
+            ctx.notes.setdefault("mfu_pct", why)
     return one * gpus if one and gpus else None
 
 
 def mfu_pct(ctx: Any) -> float | None:
+    """Achieved / peak, at most 100 % (a higher figure is refused by `achieved_tflops`)."""
     achieved, peak = ctx["achieved_tflops"], ctx["peak_tflops"]
-    return 100.0 * achieved / peak if achieved is not None and peak else None
+    return min(100.0, 100.0 * achieved / peak) if achieved is not None and peak else None
 
 
 def energy_per_image_j(ctx: Any) -> float | None:

@@ -29,6 +29,7 @@ def instrument_notes(env_runs: list[RunMetrics], all_runs: list[RunMetrics]) -> 
         parts = [f"MFU {fmt(mfu_now)} % of the GPUs' dense peak ({fmt(tflops)} TFLOP/s achieved)"] if mfu_now else []
         parts += [f"{fmt(joules)} J of GPU energy per image"] if joules else []
         notes.append("how close to the hardware: " + "; ".join(parts) + ".")
+    notes += list(dict.fromkeys(r.notes["mfu_pct"] for r in env_runs if r.notes.get("mfu_pct")))[:3]
     busy = _med(env_runs, "gpu_util_steady_pct")
     if busy is not None and busy < BUSY_MIN_PCT:
         notes.append(

@@ -24,6 +24,7 @@ from bench.analysis.attempts import attempt_spans, per_attempt, wall_over_attemp
 from bench.analysis.cost import record_cost
 from bench.records import contract as c
 from bench.records.columns import CATALOGUE, GPU_CATALOGUE
+from bench.records.energy_counter import counter_energy_wh
 from bench.records.read import RunData
 from bench.records.shape import recorded_shape
 from bench.records.trainlog import (
@@ -272,14 +273,12 @@ def _mem_limit_gb(ctx: RunContext) -> float | None:
 
 
 def _gpu_energy_wh(df: pd.DataFrame, gpu: str) -> float | None:
-    """The energy counter's increases (mJ; a drop is a reset, not negative energy), else power
-    (W) integrated over time."""
+    """The energy counter's monotonic segments (bench.records.energy_counter: unknown when it is no
+    counter, never 0), else power (W) integrated over time."""
     counter_col, power_col = f"{gpu}_{c.GPU_ENERGY}", f"{gpu}_{c.GPU_POWER}"
-    if counter_col in df:
-        ok = _finite(df[counter_col].to_numpy(dtype=float, na_value=np.nan))
-        if ok.size >= 2:
-            steps = np.diff(ok)
-            return float(steps[steps > 0].sum()) / 3.6e6  # mJ -> Wh
+    if counter_col in df and df[counter_col].notna().sum() >= 2:
+        t, mj = df["time"].to_numpy(dtype=float), df[counter_col].to_numpy(dtype=float, na_value=np.nan)
+        return counter_energy_wh(t, mj, counter_col)[0]
     if power_col in df:
         t = df["time"].to_numpy(dtype=float)
         p = df[power_col].to_numpy(dtype=float, na_value=np.nan)
@@ -453,6 +452,7 @@ class RunMetrics:
     cost_note: str = ""
     origins: dict[str, str] = field(default_factory=dict)  # key -> "host" where the figure is the whole machine's
     resolutions: dict[str, float] = field(default_factory=dict)  # key -> clock resolution (s) of a timed span
+    notes: dict[str, str] = field(default_factory=dict)  # key -> why that figure is unknown (MFU: no peak, > 100 %)
 
     def __getattr__(self, key: str) -> float | None:
         values = self.__dict__.get("values")
@@ -494,4 +494,5 @@ def run_metrics(run: RunData) -> RunMetrics:
         cost_note=ctx.notes.get("cost", ""),
         origins=dict(ctx.origins),
         resolutions=dict(ctx.resolutions),
+        notes=dict(ctx.notes),
     )

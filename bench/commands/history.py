@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -80,7 +81,8 @@ def run(args: argparse.Namespace) -> int:
     out = sys.stdout
     if args.json:
         for cp in found:
-            print(json.dumps({**cp.__dict__, "change": cp.change}, sort_keys=True), file=out)
+            change = cp.change if math.isfinite(cp.change) else None  # JSON has no Infinity: from 0 is null
+            print(json.dumps({**cp.__dict__, "change": change}, sort_keys=True), file=out)
         return 0
     print(
         f"history: {len(entries)} run(s), {len(commits)} commit(s), {len(all_series)} series from {source}; "
@@ -92,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
     for cp in found:
         env = cp.env if len({k[1] for k in all_series if k[0] == cp.env}) == 1 else f"{cp.env} ({cp.experiment})"
         print(
-            f"{env}\t{cp.metric}\t{cp.commit[:7]}\t{fmt(cp.before)} -> {fmt(cp.after)} ({cp.change:+.1%})\t"
+            f"{env}\t{cp.metric}\t{cp.commit[:7]}\t{fmt(cp.before)} -> {fmt(cp.after)} ({cp.change_text})\t"
             f"{cp.p_value:.2g}\t{cp.changed}",
             file=out,
         )

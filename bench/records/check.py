@@ -18,7 +18,8 @@ import numpy as np
 import pandas as pd
 
 from bench.records.columns import column_of
-from bench.records.contract import FINISHED_OK, RUN_JSON, TRAIN_JSONL
+from bench.records.contract import FINISHED_OK, GPU_ENERGY, RUN_JSON, TRAIN_JSONL
+from bench.records.energy_counter import counter_energy_wh
 from bench.records.sampling import first_start, gap_problems
 from bench.records.strict_numbers import finite
 
@@ -113,6 +114,9 @@ def samples_problems(name: str, df: pd.DataFrame, meta: dict[str, Any]) -> list[
             span = f"{low:g}..{high:g}" if high is not None else f">= {low:g}"
             out.append(f"{name}: {bad} value(s) of {column} outside {span} ({what}): wrong units?; excluded")
     for g in gpus:
+        counter = _col(df, f"{g}_{GPU_ENERGY}")
+        if counter is not None and np.isfinite(counter).sum() >= 2:  # the rules the energy figure is read by
+            out.extend(f"{name}: {p}" for p in counter_energy_wh(t, counter, f"{g}_{GPU_ENERGY}")[1])
         used, total = _col(df, f"{g}_DCGM_FI_DEV_FB_USED"), _col(df, f"{g}_DCGM_FI_DEV_FB_TOTAL")
         if used is not None and total is not None:
             over = int((np.isfinite(used) & np.isfinite(total) & (used > total * 1.001)).sum())

@@ -27,8 +27,10 @@ KEYS = (
 )
 
 
-def _count(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+def _count(value: Any, low: int = 0, high: float = 1e21) -> int | None:
+    """A whole number within run.schema.json's bounds for the same key, else None (unknown, not a guess)."""
+    ok = isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
+    return value if ok else None
 
 
 def compile_facts(log: TrainLog) -> dict[str, Any] | None:
@@ -45,8 +47,8 @@ def compile_facts(log: TrainLog) -> dict[str, Any] | None:
     for key in ("graph_breaks", "recompiles"):
         counts = [c for w in starts if (c := _count(w.get(key))) is not None]
         facts[key] = max(counts) if counts else None
-    facts["flops_per_g_iteration"] = _count(facts["flops_per_g_iteration"])
-    facts["images_per_g_iteration"] = _count(facts["images_per_g_iteration"])
+    facts["flops_per_g_iteration"] = _count(facts["flops_per_g_iteration"], 1)
+    facts["images_per_g_iteration"] = _count(facts["images_per_g_iteration"], 1, 1e7)
     return facts
 
 

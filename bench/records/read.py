@@ -23,6 +23,7 @@ from bench.records.contract import EXIT_RUNNING, RUN_JSON, SCHEMA_VERSION, TRAIN
 from bench.records.jobfiles import read_bytes
 from bench.records.schema import refused_paths, schema_problems
 from bench.records.timeline import timeline_problems
+from bench.records.timeline_rules import refuse_bad_timeline
 from bench.records.trainclock import train_clock_refusal
 from bench.records.trainlog import TrainLog, read_train_log, time_to_train
 
@@ -172,6 +173,7 @@ def _read_meta(data: RunData, collected: bool) -> dict[str, Any]:
         data.problems.extend(ranges.refuse_out_of_range(meta, data.refused))
         data.problems.extend(ranges.cost_inputs_missing(meta, data.refused))
         data.problems.extend(ranges.overlapping_attempts(meta))
+        data.problems.extend(refuse_bad_timeline(meta))  # before the readers: a refused span is unknown
         data.problems.extend(timeline_problems(meta.get("timeline")))
         start, end = strict_numbers.finite(meta.get("start_time")), strict_numbers.finite(meta.get("end_time"))
         if start is not None and end is not None and end < start:

@@ -28,6 +28,7 @@ from typing import Any
 from bench.errors import AtlasError
 from bench.records.contract import TRAIN_JSONL
 from bench.records.jobfiles import read_bytes
+from bench.records.strict_numbers import LATEST_TIME
 from bench.records.trainlog import TrainLog
 
 PHASES = ("deliver", "queue", "stage", "pull", "launch", "warmup", "train", "finish", "collect")
@@ -52,6 +53,7 @@ SOURCES = ("bench-host", "slurmctld", "ansible-runner", "api-server", "podman", 
 HOST_RESOLUTION_S = 0.001
 JOB_RESOLUTION_S = 0.001
 SLURM_RESOLUTION_S = 1.0
+EARLIEST_PUSH = 946_684_800.0  # 2000-01-01 UTC: an earlier push time (ATLAS_PUSHED_AT=1) is a mistake
 PUSHED_AT_VARIABLE = "ATLAS_PUSHED_AT"  # set by the git hook / CI: the push's time, Unix seconds or ISO 8601
 
 # The phase's (start mark, end mark); launch is computed apart (it starts at the latest of several).
@@ -96,9 +98,9 @@ def pushed_at(environ: dict[str, str] | None = None) -> float | None:
             value = -1.0
         else:
             value = (stamp if stamp.tzinfo else stamp.replace(tzinfo=timezone.utc)).timestamp()
-    if not math.isfinite(value) or value <= 0:
+    if not math.isfinite(value) or not EARLIEST_PUSH <= value <= LATEST_TIME:
         raise AtlasError(
-            f"{PUSHED_AT_VARIABLE}={raw[:60]!r} is not a time: set it to the push's Unix seconds "
+            f"{PUSHED_AT_VARIABLE}={raw[:60]!r} is not a time between 2000 and 2100: set it to the push's Unix seconds "
             "(`date +%s.%N`) or an ISO 8601 time (2026-11-24T06:00:00Z), or unset it"
         )
     return value

@@ -212,7 +212,7 @@ def _change_lines(entries: list[dict], result: CompareResult) -> list[str]:
         label = METRIC_BY_KEY[metric].label
         for cp in change_points(key, points):
             lines.append(
-                f"{cp.change:+.1%} {md(label)} on {md(env)} at `{code(cp.commit[:7])}` "
+                f"{cp.change_text} {md(label)} on {md(env)} at `{code(cp.commit[:7])}` "
                 f"({fmt(cp.before)} → {fmt(cp.after)}, p = {cp.p_value:.2g}): {md(cp.changed, 400)}"
             )
     return lines

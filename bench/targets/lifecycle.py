@@ -71,14 +71,15 @@ def wait(
             st = target.status(run_id)
             if st.state.finished:
                 final[run_id] = st
-                if tty:
-                    print("\r\033[K", end="", file=out)
+                if tty:  # bench's own control sequence: written past the escaping of data (bench.terminal)
+                    print("\r\033[K", end="", file=getattr(out, "control_stream", out))
                 print(f"{target.env.name}/{run_id}: {st.state.value} ({st.detail})", file=out, flush=True)
             else:
                 elapsed = time.monotonic() - start
                 line = f"{target.env.name}/{run_id}: {st.state.value} {elapsed:5.0f} s {st.detail}"
                 if tty:
-                    print(f"\r\033[K{line}", end="", file=out, flush=True)
+                    print("\r\033[K", end="", file=getattr(out, "control_stream", out))
+                    print(line, end="", file=out, flush=True)
                 elif line.split(" s ")[-1] != last_line.split(" s ")[-1] or not last_line:
                     print(line, file=out, flush=True)
                 last_line = line

@@ -16,7 +16,7 @@ import pytest
 
 from bench.analysis.instrument import instrument_notes, mixed_compile_note
 from bench.analysis.metrics import RunMetrics, fmt, run_metrics
-from bench.analysis.peak_flops import find_peak, peak_tflops
+from bench.analysis.peak_flops import PEAKS, find_peak, peak_tflops
 from bench.cli import main as bench_main
 from bench.in_job.recorder import Recorder
 from bench.records.read import load_run
@@ -156,4 +156,5 @@ def test_peak_table_knows_the_datasheet_boards_and_nothing_else() -> None:
     assert peak_tflops("Tesla V100-SXM2-32GB", "bfloat16") is None  # no bf16 tensor cores: no guess
     assert peak_tflops("NVIDIA H200", "bfloat16") == 989.5
     assert find_peak("NVIDIA GeForce RTX 4090") is None and peak_tflops(None, "float32") is None
-    assert all(p.source.startswith("https://") for p in (find_peak("H100"), find_peak("a100"), find_peak("v100")))
+    assert find_peak("H100") is None and find_peak("NVIDIA RTX A1000") is None  # exact board names only
+    assert all(p.source.startswith("https://") for p in PEAKS)
