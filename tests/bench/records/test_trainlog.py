@@ -86,8 +86,11 @@ def test_time_going_backwards_is_a_named_problem_and_those_events_are_excluded(t
     assert any(
         "2 event(s) earlier than a line before them (clock went backwards; first: line 3)" in p for p in log.problems
     )
-    total, _ = time_to_train(log)
-    assert total is None or total >= 0
+    # The stop an hour too early is excluded, so the segment reads as killed: counted up to
+    # its last train line that kept time (10003 - 10000 s), never negative, and named.
+    total, problems = time_to_train(log)
+    assert total == pytest.approx(3.0)
+    assert problems == ["segment 1 has no run_stop (job killed?); counted up to its last train line"]
     assert 5.0 not in list(steady_images_per_s(log))
 
 
