@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 EXTRAS := torch,train,slurm,openshift,github,dev
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 
-.PHONY: setup demo test chaos lint format bench-train bench-gpu clean help slurm-up slurm-down api-double
+.PHONY: setup demo test chaos lint format bench-train bench-gpu gpu-proof clean help slurm-up slurm-down api-double
 
 help:
 	@echo "make demo   - set up .venv and run the main job on the local environments"
@@ -14,6 +14,7 @@ help:
 	@echo "make lint / format - ruff check and format check / rewrite the tree with ruff format"
 	@echo "make bench-train ARGS='--experiment cifar' - training throughput benchmark (JSON)"
 	@echo "make bench-gpu [ARGS='--presets cifar --startup'] - GPU matrix: presets x variants, JSON lines + Markdown table"
+	@echo "make gpu-proof [ARGS=--rehearse] - the 9-minute GPU proof with its evidence folder (benchmarks/README.md)"
 	@echo "make api-double [ARGS='--empty'] - an OpenShift API server double on 127.0.0.1; prints a kubeconfig"
 	@echo "make slurm-up / slurm-down - start / stop the local single-node Slurm (env local-slurm; root)"
 
@@ -70,6 +71,13 @@ bench-train: setup
 # REF_DIR=<extracted ajbrock/BigGAN-PyTorch> ARGS='--ref-script PATH' adds the reference.
 bench-gpu: setup
 	$(PY) benchmarks/gpu_matrix.py $(ARGS)
+
+# The GPU proof (benchmarks/README.md): on a GPU machine whose python3 has CUDA torch and
+# Atlas installed with --no-deps, without a .venv: REF_DIR=<reference> make gpu-proof.
+# Here (.venv present) ARGS=--rehearse runs it on the CPU with the NVML double.
+PROOF_PY := $(if $(wildcard $(PY)),$(PY),$(PYTHON))
+gpu-proof:
+	$(PROOF_PY) benchmarks/gpu_proof.py $(ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache
