@@ -53,7 +53,19 @@ def _load(name: str) -> ModuleType | None:
         raise
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _chosen(argv: list[str] | None) -> str | None:
+    """The command named on the command line (its first word), None when there is none."""
+    words = sys.argv[1:] if argv is None else argv
+    return words[0].replace("-", "_") if words and not words[0].startswith("-") else None
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """Every command's sub-parser; with `only`, the arguments of that command alone.
+
+    `bench --help` lists each command's one-line HELP and needs none of their arguments:
+    declaring them imports what they offer (importers, environments), which a command
+    that is not run should not pay for at start-up.
+    """
     parser = argparse.ArgumentParser(
         allow_abbrev=False,
         prog="bench",
@@ -71,13 +83,15 @@ def build_parser() -> argparse.ArgumentParser:
             description=getattr(module, "__doc__", None) or module.HELP,
             allow_abbrev=False,
         )
-        module.add_arguments(p)
+        if only is None or only == name:
+            module.add_arguments(p)
         p.set_defaults(_run=module.run)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    chosen = _chosen(argv)
+    parser = build_parser(chosen if chosen in COMMAND_ORDER else None)
     args = parser.parse_args(argv)
     from bench.oserrors import writable_caches
     from bench.terminal import escaping
