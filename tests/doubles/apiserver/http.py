@@ -180,7 +180,11 @@ class Handler(BaseHTTPRequestHandler):
         mounts = {m["mountPath"] for m in pod["spec"]["containers"][0].get("volumeMounts", [])}
         # The collector's contract: sh -c SCRIPT collect MOUNT RUN_ID; MOUNT maps to the local volume.
         argv = list(command)
-        if len(argv) == 6 and argv[:2] == ["sh", "-c"] and argv[4] in mounts:
+        kubelet = getattr(self.double, "kubelet", None)
+        if kubelet is not None:  # a kubelet runs the pod here: the command runs in its folders
+            proc = subprocess.run(kubelet.map_argv(pod, argv), capture_output=True)
+            out, err, code = proc.stdout, proc.stderr, proc.returncode
+        elif len(argv) == 6 and argv[:2] == ["sh", "-c"] and argv[4] in mounts:
             argv[4] = str(self.double.volume)
             proc = subprocess.run(argv, capture_output=True)
             out, err, code = proc.stdout, proc.stderr, proc.returncode
