@@ -41,7 +41,7 @@ class Kubelet:
     """Runs what the double admits; `stop()` ends its processes and threads."""
 
     def __init__(self, double: Any, root: Path, source: Path, python: str = sys.executable) -> None:
-        self.double, self.root, self.source, self.python = double, Path(root), Path(source), python
+        self.double, self.root, self.source, self.python = double, Path(root).resolve(), Path(source).resolve(), python
         self.podman = shutil.which("podman")
         self.images: dict[str, Path] = {}  # image digest -> the folder the Build exported
         self.building: dict[str, threading.Event] = {}  # digest -> set once its Build ended
