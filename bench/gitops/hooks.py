@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import TextIO
 
 from bench.atomic_files import write_text_atomic
-from bench.errors import ConfigError
+from bench.errors import AtlasError, ConfigError
 from bench.gitops.checkout import DEFAULT_ENVS, bench_in, checkout_at, git, run_envs
 from bench.gitops.publish import SKIP_CI
 from bench.gitops.results_branch import archive
@@ -146,6 +146,25 @@ def job_start_time(results: Path) -> float | None:
     return min(starts) if starts else None
 
 
+def notify_webhooks(clusters: Path, envs: tuple[str, ...], new: str, ref: str, out: TextIO) -> None:
+    """GitHub's part: each OpenShift environment with a `webhook_secret_file` gets the push event.
+
+    Its BuildConfig webhook then starts the Build of the pushed commit, which `bench run`
+    finds (no instantiate). A refusal is printed, never fatal: `bench run` builds anyway."""
+    from bench.envs import load_env
+    from bench.targets import target_for
+
+    for name in envs:
+        try:
+            env = load_env(name, clusters)
+            if env.kind != "openshift" or not env.get("webhook_secret_file"):
+                continue
+            said = target_for(env).notify_push(new, ref, git(clusters.parent, "log", "-1", "--format=%s", new).strip())
+        except AtlasError as exc:
+            said = f"webhook not delivered: {exc}"
+        print(f"atlas: {name}: {said}", file=out, flush=True)
+
+
 def received(
     bare: Path,
     old: str,
@@ -164,6 +183,7 @@ def received(
         return 0
     work = checkout_at(bare, new, settings.branch, out)
     os.environ[PUSHED_AT_VARIABLE] = repr(pushed_at)  # the runs' timelines start at the push (bench_in passes it on)
+    notify_webhooks(work / "clusters", settings.envs, new, ref, out)
     failed = True
     try:
         submitted_at = time.time()

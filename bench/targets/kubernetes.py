@@ -31,6 +31,7 @@ from bench.envschema import OPT_STR, POSITIVE, STR
 from bench.errors import AtlasError, ConfigError
 from bench.records.place import SKIPPED
 from bench.records.shape import Shape, declared_shape
+from bench.records.timeline import pushed_at
 from bench.targets import pytorchjob as kf
 from bench.targets import register
 from bench.targets.base import JobSpec, RunState, RunStatus, Target
@@ -200,6 +201,12 @@ class KubernetesTarget(JobStatusReader, RecordCopier, PyTorchJobRunner, Target):
     def _kubeconfig(self) -> str | None:
         path = self.env.get("kubeconfig")
         if path:
+            path = os.path.expandvars(path)  # local-openshift's: where `make demo` started the API double
+            if "$" in path:
+                raise AtlasError(
+                    f"{self.env.name}: kubeconfig {path!r} names an environment variable that is not set "
+                    "(`make demo` sets ATLAS_API_DOUBLE when it starts the API double)"
+                )
             return str(
                 Path(os.path.expanduser(path)) if os.path.isabs(os.path.expanduser(path)) else self.env.folder / path
             )
@@ -207,7 +214,11 @@ class KubernetesTarget(JobStatusReader, RecordCopier, PyTorchJobRunner, Target):
 
     def available(self) -> str | None:
         try:
-            self.api_client()
+            client = self.api_client()
+            if self.env.get("local") is True:  # a server on this machine: is it up now?
+                from kubernetes import client as kube
+
+                self._call("reaching the API server", kube.VersionApi(client).get_code, _request_timeout=5)
         except AtlasError as exc:
             return str(exc)
         return None
@@ -345,7 +356,9 @@ class KubernetesTarget(JobStatusReader, RecordCopier, PyTorchJobRunner, Target):
             raise ConfigError(f"{self.env.folder / self.env.settings['job_template']}: " + "; ".join(problems))
 
     def submit(self, job: JobSpec) -> RunStatus:
-        submitted = time.time()
+        # Delivery starts at the push (ATLAS_PUSHED_AT), so a build the push started is in it.
+        pushed = pushed_at()
+        submitted = time.time() if pushed is None else min(pushed, time.time())
         if self.shape.nodes > 1:
             return self._submit_pytorchjob(job, submitted)
         image, digest, build = self.image_for_commit(job.commit)

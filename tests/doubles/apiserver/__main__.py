@@ -1,8 +1,9 @@
-"""`python -m tests.doubles.apiserver [--dir DIR] [--namespace NS] [--empty] [--job-seconds S]`
+"""`python -m tests.doubles.apiserver [--dir DIR] [--namespace NS] [--empty] [--job-seconds S | --kubelet REPO]`
 
 Starts the API double on 127.0.0.1 (a free port), writes DIR/kubeconfig and prints it, then
 serves until Ctrl-C. Time follows the wall clock; Jobs run a pod that succeeds after
---job-seconds; Builds complete at once.
+--job-seconds and Builds complete at once, or, with --kubelet REPO, Builds export (or
+podman-build) REPO at the pushed commit and pods really run here (kubelet.py).
 """
 
 from __future__ import annotations
@@ -26,10 +27,16 @@ def main(argv: list[str] | None = None) -> int:
         "--empty", action="store_true", help="no namespace yet (as before `kubectl apply -k clusters/moc`)"
     )
     parser.add_argument("--job-seconds", type=float, default=30.0, help="how long each Job's pod runs")
+    parser.add_argument("--kubelet", type=Path, metavar="REPO", help="run pods here, building from this git repository")
     args = parser.parse_args(argv)
     folder = args.dir or Path(tempfile.mkdtemp(prefix="atlas-api-double-"))
     double, kubeconfig = start(folder, args.namespace, args.token, args.empty)
-    run_by_hand(double, args.job_seconds)
+    if args.kubelet:
+        from tests.doubles.apiserver.kubelet import Kubelet
+
+        Kubelet(double, folder / "node", source=args.kubelet.resolve())
+    else:
+        run_by_hand(double, args.job_seconds)
     print(f"API double serving {double.url} (namespace {args.namespace})", flush=True)
     print(f"kubeconfig: {kubeconfig}", flush=True)
     print(f"  export KUBECONFIG={kubeconfig}", flush=True)

@@ -21,6 +21,7 @@ from urllib.parse import parse_qs, urlparse
 
 from tests.doubles.apiserver.errors import ApiError, RawResponse, TextResponse
 from tests.doubles.apiserver.tables import table
+from tests.doubles.apiserver.webhooks import webhook_path
 
 WS_GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 
@@ -75,6 +76,9 @@ class Handler(BaseHTTPRequestHandler):
                 body = raw.decode(errors="replace")
             with self.double.changed:
                 self.double.requests.append((method, parsed.path, body))
+            hook = webhook_path(parsed.path)
+            if hook is not None:  # reachable without a token where RBAC allows (webhooks.py)
+                return self._webhook(method, hook, raw)
             if self.headers.get("Authorization") != f"Bearer {self.double.token}":
                 raise ApiError(401, "Unauthorized", "Unauthorized")
             if self.headers.get("Upgrade", "").lower() == "websocket":
@@ -99,6 +103,15 @@ class Handler(BaseHTTPRequestHandler):
             self._send(200, exc.data, exc.content_type)
         except Exception as exc:  # a bug in the double: say so, never drop the connection
             self._send(500, ApiError(500, "InternalError", f"double: {type(exc).__name__}: {exc}").status())
+
+    def _webhook(self, method: str, hook: tuple[str, str, str, str], raw: bytes) -> None:
+        namespace, name, secret, kind = hook
+        if method != "POST":
+            raise ApiError(405, "MethodNotAllowed", f"{method} is not supported on buildconfigs/webhooks")
+        with self.double.changed:
+            auth = self.headers.get("Authorization", "")
+            code, out = self.double.webhook(namespace, name, secret, kind, self.headers, raw, auth)
+        self._send(code, out)
 
     def do_GET(self) -> None:
         self._dispatch("GET")
@@ -167,7 +180,11 @@ class Handler(BaseHTTPRequestHandler):
         mounts = {m["mountPath"] for m in pod["spec"]["containers"][0].get("volumeMounts", [])}
         # The collector's contract: sh -c SCRIPT collect MOUNT RUN_ID; MOUNT maps to the local volume.
         argv = list(command)
-        if len(argv) == 6 and argv[:2] == ["sh", "-c"] and argv[4] in mounts:
+        kubelet = getattr(self.double, "kubelet", None)
+        if kubelet is not None:  # a kubelet runs the pod here: the command runs in its folders
+            proc = subprocess.run(kubelet.map_argv(pod, argv), capture_output=True)
+            out, err, code = proc.stdout, proc.stderr, proc.returncode
+        elif len(argv) == 6 and argv[:2] == ["sh", "-c"] and argv[4] in mounts:
             argv[4] = str(self.double.volume)
             proc = subprocess.run(argv, capture_output=True)
             out, err, code = proc.stdout, proc.stderr, proc.returncode

@@ -71,6 +71,8 @@ class Lifecycle:
             self.bind_pod(obj)
             self.prepare_pod(obj["metadata"]["name"])
             self.start_container(obj["metadata"]["name"])
+        if r.plural == "buildconfigs":
+            self.config_change(obj)  # webhooks.py: a ConfigChange trigger starts build 1
         if r.plural == "imagestreams":  # the image controller publishes the registry address
             obj["status"] = {"dockerImageRepository": f"{REGISTRY}/{self.namespace}/{obj['metadata']['name']}"}
             self.record("imagestreams", obj)

@@ -43,6 +43,7 @@ from tests.doubles.apiserver.schema import Schemas
 from tests.doubles.apiserver.tables import table
 from tests.doubles.apiserver.tls import make_ca
 from tests.doubles.apiserver.validate import validate_object
+from tests.doubles.apiserver.webhooks import Webhooks
 from tests.doubles.apiserver.writes import Writes
 
 # BuildRequest is not in the shipped subset; its fields per the OpenShift API reference
@@ -91,7 +92,7 @@ def _term(term: str) -> tuple[str, str | None, str]:
     return term.strip(), None, ""
 
 
-class OpenShiftApiDouble(Writes, Lifecycle, Scenarios):
+class OpenShiftApiDouble(Writes, Lifecycle, Scenarios, Webhooks):
     """State of one namespace plus the HTTPS server that exposes it."""
 
     def __init__(
@@ -379,6 +380,7 @@ class OpenShiftApiDouble(Writes, Lifecycle, Scenarios):
                 "annotations": {"openshift.io/build.number": str(version)},
             },
             "spec": {
+                **({"source": copy.deepcopy(bc["spec"]["source"])} if bc["spec"].get("source") else {}),
                 "revision": body.get("revision") or {"type": "Git", "git": {}},
                 "strategy": {"type": "Docker", "dockerStrategy": {}},
                 "output": {"to": {"kind": "ImageStreamTag", "name": f"{bc_name}:latest"}},

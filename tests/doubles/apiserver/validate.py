@@ -323,7 +323,9 @@ def _build_spec(errs: Errors, spec: dict[str, Any]) -> None:
     if strategy.get("type") not in BUILD_STRATEGIES:
         errs.not_supported("spec.strategy.type", strategy.get("type"), BUILD_STRATEGIES)
     uri = ((spec.get("source") or {}).get("git") or {}).get("uri")
-    if uri is not None and not (urlparse(uri).scheme and urlparse(uri).netloc) and "@" not in uri:
+    # s2i's git.Parse (what OpenShift validates with) takes file:///path URLs too: a repository on the node
+    url = urlparse(uri or "")
+    if uri is not None and not (url.scheme and url.netloc or url.scheme == "file" and url.path) and "@" not in uri:
         errs.invalid("spec.source.git.uri", uri, "uri is not a valid url")
     to = (spec.get("output") or {}).get("to")
     if to and to.get("kind") not in OUTPUT_KINDS:
