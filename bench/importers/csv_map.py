@@ -18,6 +18,7 @@ from typing import Any
 
 import yaml
 
+from bench.bounded_read import TooLarge, read_text_bounded
 from bench.errors import AtlasError
 from bench.importers.csv_time import map_fault
 from bench.importers.dcgm_names import record_column
@@ -28,6 +29,7 @@ from bench.importers.units import ambiguity, unit_factor
 FILE_KEYS = {"file", "columns", "derived", "time", "date", "interval_s", "start", "csv", "host"}
 TOP_KEYS = (FILE_KEYS - {"file"}) | {"files", "hardware"}
 INHERITED = ("csv", "time", "date", "interval_s", "start", "host")
+MAX_MAP_BYTES = 1024 * 1024  # a map is a page of YAML; a larger file is not one
 EXAMPLE = 'columns: {"CPU %": {to: host_cpu_percent}} or derived: {host_cpu_percent: "100 - `%idle`"}'
 
 
@@ -64,11 +66,14 @@ _UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG,
 
 
 def load_map(path: Path) -> dict[str, Any]:
-    """The map at `path`, or one AtlasError naming the file and the problem."""
+    """The map at `path` (read with the bound MAX_MAP_BYTES), or one AtlasError naming the file and the problem."""
     try:
-        mapping = yaml.load(path.read_text(encoding="utf-8"), Loader=_UniqueKeyLoader)  # a SafeLoader subclass
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        text = read_text_bounded(path, MAX_MAP_BYTES, "an import map")
+        mapping = yaml.load(text, Loader=_UniqueKeyLoader)  # a SafeLoader subclass
+    except (OSError, UnicodeDecodeError, yaml.YAMLError, RecursionError) as exc:
         raise AtlasError(f"{path}: cannot read the map ({type(exc).__name__}: {str(exc).splitlines()[0]})") from None
+    except TooLarge:
+        raise
     except AtlasError as exc:
         raise AtlasError(f"{path}: {exc}") from None
     if not isinstance(mapping, dict):
@@ -87,6 +92,7 @@ def _unknown_keys(entry: dict[str, Any], known: set[str], opts: ParseOptions, wh
 def file_maps(mapping: dict[str, Any], opts: ParseOptions) -> list[tuple[Path | None, ParseOptions]]:
     """(file, its options) per file of the map: one entry with no file for a one-file map."""
     _unknown_keys(mapping, TOP_KEYS, opts, "")
+    csv_options(mapping, opts)
     files = mapping.get("files")
     if files is None:
         targets(mapping, opts)  # refused here, before any file is read
@@ -107,12 +113,31 @@ def file_maps(mapping: dict[str, Any], opts: ParseOptions) -> list[tuple[Path | 
         merged = {**{k: mapping[k] for k in INHERITED if k in mapping}, **entry}
         merged["hardware"] = mapping.get("hardware")
         part = replace(part, mapping=merged)
+        csv_options(merged, part)
         for target in targets(merged, part):
             if target.column in owners:
                 raise map_fault(part, target.key, f"{target.column} is already filled by {owners[target.column]}")
             owners[target.column] = f"{part.map_key}{target.key}"
         out.append((base / entry["file"], part))
     return out
+
+
+def csv_options(mapping: dict[str, Any], opts: ParseOptions) -> tuple[str, str]:
+    """(delimiter, decimal) of `csv:`: each one character, and not the same one."""
+    fmt = mapping.get("csv")
+    if fmt is None:
+        return ",", "."
+    if not isinstance(fmt, dict) or set(fmt) - {"delimiter", "decimal"}:
+        raise map_fault(opts, "csv", 'give {delimiter: ";", decimal: ","} (each one character)')
+    chosen = []
+    for key, default in (("delimiter", ","), ("decimal", ".")):
+        value = fmt.get(key, default)
+        if not isinstance(value, str) or len(value) != 1 or value in '\r\n"':
+            raise map_fault(opts, f"csv.{key}", f"{str(value)[:20]!r} must be one character (not a quote or newline)")
+        chosen.append(value)
+    if chosen[0] == chosen[1]:
+        raise map_fault(opts, "csv", f"delimiter and decimal are both {chosen[0]!r}: a cell could not be split")
+    return chosen[0], chosen[1]
 
 
 def _factor(spec: dict[str, Any], target: str, opts: ParseOptions, key: str) -> float:
