@@ -5,38 +5,18 @@
 live in `env-numbers.schema.json` (shipped beside this module; a fuzzer can walk it),
 and `bench.envs.load_env` enforces it for every command: a value outside its range is
 one line naming the key, its range and the value. A "number" here is finite
-(`FiniteValidator`): JSON Schema's own bounds let NaN through, since NaN compares false
+(bench.finite_schema.FiniteValidator): JSON Schema's own bounds let NaN through, since NaN compares false
 with everything.
 """
 
 from __future__ import annotations
 
-import json
-import math
-from functools import cache
 from pathlib import Path
 from typing import Any
 
-from jsonschema import Draft202012Validator, validators
+from bench.finite_schema import validator
 
 SCHEMA_FILE = Path(__file__).with_name("env-numbers.schema.json")
-
-
-def _finite_number(checker: Any, instance: Any) -> bool:
-    return Draft202012Validator.TYPE_CHECKER.is_type(instance, "number") and math.isfinite(instance)
-
-
-# Draft 2020-12 with "number" meaning a finite number (not NaN, not +-infinity).
-FiniteValidator = validators.extend(
-    Draft202012Validator, type_checker=Draft202012Validator.TYPE_CHECKER.redefine("number", _finite_number)
-)
-
-
-@cache
-def _validator() -> Any:
-    schema = json.loads(SCHEMA_FILE.read_text(encoding="utf-8"))
-    Draft202012Validator.check_schema(schema)
-    return FiniteValidator(schema)
 
 
 def _range(rule: dict[str, Any]) -> str:
@@ -52,7 +32,7 @@ def number_problems(settings: dict[str, Any], where: str) -> list[str]:
     """One line per number of `settings` outside its range (empty: all fine). Sections that are
     not mappings are left to bench validate's own checks, which word them."""
     problems = []
-    for error in sorted(_validator().iter_errors(settings), key=lambda e: list(map(str, e.absolute_path))):
+    for error in sorted(validator(SCHEMA_FILE).iter_errors(settings), key=lambda e: list(map(str, e.absolute_path))):
         if len(error.absolute_path) < 2:
             continue  # `shape: 5`: a section of the wrong type, worded by validate's checks
         key = ".".join(map(str, error.absolute_path))

@@ -111,3 +111,30 @@ def test_env_numbers_refused_by_validate_are_refused_by_import(
     problems = check_env("e", clusters)
     assert [p for p in problems if key in p], problems  # validate says so too, once
     assert len([p for p in problems if key in p]) == 1, problems
+
+
+@pytest.mark.parametrize(
+    "map_text, words",
+    [
+        ("interval_s: 1.0e+308\ncolumns: {cpu: host_cpu_percent}\n", "interval_s: 1e+308 is greater than the maximum"),
+        ("interval_s: .nan\ncolumns: {cpu: host_cpu_percent}\n", "interval_s: nan is not a finite number"),
+        (
+            "interval_s: 1\ncolumns: {cpu: host_cpu_percent}\nhardware: {cpu_cores_logical: -5}\n",
+            "hardware.cpu_cores_logical: -5 is less than the minimum of 1",
+        ),
+        (
+            "files:\n  - file: cpu.csv\n    interval_s: 1\n    columns: {cpu: {to: host_cpu_percent, scale: .inf}}\n",
+            "files[1].columns.cpu.scale: inf is not a number above 0",
+        ),
+    ],
+)
+def test_the_map_schema_refuses_what_the_hand_checks_let_through(
+    tmp_path: Path, bench, map_text: str, words: str
+) -> None:
+    data = tmp_path / "cpu.csv"
+    data.write_text("t,cpu\n0,10\n1,20\n")
+    (tmp_path / "MAP.yaml").write_text(map_text)
+    files = () if "files:" in map_text else (data,)
+    code, err, results = imported(bench, tmp_path, "--map", tmp_path / "MAP.yaml", *files)
+    assert code == 2 and not results.exists()
+    one_error_line(err, "MAP.yaml:", words)
