@@ -13,6 +13,7 @@ from typing import Any
 
 from bench.analysis.cost import check_cost
 from bench.declared_shape import check_shape, shape_warnings
+from bench.env_numbers import number_problems
 from bench.envs import CLUSTERS_DIR, load_env
 from bench.envschema import settings_problems
 from bench.errors import AtlasError
@@ -93,15 +94,18 @@ def check_env(name: str, clusters_dir: Path = CLUSTERS_DIR) -> list[str]:
 
     where = str(clusters_dir / name / "env.yaml")
     try:
-        env = load_env(name, clusters_dir)
+        env = load_env(name, clusters_dir, check_numbers=False)  # its numbers are listed below, with the rest
     except AtlasError as exc:
         return [str(exc)]
+    numbers = number_problems(env.settings, where)
     try:
         cls = target_class(env.kind)
     except AtlasError as exc:
         return check_common(env.settings, where) + [f"{where}: kind: {exc}"]
     schema = [f"{where}: {p}" for p in settings_problems(env.settings, env.kind, cls.settings_properties)]
     errors = check_common(env.settings, where)
+    worded = " ".join(errors)  # a number validate's own checks already named is not listed twice
+    errors += [p for p in numbers if f"{p.split(': ')[1].split(' must')[0]} " not in worded]
     if schema:  # unknown or dangerous keys, wrong types: the target never sees these settings
         return schema + [e for e in errors if e not in schema]
     if check_shape(env.settings, where):  # the target builds its manifests from the shape: not from a bad one

@@ -12,6 +12,7 @@ from typing import Any
 
 import yaml
 
+from bench.bounded_read import TooLarge, read_bounded
 from bench.errors import ConfigError
 from bench.names import check_name
 
@@ -37,17 +38,20 @@ def known_envs(clusters_dir: Path = CLUSTERS_DIR) -> list[str]:
     return sorted(p.parent.name for p in clusters_dir.glob("*/env.yaml"))
 
 
-def load_env(name: str, clusters_dir: Path = CLUSTERS_DIR) -> Environment:
-    """Read and minimally check one env; kind-specific checks belong to its target."""
+def load_env(name: str, clusters_dir: Path = CLUSTERS_DIR, check_numbers: bool = True) -> Environment:
+    """Read and minimally check one env; kind-specific checks belong to its target. Its numbers
+    are checked here against env-numbers.schema.json (bench.env_numbers) for every command that
+    loads it; `check_numbers=False` is for bench validate, which lists them among all its problems."""
     check_name(name, "environment")  # before any path is made of it: `../clusters/local` never resolves
     folder = clusters_dir / name
     path = folder / "env.yaml"
     if not path.is_file():
         known = ", ".join(known_envs(clusters_dir)) or "none"
         raise ConfigError(f"unknown environment {name!r}: {path} does not exist (known: {known})")
-    raw = path.read_bytes()
-    if len(raw) > MAX_ENV_BYTES:
-        raise ConfigError(f"{path}: {len(raw)} bytes, over the limit of {MAX_ENV_BYTES} for an env.yaml")
+    try:
+        raw = read_bounded(path, MAX_ENV_BYTES, "an env.yaml")
+    except TooLarge as exc:
+        raise ConfigError(str(exc)) from None
     try:
         data = yaml.safe_load(raw.decode("utf-8"))
     except UnicodeDecodeError as exc:
@@ -61,4 +65,10 @@ def load_env(name: str, clusters_dir: Path = CLUSTERS_DIR) -> Environment:
         raise ConfigError(
             f"{path}: missing required key 'kind' (one of the target kinds, e.g. local, slurm, openshift)"
         )
+    if check_numbers:
+        from bench.env_numbers import number_problems
+
+        problems = number_problems(data, str(path))
+        if problems:
+            raise ConfigError("; ".join(problems[:5]) + " (bench validate lists every problem)")
     return Environment(name=name, kind=kind, folder=folder, settings=data)

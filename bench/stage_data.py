@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from bench.stage_http import FetchRefused, announced_length, check_length, max_bytes, open_url
+from bench.stage_http import FetchRefused, announced_length, check_length, max_bytes, open_url, redacted
 
 CHUNK = 1 << 20
 EXIT_MISMATCH = 3
@@ -141,6 +141,12 @@ def check_data(settings: dict[str, Any], where: str) -> list[str]:
         if key != "size" and data.get(key) is not None and not isinstance(data[key], str):
             errors.append(f"{where}: data.{key} must be a string or null, got {data[key]!r}")
     errors.extend(f"{where}: {p}" for p in path_problems(data, settings.get("kind")))
+    source = data.get("source")
+    if isinstance(source, str) and "://" in source and "@" in urllib.parse.urlsplit(source).netloc:
+        errors.append(
+            f"{where}: data.source {redacted(source)} carries a user name or password (user:password@): "
+            "remove it; give the credential as ATLAS_SOURCE_AUTHORIZATION (https) or data.credentials_secret (s3)"
+        )
     sha = data.get("sha256")
     if isinstance(sha, str) and (len(sha) != 64 or any(c not in "0123456789abcdef" for c in sha.lower())):
         errors.append(f"{where}: data.sha256 must be 64 hex digits (`sha256sum FILE`), got {sha!r}")
@@ -265,6 +271,8 @@ def stage(
     """Copy `source` to `dest` unless it is there already; verify sha256. Returns what happened.
     `size`: the file's bytes (read no more, and a shorter body is "short"); `root`: the mount
     `dest` must stay inside."""
+    if size is not None and (isinstance(size, bool) or not isinstance(size, int) or size <= 0):
+        raise StageError(f"--size {size!r}: the file's size in bytes must be an integer more than 0 (or left out)")
     expected = expected.lower()
     if len(expected) != 64 or any(c not in "0123456789abcdef" for c in expected):
         raise StageError(f"the expected sha256 must be 64 hex digits, got {expected!r}")

@@ -50,6 +50,7 @@ def check_scheme(url: str, http_ok: bool, what: str = "source") -> None:
     scheme = urllib.parse.urlsplit(url).scheme.lower()
     if scheme == "https" or (scheme == "http" and http_ok):
         return
+    url = redacted(url)
     if scheme == "http":
         raise FetchRefused(
             f"{what} {url} is plain http (credentials and data readable on the way): use https, "
@@ -78,8 +79,36 @@ class _OriginBoundRedirects(urllib.request.HTTPRedirectHandler):
         return new
 
 
+def redacted(url: str) -> str:
+    """`url` with any user:password@ replaced by ***@, fit to print."""
+    parts = urllib.parse.urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    return urllib.parse.urlunsplit(parts._replace(netloc="***@" + parts.netloc.rsplit("@", 1)[1]))
+
+
+def check_credentials(url: str, headers: dict[str, str]) -> None:
+    """Refuse credentials in the URL (printed by every log line naming it) and a header value
+    with a line break or control character (it would split the request); neither is printed."""
+    if "@" in urllib.parse.urlsplit(url).netloc:
+        raise FetchRefused(
+            f"source {redacted(url)} carries a user name or password (user:password@): it is not sent and "
+            "would be printed in logs; remove it from the URL and give ATLAS_SOURCE_AUTHORIZATION "
+            "(e.g. 'Basic <base64 of user:password>') instead"
+        )
+    for name, value in headers.items():
+        if any(ord(c) < 32 or ord(c) == 127 for c in value):
+            which = "ATLAS_SOURCE_AUTHORIZATION" if name.lower() == AUTH.lower() else f"the {name} header"
+            raise FetchRefused(
+                f"{which} holds a line break or control character (it would split the request): give the "
+                "header value on one line, e.g. 'Bearer TOKEN'; it was not sent"
+            )
+
+
 def open_url(url: str, headers: dict[str, str], environ: dict[str, str] | os._Environ[str]) -> IO[bytes]:
-    """GET `url`: https only (unless allowed), the Authorization header only to its origin."""
+    """GET `url`: https only (unless allowed), no credentials in the URL, the Authorization
+    header only to its origin."""
+    check_credentials(url, headers)
     http_ok = allow_http(environ)
     check_scheme(url, http_ok)
     credential = next((v for k, v in headers.items() if k.lower() == AUTH.lower()), None)
@@ -87,9 +116,9 @@ def open_url(url: str, headers: dict[str, str], environ: dict[str, str] | os._En
     try:
         return opener.open(urllib.request.Request(url, headers=headers), timeout=60)
     except urllib.error.HTTPError as exc:
-        raise FetchRefused(f"{url}: the server answered {exc.code} {exc.reason}") from None
+        raise FetchRefused(f"{redacted(url)}: the server answered {exc.code} {exc.reason}") from None
     except urllib.error.URLError as exc:
-        raise FetchRefused(f"{url}: {exc.reason}") from None
+        raise FetchRefused(f"{redacted(url)}: {exc.reason}") from None
 
 
 def announced_length(stream: IO[bytes]) -> int | None:

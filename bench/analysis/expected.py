@@ -22,11 +22,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from bench.errors import ConfigError
+from bench.errors import AtlasError, ConfigError
+from bench.finite_schema import problems
+from bench.strict_yaml import load_strict
 
 FILE = "expected.yaml"
+SCHEMA_FILE = Path(__file__).with_name("expected.schema.json")
+MAX_EXPECTED_BYTES = 256 * 1024  # bands for a few experiments: a page of YAML
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,99}")
 
 
@@ -100,6 +102,9 @@ def parse(path: Path, data: Any) -> dict[str, dict[str, Band]]:
             lower = _fraction(path, f"{where}.lower", spec.get("lower"), -1)
             upper = _fraction(path, f"{where}.upper", spec.get("upper"), +1)
             bands.setdefault(str(experiment), {})[str(key)] = Band(float(value), lower, upper)
+    found = problems(SCHEMA_FILE, data)  # the last net: whatever the checks above let through
+    if found:
+        raise ConfigError(f"{path}: {found[0][0]}: {found[0][1]} (bench/analysis/expected.schema.json)")
     return bands
 
 
@@ -112,10 +117,10 @@ def load_expected(env: str, clusters_dir: Path | None = None) -> dict[str, dict[
     path = Path(clusters_dir or CLUSTERS_DIR) / env / FILE
     if not path.is_file():
         return {}
-    try:
-        data = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML ({str(exc).splitlines()[0]})") from None
+    try:  # a metric given twice is refused (strict_yaml), as are 10^5 nesting and bytes that are not UTF-8
+        data = load_strict(path, MAX_EXPECTED_BYTES, "an expected.yaml")
+    except AtlasError as exc:
+        raise ConfigError(str(exc)) from None
     return parse(path, data)
 
 

@@ -159,7 +159,7 @@ def import_env(name: str):  # -> Environment
     from bench.envs import CLUSTERS_DIR, Environment, load_env
 
     if (CLUSTERS_DIR / name / "env.yaml").is_file():
-        return load_env(name)
+        return load_env(name, CLUSTERS_DIR)  # its numbers checked as validate checks them (bench.env_numbers)
     return Environment(name, "imported", CLUSTERS_DIR / name, {})
 
 

@@ -50,6 +50,13 @@ def parse_file(fmt: str, path: Path, opts: ParseOptions) -> Series:
     clean(series)
     if not [c for c in series.frame.columns if c not in ("time", "sample")] or series.frame.empty:
         raise ImportFault(path, None, "no values to import (every cell empty or N/A?)")
+    if series.timed and "time" in series.frame and len(series.frame) > 1 and series.frame["time"].nunique() == 1:
+        raise ImportFault(
+            path,
+            None,
+            f"all {len(series.frame)} rows carry one time, so the run's length is unknown (not 0 s): "
+            "check the time column and its format (a date without the time of day?)",
+        )
     return series
 
 

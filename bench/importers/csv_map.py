@@ -16,18 +16,20 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from bench.errors import AtlasError
+from bench.finite_schema import problems
 from bench.importers.csv_time import map_fault
 from bench.importers.dcgm_names import record_column
 from bench.importers.expression import GRAMMAR, Expression, ExpressionError, parse_expression
 from bench.importers.series import ParseOptions, column_unit
 from bench.importers.units import ambiguity, unit_factor
+from bench.strict_yaml import load_strict
 
 FILE_KEYS = {"file", "columns", "derived", "time", "date", "interval_s", "start", "csv", "host"}
 TOP_KEYS = (FILE_KEYS - {"file"}) | {"files", "hardware"}
 INHERITED = ("csv", "time", "date", "interval_s", "start", "host")
+SCHEMA_FILE = Path(__file__).with_name("import-map.schema.json")
+MAX_MAP_BYTES = 1024 * 1024  # a map is a page of YAML; a larger file is not one
 EXAMPLE = 'columns: {"CPU %": {to: host_cpu_percent}} or derived: {host_cpu_percent: "100 - `%idle`"}'
 
 
@@ -43,34 +45,10 @@ class Target:
     expression: Expression | None = None  # the checked expression of a derived column
 
 
-class _UniqueKeyLoader(yaml.SafeLoader):
-    """A YAML loader that refuses a key given twice in one mapping (PyYAML keeps the last silently)."""
-
-
-def _no_duplicates(loader: _UniqueKeyLoader, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-    seen: set[Any] = set()
-    for key_node, _ in node.value:
-        key = loader.construct_object(key_node, deep=deep)
-        if key in seen:
-            raise AtlasError(
-                f"line {key_node.start_mark.line + 1}: key {key!r} appears twice in one mapping: "
-                "keep one (YAML would silently keep the last)"
-            )
-        seen.add(key)
-    return loader.construct_mapping(node, deep=deep)
-
-
-_UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _no_duplicates)
-
-
 def load_map(path: Path) -> dict[str, Any]:
-    """The map at `path`, or one AtlasError naming the file and the problem."""
-    try:
-        mapping = yaml.load(path.read_text(encoding="utf-8"), Loader=_UniqueKeyLoader)  # a SafeLoader subclass
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise AtlasError(f"{path}: cannot read the map ({type(exc).__name__}: {str(exc).splitlines()[0]})") from None
-    except AtlasError as exc:
-        raise AtlasError(f"{path}: {exc}") from None
+    """The map at `path` (read with the bound MAX_MAP_BYTES, a key given twice refused), or one
+    AtlasError naming the file and the problem."""
+    mapping = load_strict(path, MAX_MAP_BYTES, "an import map")
     if not isinstance(mapping, dict):
         raise AtlasError(f"{path}: expected a mapping with columns: or files: (see docs/import-a-study.md)")
     return mapping
@@ -87,9 +65,11 @@ def _unknown_keys(entry: dict[str, Any], known: set[str], opts: ParseOptions, wh
 def file_maps(mapping: dict[str, Any], opts: ParseOptions) -> list[tuple[Path | None, ParseOptions]]:
     """(file, its options) per file of the map: one entry with no file for a one-file map."""
     _unknown_keys(mapping, TOP_KEYS, opts, "")
+    csv_options(mapping, opts)
     files = mapping.get("files")
     if files is None:
         targets(mapping, opts)  # refused here, before any file is read
+        _schema(mapping, opts)
         return [(None, replace(opts, mapping=mapping))]
     if not isinstance(files, list) or not files:
         raise map_fault(opts, "files", "give a list of files, each with file: <path> and columns: or derived:")
@@ -107,12 +87,40 @@ def file_maps(mapping: dict[str, Any], opts: ParseOptions) -> list[tuple[Path | 
         merged = {**{k: mapping[k] for k in INHERITED if k in mapping}, **entry}
         merged["hardware"] = mapping.get("hardware")
         part = replace(part, mapping=merged)
+        csv_options(merged, part)
         for target in targets(merged, part):
             if target.column in owners:
                 raise map_fault(part, target.key, f"{target.column} is already filled by {owners[target.column]}")
             owners[target.column] = f"{part.map_key}{target.key}"
         out.append((base / entry["file"], part))
+    _schema(mapping, opts)  # the last net: whatever the checks above let through, the schema refuses
     return out
+
+
+def csv_options(mapping: dict[str, Any], opts: ParseOptions) -> tuple[str, str]:
+    """(delimiter, decimal) of `csv:`: each one character, and not the same one."""
+    fmt = mapping.get("csv")
+    if fmt is None:
+        return ",", "."
+    if not isinstance(fmt, dict) or set(fmt) - {"delimiter", "decimal"}:
+        raise map_fault(opts, "csv", 'give {delimiter: ";", decimal: ","} (each one character)')
+    chosen = []
+    for key, default in (("delimiter", ","), ("decimal", ".")):
+        value = fmt.get(key, default)
+        if not isinstance(value, str) or len(value) != 1 or value in '\r\n"':
+            raise map_fault(opts, f"csv.{key}", f"{str(value)[:20]!r} must be one character (not a quote or newline)")
+        chosen.append(value)
+    if chosen[0] == chosen[1]:
+        raise map_fault(opts, "csv", f"delimiter and decimal are both {chosen[0]!r}: a cell could not be split")
+    return chosen[0], chosen[1]
+
+
+def _schema(mapping: dict[str, Any], opts: ParseOptions) -> None:
+    """Refuse what import-map.schema.json does not allow, naming the key (e.g. files[2].interval_s)."""
+    found = problems(SCHEMA_FILE, mapping)
+    if found:
+        where, why = found[0]
+        raise map_fault(opts, where or "map", f"{why} (bench/importers/import-map.schema.json)")
 
 
 def _factor(spec: dict[str, Any], target: str, opts: ParseOptions, key: str) -> float:

@@ -32,7 +32,16 @@ import pandas as pd
 
 from bench.importers.dcgm_names import record_field
 from bench.importers.sanitize import gpu_index
-from bench.importers.series import GPU_FIELD_UNITS, ImportFault, ParseOptions, Series, gpu_frame, group_samples, number
+from bench.importers.series import (
+    GPU_FIELD_UNITS,
+    ImportFault,
+    ParseOptions,
+    Series,
+    gpu_frame,
+    group_samples,
+    number,
+    read_import_text,
+)
 from bench.records.columns import GPU_CATALOGUE
 
 # dcgmi dmon column tags -> DCGM field names: each catalogue row's tag (bench.records.columns).
@@ -50,16 +59,30 @@ LABEL_RE = re.compile(r'\s*([A-Za-z_][A-Za-z0-9_]*)\s*=\s*"((?:[^"\\]|\\.)*)"\s*
 
 
 def _read(path: Path) -> list[str]:
-    try:
-        return Path(path).read_text().splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ImportFault(path, None, f"cannot read ({type(exc).__name__}: {exc})") from None
+    return read_import_text(path).splitlines()
 
 
 def _known(name: str) -> str | None:
     """The record field of a dmon column named by field name (old or 4.6) rather than tag."""
     field_name = record_field(name)
     return field_name if field_name in GPU_FIELD_UNITS else None
+
+
+def _refuse_twice(path: Path, no: int | None, named: list[tuple[str, str | None]]) -> None:
+    """Refuse one field given under two names (or one name twice): which value is right cannot be told."""
+    first: dict[str, str] = {}
+    for name, field_name in named:
+        if field_name is None:
+            continue
+        if field_name in first:
+            both = f"{name} appears twice" if first[field_name] == name else f"{first[field_name]} and {name} are both"
+            raise ImportFault(
+                path,
+                no,
+                f"{both} {field_name} (a DCGM field under its old and 4.6 name, or one column twice): "
+                "keep one of them; which value is right cannot be told",
+            )
+        first[field_name] = name
 
 
 def parse_dmon(path: Path, opts: ParseOptions) -> Series:
@@ -83,6 +106,7 @@ def parse_dmon(path: Path, opts: ParseOptions) -> Series:
             if not tags or tags[0] != "Entity":
                 raise ImportFault(path, no, f"expected the '#Entity TAG ...' column line of dcgmi dmon: {text[:60]!r}")
             fields = [DMON_TAGS.get(t) or _known(t) for t in tags[1:]]
+            _refuse_twice(path, no, list(zip(tags[1:], fields)))
             ignored.update(t for t, f in zip(tags[1:], fields) if f is None)
             continue
         if text.split()[0] in ("ID", "Id", "Entity") or text.startswith(STOPPED):
@@ -130,6 +154,7 @@ def parse_exporter(path: Path, opts: ParseOptions) -> Series:
     )
     parsed: list[tuple[int, str, float, int | None]] = []
     ignored: set[str] = set()
+    spelled: dict[str, str] = {}  # record field -> the name this file gives it
     for no, raw in enumerate(_read(path), 1):
         text = raw.strip()
         if not text or text.startswith("#"):
@@ -138,6 +163,8 @@ def parse_exporter(path: Path, opts: ParseOptions) -> Series:
         if not m:
             raise ImportFault(path, no, f"not a Prometheus sample line: {text[:60]!r}")
         name = record_field(m["name"])
+        if spelled.setdefault(name, m["name"]) != m["name"]:
+            _refuse_twice(path, no, [(spelled[name], name), (m["name"], name)])
         labels = _labels(m["labels"] or "", path, no)
         if name not in GPU_FIELD_UNITS and name not in FB_PARTS:
             ignored.add(name)

@@ -31,9 +31,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from bench.importers.csv_map import Target, expression_columns, targets, unit_warnings
+from bench.importers.csv_map import Target, csv_options, expression_columns, targets, unit_warnings
 from bench.importers.csv_time import iso_time, map_fault, time_column
-from bench.importers.series import ImportFault, ParseOptions, Series, number, zone
+from bench.importers.series import ImportFault, ParseOptions, Series, number, read_import_text, zone
 from bench.records.columns import column_of
 
 HARDWARE_KEYS = ("cpu_model", "cpu_cores_logical", "cpu_cores_physical", "memory_bytes")
@@ -42,14 +42,13 @@ TIME_WORDS = ("time", "date", "zeit", "heure", "timestamp")
 EPSILON = 1e-6  # rounding of a unit conversion is not out of range
 
 
-def _read(path: Path, mapping: dict[str, Any]) -> tuple[list[str], list[tuple[int, dict[str, str]]]]:
+def _read(
+    path: Path, mapping: dict[str, Any], opts: ParseOptions
+) -> tuple[list[str], list[tuple[int, dict[str, str]]]]:
     """The header and each non-blank data row (line number, column -> cell)."""
-    fmt = mapping.get("csv") if isinstance(mapping.get("csv"), dict) else {}
-    try:
-        lines = path.read_text(encoding="utf-8-sig").splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ImportFault(path, None, f"cannot read ({type(exc).__name__}: {exc})") from None
-    reader = csv.reader(lines, delimiter=str(fmt.get("delimiter", ",")))
+    delimiter, _ = csv_options(mapping, opts)
+    lines = read_import_text(path, "utf-8-sig").splitlines()
+    reader = csv.reader(lines, delimiter=delimiter)
     header = [h.strip() for h in next(reader, [])]
     rows = []
     for no, row in enumerate(reader, 2):
@@ -118,7 +117,7 @@ def parse(path: Path, opts: ParseOptions) -> Series:
         raise ImportFault(path, None, "the csv format needs --map MAP.yaml (which column is what, in which unit)")
     wanted = targets(mapping, opts)
     timer = time_column(mapping, opts)
-    header, rows = _read(path, mapping)
+    header, rows = _read(path, mapping, opts)
     sources = {t.source: [t.source] for t in wanted if not t.is_expr}
     sources.update({t.source: expression_columns(t, header, opts, path) for t in wanted if t.is_expr})
     for t in wanted:
@@ -132,9 +131,8 @@ def parse(path: Path, opts: ParseOptions) -> Series:
         raise ImportFault(path, 1, f"no time column {timer.column!r}; the header has: {', '.join(header)}")
     if not rows:
         raise ImportFault(path, None, "no data rows after the header")
-    fmt = mapping.get("csv") if isinstance(mapping.get("csv"), dict) else {}
     used = list(dict.fromkeys(c for cols in sources.values() for c in cols))
-    decimal = str(fmt.get("decimal", "."))
+    _, decimal = csv_options(mapping, opts)
     source = pd.DataFrame({c: _numbers(path, rows, c, decimal) for c in used}, index=range(len(rows)))
     lines = [no for no, _ in rows]
     frame = pd.DataFrame(index=range(len(rows)))

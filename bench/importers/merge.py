@@ -17,8 +17,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from bench.bounded_read import read_bounded
 from bench.errors import AtlasError
-from bench.importers.series import GPU_FIELD_UNITS, HOST_COLUMNS, ImportFault, Series, is_gpu_column
+from bench.importers.series import GPU_FIELD_UNITS, HOST_COLUMNS, MAX_IMPORT_BYTES, ImportFault, Series, is_gpu_column
 
 UNKNOWN_HOST = "unknown-host"
 
@@ -90,7 +91,7 @@ def _source(s: Series, host: str | None, frame: pd.DataFrame, how: str) -> dict[
     """What run.json says about one imported file."""
     return {
         "file": s.source.name,
-        "sha256": hashlib.sha256(s.source.read_bytes()).hexdigest(),
+        "sha256": hashlib.sha256(read_bounded(s.source, MAX_IMPORT_BYTES, "one file to import")).hexdigest(),
         "format": s.format,
         "host": host,
         "rows": int(len(frame)),

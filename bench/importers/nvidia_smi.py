@@ -29,6 +29,7 @@ from bench.importers.series import (
     group_samples,
     local_to_unix,
     number,
+    read_import_text,
     zone,
 )
 from bench.importers.units import unit_factor
@@ -150,10 +151,7 @@ def _rows(
 
 def parse(path: Path, opts: ParseOptions) -> Series:
     path = Path(path)
-    try:
-        lines = path.read_text().splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ImportFault(path, None, f"cannot read ({type(exc).__name__}: {exc})") from None
+    lines = read_import_text(path).splitlines()
     reader = csv.reader(lines, skipinitialspace=True)
     heads = _header(path, next(reader, None))
     names = [n for n, _ in heads]

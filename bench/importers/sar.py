@@ -28,7 +28,7 @@ from pathlib import Path
 import pandas as pd
 
 from bench.importers.clock import CLOCK_NO_AMPM, NO_AMPM_NOTE, TIME_RE, TimeOfDay, clock_style, seconds_of_day
-from bench.importers.series import ImportFault, ParseOptions, Series, local_to_unix, number, zone
+from bench.importers.series import ImportFault, ParseOptions, Series, local_to_unix, number, read_import_text, zone
 
 HEADER_RE = re.compile(
     r"^(?P<os>\S+)\s+(?P<kernel>\S+)\s+\((?P<host>[^)]+)\)\s+(?P<date>\S+)"
@@ -190,10 +190,7 @@ class _SarReader:
 
 def parse(path: Path, opts: ParseOptions) -> Series:
     path = Path(path)
-    try:
-        lines = [raw.strip() for raw in path.read_text(errors="strict").splitlines()]
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ImportFault(path, None, f"cannot read ({type(exc).__name__}: {exc})") from None
+    lines = [raw.strip() for raw in read_import_text(path).splitlines()]
     stamps = [(int(m[1]), m[4]) for m in map(TIME_RE.match, lines) if m]
     reader = _SarReader(path, opts, clock_style(stamps))
     for no, text in enumerate(lines, 1):

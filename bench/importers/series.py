@@ -16,6 +16,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import pandas as pd
 
+from bench.bounded_read import TooLarge, read_text_bounded
 from bench.errors import AtlasError
 from bench.importers.units import unit_factor as unit_factor  # where importers found it before units.py
 from bench.records.columns import GPU_CATALOGUE, HOST_CATALOGUE, IMPORTED_CATALOGUE
@@ -24,6 +25,19 @@ from bench.records.columns import GPU_CATALOGUE, HOST_CATALOGUE, IMPORTED_CATALO
 # catalogue's rows (bench.records.columns), as the recorder writes them.
 HOST_COLUMNS: dict[str, str] = {col.name: col.unit for col in HOST_CATALOGUE + IMPORTED_CATALOGUE if col.importable}
 GPU_FIELD_UNITS: dict[str, str] = {col.name: col.unit for col in GPU_CATALOGUE}
+
+
+MAX_IMPORT_BYTES = 512 * 1024 * 1024  # one tool's log of one run: days at 1 Hz are tens of MB
+
+
+def read_import_text(path: Path, encoding: str = "utf-8") -> str:
+    """The text of one file to import, read with the bound MAX_IMPORT_BYTES; one ImportFault otherwise."""
+    try:
+        return read_text_bounded(Path(path), MAX_IMPORT_BYTES, "one file to import", encoding)
+    except TooLarge as exc:
+        raise ImportFault(path, None, str(exc).split(": ", 1)[1]) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ImportFault(path, None, f"cannot read ({type(exc).__name__}: {exc})") from None
 
 
 class ImportFault(AtlasError):

@@ -10,6 +10,7 @@ so staging twice is harmless. bench waits for the Job and prints the fetch's one
 
 from __future__ import annotations
 
+import math
 import time
 from typing import Any
 
@@ -18,10 +19,14 @@ from bench.stage_data import DataSpec
 
 COMPONENT = "app.kubernetes.io/component"
 SOURCE_MOUNT = "/source"
+MAX_TIMEOUT_S = 7 * 86400.0  # a week, as `bench stage-data --timeout` allows
 
 
 def stage_job(target: Any, spec: DataSpec, image: str, timeout_s: float) -> dict[str, Any]:
-    """The staging Job for `spec`; validated strictly like every manifest bench sends."""
+    """The staging Job for `spec`; validated strictly like every manifest bench sends.
+    `timeout_s` (the Job's deadline) must be a finite number of seconds in (0, a week]."""
+    if isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float)) or not 0 < timeout_s <= MAX_TIMEOUT_S:
+        raise AtlasError(f"stage-data timeout {timeout_s!r}: give seconds, more than 0 and at most {MAX_TIMEOUT_S:g}")
     dest = f"{spec.mount.rstrip('/')}/{spec.file}"
     source = spec.source or ""
     mounts = [{"name": "data", "mountPath": spec.mount}, {"name": "tmp", "mountPath": "/tmp"}]
@@ -66,7 +71,7 @@ def stage_job(target: Any, spec: DataSpec, image: str, timeout_s: float) -> dict
         },
         "spec": {
             "backoffLimit": 0,
-            "activeDeadlineSeconds": int(timeout_s),
+            "activeDeadlineSeconds": max(1, math.ceil(timeout_s)),
             "ttlSecondsAfterFinished": 86400,
             "template": {
                 "metadata": {"labels": {COMPONENT: "data-staging"}},
