@@ -61,7 +61,13 @@ def load(args: argparse.Namespace) -> tuple[list[dict], str]:
             f"no {args.branch} branch in {args.repo_dir} (fetch it: git fetch origin {args.branch}:{args.branch}), "
             "or read a folder with --results DIR"
         )
-    return read_entries(root, ref, args.env), ref
+    problems: list[str] = []
+    entries = read_entries(root, ref, args.env, problems)
+    for line in problems[:20]:  # named, never used: the figures they held are unknown
+        print(f"history: {ref}: {line}", file=sys.stderr)
+    if len(problems) > 20:
+        print(f"history: {ref}: {len(problems) - 20} more problem(s) in its entries", file=sys.stderr)
+    return entries, ref
 
 
 def run(args: argparse.Namespace) -> int:

@@ -251,18 +251,22 @@ def _cat(repo: Path, specs: list[str]) -> list[bytes | None]:
     return blobs
 
 
-def read_entries(repo: Path, ref: str, env: str | None = None) -> list[dict[str, Any]]:
-    """Every history entry on the branch (of one environment), read without a checkout."""
+def read_entries(
+    repo: Path, ref: str, env: str | None = None, problems: list[str] | None = None
+) -> list[dict[str, Any]]:
+    """Every history entry on the branch (of one environment), read without a checkout, each
+    held to its schema (bench.gitops.branch_entries); `problems` gets what was refused."""
+    from bench.gitops.branch_entries import checked_entry
+
     where = f"{INDEX}/{env}/" if env else f"{INDEX}/"
-    names = _git(repo, "ls-tree", "-r", "--name-only", ref, "--", where).stdout.decode().split("\n")
+    names = _git(repo, "ls-tree", "-r", "--name-only", ref, "--", where).stdout.decode(errors="replace").split("\n")
     names = [n for n in names if n.endswith(".json")]
     entries = []
-    for blob in _cat(repo, [f"{ref}:{n}" for n in names]):
-        try:
-            entry = json.loads(blob or b"")
-        except ValueError:
-            continue  # an entry that cannot be read is no history (the record is still there)
-        if isinstance(entry, dict) and entry.get("env") and entry.get("run_id"):
+    for name, blob in zip(names, _cat(repo, [f"{ref}:{n}" for n in names])):
+        entry, found = checked_entry(blob, name)
+        if problems is not None:
+            problems.extend(found)
+        if entry is not None:  # an entry that cannot be read is no history (the record is still there)
             entries.append(entry)
     return entries
 
@@ -281,7 +285,9 @@ def restore(repo: Path, ref: str, results: Path, env: str | None = None) -> list
         if os.path.lexists(dest):
             continue
         require_inside(Path(results), dest, f"restore of {e}/{run_id}")  # results/<env> a link: never written through
-        files = entry.get("files") or {}
+        files = entry.get("files")
+        if not isinstance(files, dict) or not files:
+            continue  # no file list the schema accepts: nothing is restored, rather than a part
         names = sorted(n for n in files if _NAME.fullmatch(n) and _NAME.fullmatch(str(files[n].get("stored"))))
         blobs = _cat(repo, [f"{ref}:{RUNS}/{e}/{run_id}/{files[n]['stored']}" for n in names])
         dest.parent.mkdir(parents=True, exist_ok=True)

@@ -115,12 +115,34 @@ def encode_columns(raw: bytes) -> bytes | None:
     return packed if decode_columns(packed) == raw else None
 
 
+MAX_UNPACKED_BYTES = 4 << 30  # a samples CSV of 48 h x 1 Hz x 8 GPUs is ~100 MB; more is a decompression bomb
+
+
+def decompress(data: bytes, limit: int = MAX_UNPACKED_BYTES) -> bytes:
+    """xz data back, refused (ValueError naming the limit) when it would unpack past `limit` bytes."""
+    unpacker = lzma.LZMADecompressor()
+    out = unpacker.decompress(data, max_length=limit)
+    if not unpacker.eof and not unpacker.needs_input:
+        raise ValueError(f"unpacks to more than {limit} bytes (the limit of a stored record file)")
+    return out
+
+
 def decode_columns(packed: bytes) -> bytes:
-    data = lzma.decompress(packed)
+    """The CSV back from its columnar form; ValueError naming why when the header breaks
+    packed_samples.schema.json (bench.records.surfaces) or the blocks do not fit it."""
+    from bench.records import strict_numbers
+    from bench.records.surfaces import problems
+
+    data = decompress(packed)
     size = int.from_bytes(data[:8], "little")
-    meta = json.loads(data[8 : 8 + size])
-    if meta.get("format") != _FORMAT:
-        raise ValueError(f"not an {_FORMAT} file")
+    if not 0 < size <= len(data) - 8:
+        raise ValueError(f"header length {size} does not fit the {len(data)} bytes")
+    meta = strict_numbers.loads(data[8 : 8 + size])
+    refused = problems("packed_samples", meta, "packed samples header")
+    if refused:
+        raise ValueError(refused[0][1])
+    if sum(sum(d["sizes"]) for d in meta["columns"]) != len(data) - 8 - size:
+        raise ValueError("packed samples blocks do not add up to the header's sizes")
     pos, n, columns = 8 + size, meta["rows"], []
     for desc in meta["columns"]:
         blocks = []
@@ -159,5 +181,5 @@ def unpack(name: str, stored: str, data: bytes) -> bytes:
     if stored == name + COLUMNS_SUFFIX:
         return decode_columns(data)
     if stored == name + XZ_SUFFIX:
-        return lzma.decompress(data)
+        return decompress(data)
     raise ValueError(f"{stored} is not a stored form of {name}")
