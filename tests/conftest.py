@@ -16,8 +16,10 @@ there when it keeps to itself, as every test here must anyway:
   (tests/xdist_groups.py does the grouping itself: pytest-xdist's does not work with
   this pytest; tests/test_xdist_groups.py checks it.)
 
-Tests that take more than a few seconds are marked `slow`; `make test-fast` leaves them
-out (`-m "not slow"`), `make test` runs everything.
+Tests that take more than a few seconds are marked `slow` (those of the local Slurm,
+podman and the fuzz suite by the hook below; others by `@pytest.mark.slow` or a module's
+`pytestmark`) and run first; `make test-fast` leaves them out (`-m "not slow"`), `make
+test` runs everything.
 """
 
 from __future__ import annotations
@@ -46,24 +48,26 @@ def _module_fixture(item: pytest.Item) -> bool:
 
 @pytest.hookimpl(tryfirst=True)  # before tests/xdist_groups.py reads the groups
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Give each test that must share a worker its `xdist_group`.
+    """Give each test that must share a worker its `xdist_group`; mark and order the slow ones.
 
     The local Slurm's tests (its fixture or the `slurm` mark) and podman's share one
     cluster or one set of containers; the tests of a module with a module-scoped fixture
     (a trained reference run, a started API double) share it, built once, not once per worker.
     """
     for item in items:
-        if item.get_closest_marker("xdist_group") is not None:
-            continue
-        names = getattr(item, "fixturenames", ())
-        group = "local-slurm" if "local_slurm" in names else None
+        group = "local-slurm" if "local_slurm" in getattr(item, "fixturenames", ()) else None
         for mark, name in _SHARED_GROUPS.items():
             if group is None and item.get_closest_marker(mark) is not None:
                 group = name
         if group is None and _module_fixture(item):
             group = "module:" + item.nodeid.split("::", 1)[0]
-        if group is not None:
+        if group is not None and item.get_closest_marker("xdist_group") is None:
             item.add_marker(pytest.mark.xdist_group(group))
+        if group in ("local-slurm", "podman") or "tests/fuzz/" in item.nodeid:
+            item.add_marker(pytest.mark.slow)  # a cluster, containers, thousands of examples
+    # Slow tests first (a stable sort): the long ones start while the other worker takes the
+    # short ones, so no worker is left with a long test at the end while the other waits.
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
 # the fuzz suite's counts, summed over the xdist workers (tests/fuzz/conftest.py counts)
