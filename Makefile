@@ -5,11 +5,12 @@ PY     := $(VENV)/bin/python
 EXTRAS := torch,train,slurm,openshift,github,dev
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 
-.PHONY: setup demo test chaos lint format bench-train bench-gpu gpu-proof clean help slurm-up slurm-down api-double
+.PHONY: setup demo test test-fast chaos lint format bench-train bench-gpu gpu-proof clean help slurm-up slurm-down api-double
 
 help:
 	@echo "make demo   - set up .venv and run the main job on the local environments"
 	@echo "make test   - set up .venv, lint (ruff) and run the whole test suite"
+	@echo "make test-fast - lint and the tests not marked slow (the edit loop)"
 	@echo "make chaos  - the chaos test at 60 trials (kills landed, resumes seen)"
 	@echo "make lint / format - ruff check and format check / rewrite the tree with ruff format"
 	@echo "make bench-train ARGS='--experiment cifar' - training throughput benchmark (JSON)"
@@ -43,9 +44,19 @@ demo: setup
 # Where that cannot be done they are skipped with the reason, never faked.
 # pytest exits 5 when it collected no test; that is not a failure of the suite. It lists
 # the 15 slowest tests at the end (--durations=15), to keep the suite fast.
+# The tests run on PYTEST_WORKERS processes (pytest-xdist); tests sharing the local Slurm
+# or podman stay on one worker each (tests/conftest.py). PYTEST_WORKERS=0: one process.
+PYTEST_WORKERS ?= 2
+PYTEST_RUN = $(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadgroup --durations=15
+NO_TESTS_IS_OK = rc=$$?; if [ $$rc -eq 5 ]; then echo "pytest: no tests collected"; rc=0; fi; exit $$rc
 test: setup lint lint-workflows
 	@if [ "$$(id -u)" = 0 ]; then scripts/podman-setup.sh || echo "make test: podman could not be set up (above); its tests will be skipped"; fi
-	$(PY) -m pytest --durations=15 $(PYTEST_ARGS); rc=$$?; if [ $$rc -eq 5 ]; then echo "pytest: no tests collected"; rc=0; fi; exit $$rc
+	$(PYTEST_RUN) $(PYTEST_ARGS); $(NO_TESTS_IS_OK)
+
+# The edit loop: everything not marked `slow` (the Slurm, podman, chaos and end-to-end
+# tests are), after ruff. `make test` (and CI) still runs all of it.
+test-fast: setup lint
+	$(PYTEST_RUN) -m "not slow" $(PYTEST_ARGS); $(NO_TESTS_IS_OK)
 
 # The chaos test at full size (make test runs its default 10 trials): 60 seeded kills of the
 # workload, the recorder, collect and report; the closing line counts trials, kills landed, resumes.

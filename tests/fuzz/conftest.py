@@ -2,7 +2,9 @@
 
 Hypothesis lets a plugin wrap `test.hypothesis.inner_test` (the body run once per
 example); wrapping it with a counter gives the real number of examples run, shrinking
-included, which the issue asks to see in every `make test`."""
+included, which the issue asks to see in every `make test`. Under pytest-xdist each
+worker counts its own share and hands it to the controller, which prints the sum
+(tests/conftest.py: this file is not loaded there, as the controller collects nothing)."""
 
 from __future__ import annotations
 
@@ -10,6 +12,8 @@ import time
 from typing import Any
 
 import pytest
+
+from tests.conftest import fuzz_summary
 
 COUNT = {"examples": 0, "tests": 0, "seconds": 0.0}
 
@@ -38,8 +42,13 @@ def pytest_runtest_call(item: pytest.Item):
         COUNT["tests"] += hasattr(getattr(item, "obj", None), "hypothesis")
 
 
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """On an xdist worker: hand this worker's counts to the controller."""
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:
+        workeroutput["fuzz_count"] = dict(COUNT)
+
+
 def pytest_terminal_summary(terminalreporter: Any) -> None:
-    if COUNT["examples"]:
-        terminalreporter.write_line(
-            f"fuzz: {COUNT['examples']} generated examples in {COUNT['tests']} property tests, {COUNT['seconds']:.0f} s"
-        )
+    if COUNT["examples"]:  # without xdist; under it the controller prints (tests/conftest.py)
+        terminalreporter.write_line(fuzz_summary(COUNT))

@@ -57,6 +57,7 @@ def test_state_digest_is_layout_independent() -> None:
     assert ckpt.state_sha256(a) != ckpt.state_sha256({"w": a["w"] + 1})
 
 
+@pytest.mark.slow
 def test_corrupt_latest_checkpoint_falls_back_to_the_previous(tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
     first = run_workload(run_dir, *JOB)
@@ -79,6 +80,7 @@ def test_corrupt_latest_checkpoint_falls_back_to_the_previous(tmp_path: Path) ->
     assert evts[-1]["g_sha256"] == first_stop["g_sha256"]
 
 
+@pytest.mark.slow
 def test_no_readable_checkpoint_is_an_error_not_a_silent_restart(tmp_path: Path) -> None:
     folder = tmp_path / "run" / "checkpoints"
     folder.mkdir(parents=True)
@@ -89,6 +91,7 @@ def test_no_readable_checkpoint_is_an_error_not_a_silent_restart(tmp_path: Path)
     assert (folder / "ckpt-00000004.pt").read_bytes() == b"not a checkpoint"  # nothing recorded is touched
 
 
+@pytest.mark.slow
 def test_resuming_with_another_model_is_refused(tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
     assert run_workload(run_dir, "train.max_iters=2", "train.sample_grid=false").returncode == 0
@@ -142,6 +145,7 @@ def test_a_bundle_without_digest_is_checked_by_its_zip_crcs(tmp_path: Path) -> N
         ckpt.load_file(only)
 
 
+@pytest.mark.slow
 def test_corrupt_checkpoint_in_a_real_run_resumes_to_the_uninterrupted_digest(tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
     first = run_workload(run_dir, *JOB)
@@ -163,6 +167,7 @@ def test_no_space_for_a_checkpoint_is_one_line_and_keeps_the_previous(tmp_path: 
     assert ckpt.tensor_bytes({"a": torch.zeros(10), "b": [torch.zeros(2, dtype=torch.float64)]}) == 56
 
 
+@pytest.mark.slow
 def test_disk_full_during_a_real_run_is_one_line_and_resume_loses_nothing(small_tmpfs: Path) -> None:
     """A real small tmpfs: the first checkpoints fit, then ballast leaves too little room;
     the run stops with one error line, the previous bundle intact, and a rerun after

@@ -6,7 +6,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.workflows.biggan.conftest import REPO, env, events
+
+pytestmark = pytest.mark.slow  # torchrun with several processes
 
 
 def test_two_process_gloo_run(tmp_path: Path) -> None:

@@ -97,6 +97,7 @@ def test_compile_on_cpu_probes_without_touching_state(tmp_path: Path) -> None:
     torch._dynamo.reset()
 
 
+@pytest.mark.slow
 def test_compile_failure_is_a_warning_in_train_jsonl(tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
     proc = run_workload(

@@ -91,6 +91,7 @@ def test_wrong_resolution_and_bad_files_are_named(tmp_path: Path, capsys: pytest
     assert "is not a directory" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_training_on_hdf5_and_imagefolder(tmp_path: Path) -> None:
     src, out = tmp_path / "images", tmp_path / "data.h5"
     _make_folder(src)
@@ -111,6 +112,7 @@ def test_training_on_hdf5_and_imagefolder(tmp_path: Path) -> None:
     assert events(tmp_path / "h5")[-1]["g_sha256"] == events(tmp_path / "folder")[-1]["g_sha256"]
 
 
+@pytest.mark.slow
 def test_corrupt_image_is_named_and_the_run_ends_failed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     src = tmp_path / "images"
     _make_folder(src)

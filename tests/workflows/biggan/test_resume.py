@@ -9,6 +9,8 @@ import pytest
 
 from tests.workflows.biggan.conftest import events, last, run_workload, start_workload, wait_for_event
 
+pytestmark = pytest.mark.slow  # each test trains and kills the smoke job in a subprocess
+
 JOB = ("train.max_iters=30", "train.checkpoint_every=3", "train.log_every=1", "train.sample_grid=false")
 
 

@@ -5,10 +5,13 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
+import pytest
 import torch
 
 from tests.workflows.biggan.conftest import events, last, run_workload
 from workflows.biggan.config import config_sha256, resolve
+
+pytestmark = pytest.mark.slow  # each test trains the smoke job in a subprocess
 
 RUN_START = {"iteration", "resumed_from", "experiment", "config", "config_sha256", "device", "world_size", "seed"}
 TRAIN = {"iteration", "images_seen", "images_per_s", "g_loss", "d_loss_real", "d_loss_fake", "wall_s"}

@@ -1,0 +1,126 @@
+"""bench/README's layout, checked over the import graph instead of by eye (issue 32).
+
+Every `import` in bench/ (read with `ast`, so nothing is imported or run) is an arrow from
+one layer to another. A layer imports only layers below it; the record's own layers
+(`records/`, `importers/`, `in_job/`) import no env.yaml code, no workload code, no
+`analysis/` and no `render/`. The arrows today's code still has against those rules are
+listed in KNOWN, each to be removed by issue 32's restructure: the test fails on any new
+arrow, and on a KNOWN one that is gone (take it off the list)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+BENCH = REPO / "bench"
+
+# Lowest first: a module may import its own layer and the layers of a lower rank only.
+LAYERS: list[tuple[int, str, tuple[str, ...]]] = [
+    (0, "base", ("bench", "bench.errors", "bench.oserrors", "bench.atomic_files", "bench.names")),
+    (1, "records", ("bench.records",)),
+    (1, "staging", ("bench.stage_data", "bench.stage_http")),
+    (2, "importers", ("bench.importers",)),
+    (2, "in_job", ("bench.in_job",)),
+    (3, "env.yaml", ("bench.envs", "bench.envschema", "bench.envcheck", "bench.declared_shape", "bench.limits")),
+    (3, "env.yaml", ("bench.environments",)),
+    (4, "targets", ("bench.targets",)),
+    (5, "analysis", ("bench.analysis",)),
+    (6, "render", ("bench.render",)),
+    (7, "gitops", ("bench.gitops",)),
+    (8, "commands", ("bench.commands",)),
+    (9, "cli", ("bench.cli", "bench.__main__")),
+    (99, "workload", ("workflows",)),  # not part of bench: reached through its command line
+]
+# The record's layers never import these, whatever their rank.
+RECORD_LAYERS = ("records", "importers", "in_job")
+NOT_IN_RECORD_LAYERS = ("env.yaml", "workload", "analysis", "render")
+
+# Arrows against the rules in today's code, named in issue 32 (to be removed there).
+KNOWN = {
+    ("bench.records.place", "bench.envs"),  # environment_facts: records/place.py reads the environment
+    ("bench.importers.writer", "bench.envs"),  # the importers place through the environment
+    ("bench.envcheck", "bench.analysis.cost"),  # env validation checks cost rates in analysis/
+    ("bench.envcheck", "bench.analysis.expected"),  # ... and expected bands
+    ("bench.envcheck", "bench.targets"),  # ... and each kind's settings through the targets
+    ("bench.envcheck", "workflows.biggan.config"),  # ... and the experiment through the workload's config
+    ("bench.envcheck", "workflows.biggan.errors"),
+    ("bench.targets.lifecycle", "workflows.biggan.config"),  # submit resolves the experiment by import
+    ("bench.targets.lifecycle", "workflows.biggan.errors"),
+}
+
+
+def layer(module: str) -> tuple[int, str] | None:
+    """The (rank, name) of a module: the layer whose prefix matches it most closely."""
+    best: tuple[int, int, str] | None = None
+    for rank, name, prefixes in LAYERS:
+        for p in prefixes:
+            if (module == p or module.startswith(p + ".")) and (best is None or len(p) > best[0]):
+                best = (len(p), rank, name)
+    return None if best is None else (best[1], best[2])
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(REPO).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _is_module(name: str) -> bool:
+    base = REPO.joinpath(*name.split("."))
+    return base.with_suffix(".py").is_file() or (base / "__init__.py").is_file()
+
+
+def imports(path: Path) -> set[str]:
+    """The bench/workflows modules a file imports (`from a import b` is a.b when b is a module)."""
+    name = module_name(path)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                source = ".".join(base + ([node.module] if node.module else []))
+            else:
+                source = node.module or ""
+            for alias in node.names:
+                found.add(f"{source}.{alias.name}" if _is_module(f"{source}.{alias.name}") else source)
+    return {m for m in found if m.split(".")[0] in ("bench", "workflows")}
+
+
+def arrows() -> set[tuple[str, str]]:
+    return {(module_name(p), target) for p in BENCH.rglob("*.py") for target in imports(p)}
+
+
+def broken(arrow: tuple[str, str]) -> str | None:
+    """Why an arrow breaks the layout, or None."""
+    source, target = arrow
+    src, dst = layer(source), layer(target)
+    assert src is not None, f"{source} is in no layer of LAYERS: add its folder there (and to bench/README)"
+    assert dst is not None, f"{target} (imported by {source}) is in no layer of LAYERS"
+    if src[1] in RECORD_LAYERS and dst[1] in NOT_IN_RECORD_LAYERS:
+        return f"{source} ({src[1]}) imports {target} ({dst[1]}): the record's layers import no {dst[1]} code"
+    if src[1] != dst[1] and dst[0] >= src[0]:
+        return f"{source} ({src[1]}, rank {src[0]}) imports {target} ({dst[1]}, rank {dst[0]}): not below it"
+    return None
+
+
+def test_the_graph_is_read() -> None:
+    """The reader sees relative and `from package import module` imports (else the rules check nothing)."""
+    graph = arrows()
+    assert ("bench.records.place", "bench.envs") in graph
+    assert ("bench.cli", "bench.errors") in graph
+    assert len(graph) > 300 and all(layer(s) for s, _ in graph)
+    assert broken(("bench.records.read", "bench.analysis.metrics")) is not None
+    assert broken(("bench.in_job.recorder", "workflows.biggan.config")) is not None
+    assert broken(("bench.render.report", "bench.analysis.metrics")) is None  # render is above analysis
+    assert broken(("bench.importers.sar", "bench.in_job.recorder")) is not None  # same rank, other layer
+
+
+def test_each_layer_imports_only_layers_below_it() -> None:
+    graph = arrows()
+    new = sorted(why for arrow in graph - KNOWN if (why := broken(arrow)) is not None)
+    assert not new, "imports against bench/README's layout:\n" + "\n".join(new)
+    gone = sorted(KNOWN - {a for a in graph if broken(a) is not None})
+    assert not gone, f"these KNOWN arrows are gone or allowed now, take them off KNOWN: {gone}"
