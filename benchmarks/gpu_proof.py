@@ -5,9 +5,10 @@
 
 GPU time is scarce here (minutes, at most 10 at a stretch), so everything runs from one
 command within a total budget (`--budget`, default 510 s, so that installing Atlas and
-the proof stay under 9 minutes, a minute to spare in a 10-minute slot). The cells run in this order, each in its own process with its own time
-limit (never past the total), and each is appended to `cells.jsonl` as soon as it ends,
-so a run cut off keeps what finished:
+the proof stay under 9 minutes, a minute to spare in a 10-minute slot). The cells run in
+this order, each in its own process with its own time limit (never past the total), and
+each is appended to `cells.jsonl` as soon as it ends, so a run cut off keeps what
+finished:
 
  1. cifar: the reference (`benchmarks/reference_timing.py`) and Atlas `default` (ratio, GPU busy);
  2. imagenet128: the reference and Atlas `default`, short (ratio; compile mode `default`,
