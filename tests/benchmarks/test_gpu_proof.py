@@ -206,3 +206,28 @@ def test_the_top_readme_block_is_replaced_and_only_it(ev, tmp_path: Path) -> Non
     text = readme.read_text()
     assert text.startswith("intro\n") and text.endswith("after\n") and "No GPU run" not in text
     assert "[benchmarks/results/2026-11-27-h100](benchmarks/results/2026-11-27-h100/README.md)" in text
+
+
+def test_without_ref_dir_a_reference_cell_is_recorded_absent_and_runs_nothing(tmp_path: Path) -> None:
+    sys.path.insert(0, str(BENCH))
+    try:
+        spec = importlib.util.spec_from_file_location("gpu_proof_under_test", BENCH / "gpu_proof.py")
+        proof = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(proof)
+    finally:
+        sys.path.remove(str(BENCH))
+    cell = proof.gpu_plan(128)[0]
+    ctx = {"gpu": True, "ref_dir": None, "caches": {"shared": tmp_path / "c"}, "out": tmp_path}
+    row = proof.run_cell(cell, 60, ctx)
+    assert row["cell"] == "cifar/reference" and row["status"] == "reference absent"
+    assert "REF_DIR is not set" in row["error"] and "g_iters_per_s" not in row
+
+
+def test_a_ref_dir_without_the_reference_is_one_clear_error(tmp_path: Path) -> None:
+    env = dict(os.environ, REF_DIR=str(tmp_path))
+    proc = subprocess.run(
+        [sys.executable, str(BENCH / "gpu_proof.py"), "--rehearse", "--out", str(tmp_path / "ev")],
+        capture_output=True, text=True, timeout=300, env=env, cwd=REPO,
+    )  # fmt: skip
+    assert proc.returncode == 2 and "holds no BigGAN.py" in proc.stdout and "Traceback" not in proc.stderr
+    assert not (tmp_path / "ev").exists()
