@@ -80,7 +80,8 @@ def test_the_rehearsal_runs_every_cell_and_leaves_a_complete_evidence_folder(reh
     cold = next(r for r in rows if r["cell"] == "cifar/run-cold")
     # the double's GPU 0: busy 90 %, GPM SM 0.38 / tensor 0.1225, 250.5 W and a counter advancing at 250.5 W
     assert cold["gpu_util_mean_pct"] == pytest.approx(90.0)
-    assert cold["sm_active"] == pytest.approx(0.38) and cold["tensor_active"] == pytest.approx(0.1225)
+    assert cold["sm_active"] == pytest.approx(0.38, abs=1e-3)  # samples keep 3 decimals
+    assert cold["tensor_active"] == pytest.approx(0.1225, abs=1e-3)
     assert cold["counter_j_per_image"] > 0 and cold["power_j_per_image"] > 0
     assert cold["images_seen"] > 0 and cold["mfu_pct"] is not None
     overhead = next(r for r in rows if r["cell"] == "cifar/host-overhead")
