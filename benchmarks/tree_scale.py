@@ -16,8 +16,8 @@ over 10,000 runs <= 5 s; `check` streams (its memory does not grow with N).
 Building a tree: the newest commit's 15 runs and one template run per environment are
 written by the synthetic writer and their run index entries computed from the records
 (bench.analysis.run_index.write_entry, as collection does); the other runs are copies of
-the template with their own run_id, commit and start in run.json (samples and train.jsonl
-hard-linked) and the template's index entry with those fields changed. Computing 10,000
+the template (same seed: the same figures) with their own run_id, commit and start, and
+the template's index entry with those fields changed. Computing 10,000
 entries from their records is placement's work spread over years of collection, not
 the commands'; its cost per run is printed (`index_entry_s`). `--keep DIR` keeps the
 trees there and reuses them on the next call.
@@ -49,28 +49,22 @@ from bench.records.synthetic import RunSpec, write_run  # noqa: E402
 ENVS = ("satori", "moc", "aimos")
 PER_COMMIT = 15
 START = 1_790_000_000.0
+TEMPLATE_SEED = 99
 
 
 def _sha(i: int) -> str:
     return hashlib.sha1(f"commit {i}".encode()).hexdigest()
 
 
-def _copy_run(template: Path, dest: Path, run_id: str, sha: str, start: float, entry: dict) -> None:
-    """A copy of `template` as another run: its own run.json, the big files hard-linked."""
-    dest.mkdir(parents=True)
-    for f in template.iterdir():
-        if f.name != "run.json":
-            os.link(f, dest / f.name)
-    meta = json.loads((template / "run.json").read_text())
-    end = meta["end_time"] - meta["start_time"] + start
-    meta.update(run_id=run_id, start_time=start, end_time=end)
-    meta["git"] = {**meta.get("git", {}), "sha": sha}
-    (dest / "run.json").write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
+def _filler_run(results: Path, env: str, run_id: str, sha: str, start: float, entry: dict) -> None:
+    """Another commit's run: written by the synthetic writer like its environment's template
+    (same seed, so the same figures), with the template's index entry under its own identity."""
+    run_dir = write_run(results, RunSpec(env, run_id, sha=sha, start=start, seed=TEMPLATE_SEED))
     copied = {**entry, "run_id": run_id, "commit": sha, "start": start}
     copied["provenance"] = {**entry.get("provenance", {}), "code": sha}
-    path = entry_path(dest)
+    path = entry_path(run_dir)
     path.parent.mkdir(exist_ok=True)
-    write_text_atomic(path, json.dumps({"entry": copied, "stamp": stamp(dest)}, sort_keys=True) + "\n")
+    write_text_atomic(path, json.dumps({"entry": copied, "stamp": stamp(run_dir)}, sort_keys=True) + "\n")
 
 
 def build_tree(root: Path, n: int) -> tuple[Path, float]:
@@ -91,7 +85,7 @@ def build_tree(root: Path, n: int) -> tuple[Path, float]:
     templates = {}
     if n > PER_COMMIT:
         for env in ENVS:
-            templates[env] = write_run(results.parent / "template", RunSpec(env, "template", seed=99))
+            templates[env] = write_run(results.parent / "template", RunSpec(env, "template", seed=TEMPLATE_SEED))
     t = time.perf_counter()
     entries = {p: write_entry(p) for p in [*real, *templates.values()]}
     per_entry = (time.perf_counter() - t) / len(entries)
@@ -101,9 +95,8 @@ def build_tree(root: Path, n: int) -> tuple[Path, float]:
             if made >= n:
                 break
             env = ENVS[j % len(ENVS)]
-            tpl = templates[env]
-            _copy_run(tpl, results / env / f"c{c:05d}-{j:02d}", f"c{c:05d}-{j:02d}", _sha(c), START + c * 3600 + j * 70,
-                      entries[tpl])  # fmt: skip
+            start = START + c * 3600 + j * 70
+            _filler_run(results, env, f"c{c:05d}-{j:02d}", _sha(c), start, entries[templates[env]])
             made += 1
     done.write_text(json.dumps({"runs": made, "index_entry_s": per_entry}) + "\n")
     return results, per_entry
