@@ -12,6 +12,9 @@ losses read back each iteration, a state-dict EMA) run the same 32 px configurat
 neither arm always runs on a warmer cache. Each pair gives reference seconds / Atlas
 seconds; a round prints the paired median (> 1: Atlas is faster). Prints one JSON line
 per round, then a summary line. Asserts nothing (timings are figures, not tests).
+
+`--tiny` runs it at a size that takes seconds, to check it still works (make test runs it:
+tests/benchmarks/test_tiny.py); its figures mean nothing.
 """
 
 from __future__ import annotations
@@ -106,6 +109,19 @@ def atlas_trainer(ch: int, batch: int, d_steps: int, run_dir: Path) -> tuple[Tra
     return t, t.batches()
 
 
+def atlas_arm_only(a: argparse.Namespace) -> int:
+    """--tiny without the reference: build and step the Atlas arm once, so the script's own
+    half is checked where REF_DIR is not set (CI, make test)."""
+    torch.set_num_threads(a.threads)
+    with tempfile.TemporaryDirectory() as tmp:
+        trainer, real = atlas_trainer(a.ch, a.batch, a.d_steps, Path(tmp))
+        t0 = time.perf_counter()
+        trainer.step(real)
+        atlas_s = time.perf_counter() - t0
+    print(json.dumps({"tiny": True, "reference": "skipped: no REF_DIR", "atlas_s": round(atlas_s, 4)}))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--rounds", type=int, default=3)
@@ -115,7 +131,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--batch", type=int, default=16)
     p.add_argument("--d-steps", type=int, default=2)
     p.add_argument("--threads", type=int, default=1, help="torch threads for both arms (default 1)")
+    p.add_argument(
+        "--tiny",
+        action="store_true",
+        help="1 pair of a tiny model (ch 8, batch 2); without REF_DIR the Atlas arm alone: seconds",
+    )
     a = p.parse_args(argv)
+    if a.tiny:
+        a.rounds, a.pairs, a.warmup, a.ch, a.batch, a.d_steps = 1, 1, 0, 8, 2, 1
+    if a.tiny and not os.environ.get("REF_DIR"):
+        return atlas_arm_only(a)
     if not os.environ.get("REF_DIR"):
         print("cpu_parity: skipped: set REF_DIR to an extracted https://github.com/ajbrock/BigGAN-PyTorch")
         return 2

@@ -22,6 +22,9 @@ Markdown table. With REF_DIR and a reference script it then prints PASS / FAIL p
 (`verdicts`: speed-ups over the reference, GPU busy, memory, cold and warm start, MFU) and
 exits 1 when a target fails or has no figure. Without a CUDA GPU it says so in one line
 and exits 0, or 1 on a machine that has an NVIDIA GPU but a torch without CUDA.
+
+`--tiny` runs it at a size that takes seconds, to check it still works (make test runs it:
+tests/benchmarks/test_tiny.py); its figures mean nothing.
 """
 
 from __future__ import annotations
@@ -250,8 +253,11 @@ def main(argv: list[str] | None = None) -> int:
         help="compiler cache for every cell (default: a fresh temporary folder, so the first start is cold)",
     )
     p.add_argument("--out", type=Path, default=None, help="also append the JSON lines to this file")
+    p.add_argument("--tiny", action="store_true", help="smoke preset, default cell, 1 iteration")
     p.add_argument("--cpu", action="store_true", help="without a GPU, run on the CPU anyway (checks the plumbing)")
     args = p.parse_args(argv)
+    if args.tiny:
+        args.presets, args.variants, args.iters, args.warmup = "smoke", "default", 1, 0
     presets, variants = _names(args.presets, PRESETS, "preset"), _names(args.variants, VARIANTS, "variant")
     info = gpu_info()
     if info is None and args.cpu:

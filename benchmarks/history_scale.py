@@ -13,6 +13,9 @@
 Prints JSON; asserts nothing.
 
     .venv/bin/python benchmarks/history_scale.py [--hours 48] [--gpus 4] [--runs 1000] [--metrics 20] [--skip-size]
+
+`--tiny` runs it at a size that takes seconds, to check it still works (make test runs it:
+tests/benchmarks/test_tiny.py); its figures mean nothing.
 """
 
 from __future__ import annotations
@@ -144,8 +147,11 @@ def main() -> None:
     ap.add_argument("--gpus", type=int, default=4)
     ap.add_argument("--runs", type=int, default=1000)
     ap.add_argument("--metrics", type=int, default=20)
+    ap.add_argument("--tiny", action="store_true", help="12 runs, 3 metrics, 0.01 h, 1 GPU: seconds")
     ap.add_argument("--skip-size", action="store_true", help="only the history timing")
     args = ap.parse_args()
+    if args.tiny:
+        args.hours, args.gpus, args.runs, args.metrics = 0.01, 1, 12, 3
     figures = {"cores": os.cpu_count(), "history": history_speed(args.runs, args.metrics)}
     if not args.skip_size:
         figures["record"] = record_size(args.hours, args.gpus)

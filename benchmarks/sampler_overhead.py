@@ -8,6 +8,9 @@ recorder's own CPU seconds as a share of the job's (run.json `recorder`), and th
 cost of one sampler tick timed directly. Prints JSON; asserts nothing.
 
     .venv/bin/python benchmarks/sampler_overhead.py [--iters 300] [--rounds 3]
+
+`--tiny` runs it at a size that takes seconds, to check it still works (make test runs it:
+tests/benchmarks/test_tiny.py); its figures mean nothing.
 """
 
 from __future__ import annotations
@@ -116,7 +119,10 @@ def main() -> None:
     ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.splitlines()[0])
     ap.add_argument("--iters", type=int, default=300)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--tiny", action="store_true", help="5 iterations, 1 round: seconds")
     args = ap.parse_args()
+    if args.tiny:
+        args.iters, args.rounds = 5, 1
     results: dict[str, list[float]] = {m: [] for m in MODES}
     with tempfile.TemporaryDirectory() as tmp:
         order = list(MODES)

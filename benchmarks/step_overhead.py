@@ -16,6 +16,9 @@ The operator counts do not depend on the batch size, so `--set train.batch_size=
 measures the same overhead faster; the architecture stays the preset's. Asserts nothing
 unless `--max-ops N` is given: then it exits 1 when an iteration dispatches more than N
 top-level operators (a regression guard that does not depend on timing).
+
+`--tiny` runs it at a size that takes seconds, to check it still works (make test runs it:
+tests/benchmarks/test_tiny.py); its figures mean nothing.
 """
 
 from __future__ import annotations
@@ -121,6 +124,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--iters", type=int, default=2, help="profiled (and timed) G iterations (default 2)")
     p.add_argument("--warmup", type=int, default=1, help="untimed G iterations first (default 1)")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
+    p.add_argument("--tiny", action="store_true", help="the smoke preset, 1 iteration, no warm-up: seconds")
     p.add_argument(
         "--max-ops",
         type=float,
@@ -129,6 +133,8 @@ def main(argv: list[str] | None = None) -> int:
         help="exit 1 when aten_ops_per_iter exceeds N (regression guard)",
     )
     args = p.parse_args(argv)
+    if args.tiny:
+        args.experiment, args.iters, args.warmup = "smoke", 1, 0
     if args.iters < 1 or args.warmup < 0:
         p.error("--iters must be >= 1 and --warmup >= 0")
     try:

@@ -9,6 +9,9 @@ smoke-sized run up to a 48-hour one logging every 5 s; the median of `--repeats`
 Prints JSON; asserts nothing.
 
     .venv/bin/python benchmarks/timeline_overhead.py [--hours 0.02 1 48] [--repeats 5]
+
+`--tiny` runs it at a size that takes seconds, to check it still works (make test runs it:
+tests/benchmarks/test_tiny.py); its figures mean nothing.
 """
 
 from __future__ import annotations
@@ -65,7 +68,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--hours", type=float, nargs="+", default=[0.02, 1.0, 48.0])
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--tiny", action="store_true", help="one 0.02 h record, timed once: seconds")
     args = parser.parse_args()
+    if args.tiny:
+        args.hours, args.repeats = [0.02], 1
     print(json.dumps([one_size(h, args.repeats) for h in args.hours], indent=2))
 
 

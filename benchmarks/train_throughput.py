@@ -11,6 +11,9 @@ reports start-up: `setup_s` (building the trainer, torch.compile included), `fir
 and `startup_s` (process start to the end of the first iteration), with `compile_cache`
 cold or warm. On CUDA: peak GPU memory and, when NVML is available, the mean GPU
 utilisation while timing.
+
+`--tiny` runs it at a size that takes seconds, to check it still works (make test runs it:
+tests/benchmarks/test_tiny.py); its figures mean nothing.
 """
 
 from __future__ import annotations
@@ -179,8 +182,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--experiment", default="smoke", help="preset name or .yaml path (default smoke)")
     p.add_argument("--iters", type=int, default=10, help="timed G iterations (default 10)")
     p.add_argument("--warmup", type=int, default=2, help="untimed G iterations first (default 2)")
+    p.add_argument("--tiny", action="store_true", help="the smoke preset, 1 iteration, no warm-up: seconds")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
     args = p.parse_args(argv)
+    if args.tiny:
+        args.experiment, args.iters, args.warmup = "smoke", 1, 0
     if args.iters < 1 or args.warmup < 0:
         p.error("--iters must be >= 1 and --warmup >= 0")
     try:

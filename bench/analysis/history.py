@@ -5,7 +5,8 @@ cannot afford to re-read a thousand samples files. So when a run is archived its
 is written beside it (`index/<env>/<run_id>.json`): every catalogue figure, the facts
 that say what ran (code, image, torch/CUDA/driver, kernel, node, env.yaml hash, shape),
 and the record's file names with their sha256. `bench history` and the report's history
-chart read only these entries; for a results folder they are computed on the spot.
+chart read only these entries; a results folder keeps them in its run index
+(bench.analysis.run_index).
 """
 
 from __future__ import annotations
@@ -15,14 +16,13 @@ import re
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from bench.analysis.metrics import run_metrics
 from bench.records.contract import FINISHED_OK
-from bench.records.read import RunData, find_runs
+from bench.records.read import RunData
 from bench.records.strict_numbers import finite
 
 ENTRY_VERSION = 1
@@ -142,11 +142,6 @@ def dominant(provs: list[dict[str, str | None]], key: str) -> str | None:
     """The value most runs of a commit recorded for one provenance field."""
     values = Counter(p.get(key) for p in provs)
     return sorted(values.items(), key=lambda kv: (-kv[1], str(kv[0])))[0][0] if values else None
-
-
-def folder_entries(results: Path, env: str | None = None) -> list[dict[str, Any]]:
-    """Entries of every run in a results folder (computed from the records)."""
-    return [run_entry(r) for r in find_runs(Path(results), [env] if env else None)]
 
 
 def merge(*sources: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -3,9 +3,10 @@
 `bench compare` and `bench report` call `select_and_compare` (one commit's runs, or the
 exact run folders `bench demo` just made, compared across environments); the PR comment
 calls `compare_pr` (each environment's runs at the PR head against its own runs at the
-merge-base). Each reads the results tree once into typed run views (`RunData`), selects
-with bench.records.select and compares with bench.analysis; bench/render/ only draws what
-they return.
+merge-base). `select_and_compare` selects from the run index (bench.analysis.run_index)
+and reads whole records (`RunData`) only for the runs it selected, so its cost follows the
+runs it shows, not the size of the tree; it selects with bench.records.select and
+compares with bench.analysis; bench/render/ only draws what they return.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from pathlib import Path
 
 from bench.analysis.comparable import own_reason
 from bench.analysis.compare import CompareResult, compare_runs
+from bench.analysis.run_index import IndexedRun, read_index, run_dirs
 from bench.errors import AtlasError
 from bench.records.read import RunData, find_runs
 from bench.records.select import same_commit, select_runs
@@ -23,26 +25,42 @@ from bench.records.select import same_commit, select_runs
 
 @dataclass(frozen=True)
 class Selected:
-    """What a comparison covered: the commit, its runs, every run read, and the numbers."""
+    """What a comparison covered: the commit, its runs, every run's index entry, and the numbers."""
 
     sha: str | None
-    runs: list[RunData]  # the selected runs (compared or listed as excluded)
-    all_runs: list[RunData]  # every run of the results tree (the report's history chart)
+    runs: list[RunData]  # the selected runs (compared or listed as excluded), read whole
+    index: list[IndexedRun]  # every run of the results tree (the report's history chart)
     result: CompareResult
 
 
-def read_runs(results: Path, envs: list[str] | None = None, hint: str = "run `bench run` first") -> list[RunData]:
-    """Every run of the results tree (of `envs`), read once; one clear error when there is none."""
-    runs = find_runs(Path(results), envs or None)
-    if not runs and envs and (present := sorted({r.env for r in find_runs(Path(results))})):
+def _no_runs(results: Path, envs: list[str] | None, found: list, present: list[str], hint: str) -> None:
+    """One clear error when the tree (or the environments asked for) has no run."""
+    if not found and envs and present:
         missing = sorted(set(envs) - set(present))
         raise AtlasError(
             f"no runs of environment {', '.join(missing)} under {results}; it has runs of "
             f"{', '.join(present)}: check the --env name (or run `bench run --env {missing[0]}` first)"
         )
-    if not runs:
+    if not found:
         raise AtlasError(f"no runs under {results} (expected {results}/<env>/<run_id>/run.json); {hint}")
+
+
+def read_runs(results: Path, envs: list[str] | None = None, hint: str = "run `bench run` first") -> list[RunData]:
+    """Every run of the results tree (of `envs`), read once; one clear error when there is none."""
+    runs = find_runs(Path(results), envs or None)
+    if not runs and envs:
+        _no_runs(results, envs, runs, sorted({r.env for r in find_runs(Path(results))}), hint)
+    _no_runs(results, envs, runs, [], hint)
     return runs
+
+
+def read_indexed(results: Path, envs: list[str] | None = None, hint: str = "run `bench run` first") -> list[IndexedRun]:
+    """Every run of the results tree (of `envs`) as its index entry; one clear error when there is none."""
+    index = read_index(Path(results), envs or None)
+    if not index and envs:
+        _no_runs(results, envs, index, sorted({env for env, _ in run_dirs(Path(results))}), hint)
+    _no_runs(results, envs, index, [], hint)
+    return index
 
 
 def select_and_compare(
@@ -53,17 +71,18 @@ def select_and_compare(
     allow_different: bool = False,
     baseline: str | None = None,
     allow_dirty: bool = False,
-    all_runs: list[RunData] | None = None,
+    index: list[IndexedRun] | None = None,
 ) -> Selected:
     """One commit's runs (or exactly the run folders in `only`) compared across environments.
 
-    `all_runs`: the tree already read (a report of each commit reads it once)."""
-    if all_runs is None:
-        all_runs = read_runs(results, envs, "run `bench run` or `bench collect` first")
-    runs_read = all_runs
-    sha, runs = select_runs(runs_read, commit, only, Path(results))
+    Selected from the run index; only the selected runs are read whole, once.
+    `index`: the tree's index already read (a report of each commit reads it once)."""
+    if index is None:
+        index = read_indexed(results, envs, "run `bench run` or `bench collect` first")
+    sha, chosen = select_runs(index, commit, only, Path(results))
+    runs = [r.load() for r in chosen]
     result = compare_runs(runs, allow_different=allow_different, baseline=baseline, allow_dirty=allow_dirty)
-    return Selected(sha, runs, runs_read, result)
+    return Selected(sha, runs, index, result)
 
 
 @dataclass(frozen=True)

@@ -54,9 +54,9 @@ def collect_unreported(env: str, results: Path, reports: Path, out: TextIO | Non
         raise AtlasError(f"environment {name} cannot be used from here: {reason}")
     finished = [st for st in target.list_runs() if st.state.finished]
     fresh = unreported_commits([(st.run_id, st.commit) for st in finished], name, reported_runs(reports))
-    for st in finished:
-        if st.commit in fresh:
-            collect_run(target, st.run_id, results, out)
+    from bench.analysis.run_index import index_placed
+
+    index_placed(collect_run(target, st.run_id, results, out) for st in finished if st.commit in fresh)
     print(f"{name}: {len(finished)} finished run(s), {len(fresh)} commit(s) with runs not reported yet", file=out)
     return sorted(c or "unknown" for c in fresh)
 
@@ -69,12 +69,16 @@ def run(args: argparse.Namespace) -> int:
             raise ConfigError("--unreported chooses the runs itself: leave out --run and --commit")
         collect_unreported(args.env, args.results, args.reports)
         return 0
+    from bench.analysis.run_index import index_placed
+
     target, runs = status.selected_runs(args)
+    placed = []
     for st in runs:
         if not st.state.finished:
             print(f"not finished: {args.env}/{st.run_id} ({st.state.value}: {st.detail})")
             continue
-        collect_run(target, st.run_id, args.results)
+        placed.append(collect_run(target, st.run_id, args.results))
+    index_placed(placed)  # each run's index entry, written once at placement (bench.analysis.run_index)
     if not runs:
         print(f"{args.env}: no runs to collect")
     return 0

@@ -45,7 +45,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def load(args: argparse.Namespace) -> tuple[list[dict], str]:
     """(entries, where they came from)."""
-    from bench.analysis.history import folder_entries
+    from bench.analysis.run_index import index_entries
     from bench.gitops.results_branch import read_entries, results_ref, toplevel
 
     if args.results is not None:
@@ -53,7 +53,7 @@ def load(args: argparse.Namespace) -> tuple[list[dict], str]:
             raise ConfigError(
                 f"no results folder {args.results}: pass --results DIR, or leave it out to read the branch"
             )
-        return folder_entries(args.results, args.env), str(args.results)
+        return index_entries(args.results, args.env), str(args.results)
     root = toplevel(args.repo_dir)
     ref = results_ref(root, args.branch) if root else None
     if ref is None:

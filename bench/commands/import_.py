@@ -181,6 +181,9 @@ def run(args: argparse.Namespace) -> int:
         timezone=args.timezone,
     )
     dest = write_record(args.results, env, args.run_id, merged, record)
+    from bench.analysis.run_index import index_placed
+
+    index_placed([dest])
     rows = sum(len(f) for f in merged.hosts.values())
     print(f"imported {len(series)} file(s) into {dest}: {rows} sample row(s) on {len(merged.hosts)} host(s)")
     for src in merged.sources:

@@ -32,14 +32,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def report_each_commit(results: Path, out: Path, stream: TextIO | None = None, **options) -> list[Path]:
     """`bench report` for every commit in the results tree; [] (and a note) when there is none."""
     stream = stream or sys.stdout
-    from bench.records.read import find_runs
+    from bench.analysis.run_index import read_index
     from bench.render.report import write_report
 
-    all_runs = find_runs(results, options.get("envs"))  # read once for every commit's report
-    shas = sorted({r.git_sha for r in all_runs if r.git_sha})
+    index = read_index(results, options.get("envs"))  # read once for every commit's report
+    shas = sorted({r.git_sha for r in index if r.git_sha})
     written = []
     for sha in shas:
-        result = write_report(results, out, commit=sha, all_runs=all_runs, **options)
+        result = write_report(results, out, commit=sha, index=index, **options)
         print(f"report: {result.readme}", file=stream)
         written.append(result.readme)
     if not shas:

@@ -74,7 +74,9 @@ def run(args: argparse.Namespace) -> int:
     paths = run_and_collect(
         target, args.experiment, args.runs, args.results, tuple(args.overrides), timeout_s=args.timeout
     )
+    from bench.analysis.run_index import index_placed
     from bench.records.read import load_run
 
+    index_placed(paths)  # each run's index entry, written once at placement (bench.analysis.run_index)
     ok = sum(1 for p in paths if (load_run(p).meta.get("exit") or {}).get("code") == 0)
     return 0 if ok == len(paths) else 1

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,7 @@ from bench.records.check import meta_problems, samples_problems
 from bench.records.compile_facts import compile_problems
 from bench.records.contract import EXIT_RUNNING, RUN_JSON, SCHEMA_VERSION, TRAIN_JSONL, samples_files
 from bench.records.jobfiles import read_bytes
-from bench.records.schema import refused_paths, schema_problems
+from bench.records.schema import schema_check
 from bench.records.timeline import timeline_problems
 from bench.records.timeline_rules import refuse_bad_timeline
 from bench.records.trainclock import train_clock_refusal
@@ -152,9 +153,8 @@ def _read_meta(data: RunData, collected: bool) -> dict[str, Any]:
         data.schema_problems = [f"{RUN_JSON} unreadable"]
         meta = {}
     if parsed:
-        data.schema_problems = schema_problems(meta)
+        data.schema_problems, refused = schema_check(meta)  # one validation pass for both
         data.problems.extend(data.schema_problems)
-        refused = refused_paths(meta)
         if refused:  # a value the schema refuses is never shown: the report says unknown
             strict_numbers.excluded(meta, refused)
             data.problems.append(f"{RUN_JSON}: {len(refused)} value(s) refused above are excluded (shown as unknown)")
@@ -241,18 +241,22 @@ def _real_dir(path: Path) -> bool:
     return not path.name.startswith(".") and not path.is_symlink() and path.is_dir()
 
 
-def find_runs(results: Path, envs: list[str] | None = None) -> list[RunData]:
-    """Every `results/<env>/<run_id>/` folder, sorted by env then run id."""
+def iter_runs(results: Path, envs: list[str] | None = None) -> Iterator[RunData]:
+    """Every `results/<env>/<run_id>/` folder, read one at a time (sorted by env then run id):
+    a caller that keeps none of them reads a tree of any size in constant memory."""
     results = Path(results)
-    runs: list[RunData] = []
     if not results.is_dir():
-        return runs
+        return
     for env_dir in sorted(p for p in results.iterdir() if _real_dir(p)):
         if envs and env_dir.name not in envs:
             continue
         for run_dir in sorted(p for p in env_dir.iterdir() if _real_dir(p)):
-            runs.append(load_run(run_dir, env_dir.name))
-    return runs
+            yield load_run(run_dir, env_dir.name)
+
+
+def find_runs(results: Path, envs: list[str] | None = None) -> list[RunData]:
+    """Every `results/<env>/<run_id>/` folder, sorted by env then run id."""
+    return list(iter_runs(results, envs))
 
 
 LOG_GLOBS = ("job.log", "slurm-*.out")  # the job's stdout+stderr, as each target fetches it

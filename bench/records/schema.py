@@ -36,26 +36,38 @@ def _where(path: Any) -> str:
     return ".".join(parts) if parts else "(top level)"
 
 
+def schema_check(record: Any) -> tuple[list[str], list[tuple[Any, ...]]]:
+    """(`schema_problems`, `refused_paths`) of `record` from ONE validation pass: a reader
+    needs both, and validating a record is most of what reading its run.json costs."""
+    if not isinstance(record, dict):
+        return [f"{RUN_JSON}: top level is {type(record).__name__}, not an object"], []
+    if set(record) <= {"schema_version"}:
+        return [f"{RUN_JSON} is an empty record (no key but schema_version): no run facts at all"], []
+    if record.get("schema_version") != SCHEMA_VERSION:
+        return [
+            f"{RUN_JSON} has schema_version {record.get('schema_version')!r}; this bench reads {SCHEMA_VERSION} "
+            "(upgrade bench to read it)"
+        ], []
+    errors = list(_validator().iter_errors(record))
+    out = []
+    for err in sorted(errors, key=lambda e: list(map(str, e.absolute_path))):
+        message = err.message if len(err.message) <= 160 else err.message[:157] + "..."
+        out.append(f"{RUN_JSON}: {_where(err.absolute_path)}: {message}")
+    refused = [
+        tuple(err.absolute_path)
+        for err in errors
+        if err.validator not in ("required", "additionalProperties", "dependentRequired") and err.absolute_path
+    ]
+    return out, refused
+
+
 def schema_problems(record: Any) -> list[str]:
     """Every way `record` breaks the schema, one line each; [] when it conforms.
 
     A record holding nothing but `schema_version` is named as such (an empty record),
     not as a dozen missing keys.
     """
-    if not isinstance(record, dict):
-        return [f"{RUN_JSON}: top level is {type(record).__name__}, not an object"]
-    if set(record) <= {"schema_version"}:
-        return [f"{RUN_JSON} is an empty record (no key but schema_version): no run facts at all"]
-    if record.get("schema_version") != SCHEMA_VERSION:
-        return [
-            f"{RUN_JSON} has schema_version {record.get('schema_version')!r}; this bench reads {SCHEMA_VERSION} "
-            "(upgrade bench to read it)"
-        ]
-    out = []
-    for err in sorted(_validator().iter_errors(record), key=lambda e: list(map(str, e.absolute_path))):
-        message = err.message if len(err.message) <= 160 else err.message[:157] + "..."
-        out.append(f"{RUN_JSON}: {_where(err.absolute_path)}: {message}")
-    return out
+    return schema_check(record)[0]
 
 
 def refused_paths(record: Any) -> list[tuple[Any, ...]]:
@@ -67,8 +79,4 @@ def refused_paths(record: Any) -> list[tuple[Any, ...]]:
     """
     if not isinstance(record, dict) or record.get("schema_version") != SCHEMA_VERSION:
         return []
-    return [
-        tuple(err.absolute_path)
-        for err in _validator().iter_errors(record)
-        if err.validator not in ("required", "additionalProperties", "dependentRequired") and err.absolute_path
-    ]
+    return schema_check(record)[1]

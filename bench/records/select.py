@@ -1,15 +1,35 @@
-"""Run selection: which runs of a results tree a comparison, a report or a collect covers."""
+"""Run selection: which runs of a results tree a comparison, a report or a collect covers.
+
+It needs of a run only its commit, its start and its folder: a whole record (`RunData`)
+or its index entry (bench.analysis.run_index.IndexedRun) both serve, so a command can
+select before it reads any samples."""
 
 from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
+from typing import Protocol, TypeVar
 
 from bench.errors import AtlasError
-from bench.records.read import RunData
 
 
-def choose_commit(runs: list[RunData], commit: str | None) -> str | None:
+class Selectable(Protocol):
+    """What selection reads of a run."""
+
+    @property
+    def git_sha(self) -> str | None: ...
+
+    @property
+    def start_time(self) -> float | None: ...
+
+    @property
+    def path(self) -> Path: ...
+
+
+Run = TypeVar("Run", bound=Selectable)
+
+
+def choose_commit(runs: list[Run], commit: str | None) -> str | None:
     """The commit to report: the one asked for, else that of the newest run."""
     if commit:
         shas = sorted({r.git_sha for r in runs if r.git_sha and r.git_sha.startswith(commit)})
@@ -23,15 +43,15 @@ def choose_commit(runs: list[RunData], commit: str | None) -> str | None:
     return max(dated)[1] if dated else None
 
 
-def commit_runs(runs: list[RunData], commit: str | None) -> tuple[str | None, list[RunData]]:
+def commit_runs(runs: list[Run], commit: str | None) -> tuple[str | None, list[Run]]:
     """The commit to compare (see `choose_commit`) and its runs; runs without a sha are kept."""
     sha = choose_commit(runs, commit)
     return sha, [r for r in runs if r.git_sha is None or r.git_sha == sha]
 
 
 def select_runs(
-    all_runs: list[RunData], commit: str | None, only: set[Path] | None, results: Path
-) -> tuple[str | None, list[RunData]]:
+    all_runs: list[Run], commit: str | None, only: set[Path] | None, results: Path
+) -> tuple[str | None, list[Run]]:
     """(sha, runs): one commit's runs (`commit_runs`), or exactly the run folders in `only`
     with the commit most of them share."""
     if only is None:

@@ -27,10 +27,11 @@ from bench.analysis.advisor import advise
 from bench.analysis.changepoints import change_points
 from bench.analysis.compare import CompareResult
 from bench.analysis.crosscheck import cross_check_runs
-from bench.analysis.history import chart_points, merge, provenance, series
+from bench.analysis.history import chart_points, merge, series
 from bench.analysis.identity import identity_rows, scaling_rows
 from bench.analysis.instrument import mixed_compile_note
-from bench.analysis.metrics import HEADLINE, METRIC_BY_KEY, RunMetrics, fmt, run_metrics
+from bench.analysis.metrics import HEADLINE, METRIC_BY_KEY, fmt
+from bench.analysis.run_index import IndexedRun
 from bench.analysis.select_compare import select_and_compare
 from bench.analysis.stats import BOOTSTRAP_RESAMPLES
 from bench.atomic_files import disk_full_error, is_disk_full, locked, replace_dir, sweep_temp_dirs, temp_dir
@@ -176,29 +177,11 @@ def _provenance(runs: list[RunData], envs: list[str]) -> list[tuple[str, list[st
     return [(label, [distinct(env, get) for env in envs]) for label, get in rows]
 
 
-def _history_entries(
-    all_runs: list[RunData], envs: list[str], known: dict[tuple[str, str], RunMetrics], kept: list[dict] | None
-) -> list[dict]:
-    """History entries of the report's environments: the runs of the results folder, and
-    every run the results branch keeps (`kept`, bench/gitops/results_branch.py)."""
-    local = []
-    for r in all_runs:
-        if r.env in envs and r.git_sha:
-            m = known.get((r.env, r.run_id)) or run_metrics(r)
-            git = r.meta.get("git") if isinstance(r.meta.get("git"), dict) else {}
-            local.append(
-                {
-                    "env": r.env,
-                    "run_id": r.run_id,
-                    "commit": r.git_sha,
-                    "dirty": git.get("dirty") is True,
-                    "start": r.start_time,
-                    "status": m.status,
-                    "experiment": r.meta.get("experiment"),
-                    "metrics": m.values,
-                    "provenance": provenance(r.meta),
-                }
-            )
+def _history_entries(index: list[IndexedRun], envs: list[str], kept: list[dict] | None) -> list[dict]:
+    """History entries of the report's environments: the run index of the results folder
+    (bench.analysis.run_index), and every run the results branch keeps (`kept`,
+    bench/gitops/results_branch.py)."""
+    local = [r.entry for r in index if r.env in envs and r.git_sha]
     return [e for e in merge(local, kept or []) if e.get("env") in envs]
 
 
@@ -331,16 +314,16 @@ def write_report(
     only: set[Path] | None = None,
     allow_dirty: bool = False,
     history: list[dict] | None = None,
-    all_runs: list[RunData] | None = None,
+    index: list[IndexedRun] | None = None,
 ) -> ReportResult:
     """Report one commit's runs (or exactly the run folders in `only`, as `bench demo`
     does for the runs it just made); the history chart uses every run in `results`
-    (`all_runs`: already read) and the
+    (`index`: the run index, already read) and the
     `history` entries of the results branch. Reading, selecting and comparing is
     bench.analysis.select_compare's; this module draws and writes."""
     results, out = Path(results), Path(out)
-    selected = select_and_compare(results, envs, commit, only, allow_different, baseline, allow_dirty, all_runs)
-    sha, runs, all_runs, result = selected.sha, selected.runs, selected.all_runs, selected.result
+    selected = select_and_compare(results, envs, commit, only, allow_different, baseline, allow_dirty, index)
+    sha, runs, index, result = selected.sha, selected.runs, selected.index, selected.result
     compared = {(m.env, m.run_id) for m in result.runs}
     chosen = [r for r in runs if (r.env, r.run_id) in compared]
     starts = [r.start_time for r in runs if r.start_time is not None]
@@ -355,7 +338,7 @@ def write_report(
             sweep_temp_dirs(out)  # left by a report killed half-way
             folder = temp_dir(final)  # built aside, renamed into place whole (never a 0-byte README.md)
             try:
-                _write_folder(folder, name, sha, runs, all_runs, chosen, result, results, starts, history)
+                _write_folder(folder, name, sha, runs, index, chosen, result, results, starts, history)
                 replace_dir(folder, final)
                 index = write_index(out)
             finally:
@@ -372,7 +355,7 @@ def _write_folder(
     name: str,
     sha: str | None,
     runs: list[RunData],
-    all_runs: list[RunData],
+    index: list[IndexedRun],
     chosen: list[RunData],
     result: CompareResult,
     results: Path,
@@ -380,8 +363,7 @@ def _write_folder(
     history: list[dict] | None = None,
 ) -> None:
     """Every file of one report, into the hidden `folder` (the caller renames it into place)."""
-    known = {(m.env, m.run_id): m for m in result.runs}
-    entries = _history_entries(all_runs, result.envs, known, history)
+    entries = _history_entries(index, result.envs, history)
     chart_list, missing = _draw_charts(folder, chosen, result, entries)
     problems = _problems(runs, sha)
     (folder / "README.md").write_text(
