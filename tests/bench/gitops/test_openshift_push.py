@@ -57,6 +57,7 @@ def test_a_push_builds_by_webhook_and_the_openshift_run_is_collected(tmp_path: P
             assert f"webhook started build {build['metadata']['name']} of {sha[:12]}" in out, out
             assert not [p for m, p, _ in double.requests if m == "POST" and p.endswith("/instantiate")]
             assert build["status"]["phase"] == "Complete"
+            assert len(double.jobs) == 1, out
             (job,) = double.jobs.values()
             assert job["metadata"]["annotations"]["atlas/build"] == build["metadata"]["name"]
             assert job["status"]["conditions"][-1]["type"] == "Complete"
