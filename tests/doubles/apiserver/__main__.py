@@ -1,4 +1,4 @@
-"""`python -m tests.doubles.apiserver [--dir DIR] [--namespace NS] [--empty] [--job-seconds S | --kubelet REPO] [--kueue Q=QUOTA]`
+"""`python -m tests.doubles.apiserver [--dir DIR] [--namespace NS] [--empty] [OPTIONS]`
 
 Starts the API double on 127.0.0.1 (a free port), writes DIR/kubeconfig and prints it, then
 serves until Ctrl-C. Time follows the wall clock; Jobs run a pod that succeeds after
