@@ -472,7 +472,7 @@ class KubernetesTarget(JobStatusReader, RecordCopier, PyTorchJobRunner, Target):
         )
         try:
             self._wait_running(pod_name)
-            skipped = self._copy_out(pod_name, run_id, dest)
+            skipped = self._copy_out_or_explain(pod_name, run_id, dest, pods)
         finally:
             from kubernetes.client.exceptions import ApiException
 
