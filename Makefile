@@ -31,14 +31,18 @@ setup: $(STAMP)
 # The demo's second local environment is a real single-node Slurm (local-slurm); it
 # stays up afterwards (`make slurm-down` stops it). Without root it is skipped, with the
 # reason, and so is local-podman until `make image` has built the training image (once
-# built, the demo rebuilds it at the current commit, which takes seconds).
+# built, the demo rebuilds it at the current commit, which takes seconds). The third,
+# local-openshift, is the OpenShift API double with its kubelet and Kueue
+# (scripts/api-double.sh; state in .api-double/, stopped after the demo): it builds and
+# runs the checkout's last commit, as a cluster builds what was pushed.
 demo: setup
 	@if [ "$$(id -u)" = 0 ]; then scripts/local-slurm.sh up || echo "make demo: the local Slurm did not start (above); local-slurm will be skipped"; \
 	else echo "make demo: not root, so no local Slurm; local-slurm will be skipped"; fi
 	@if command -v podman >/dev/null 2>&1 && podman image exists localhost/atlas-biggan:dev; then \
 	  echo "make demo: rebuilding the training image at this commit (only the code layer changes)"; \
 	  scripts/podman-image.sh localhost/atlas-biggan:dev >/dev/null || echo "make demo: image rebuild failed; local-podman runs the old image"; fi
-	$(VENV)/bin/bench demo
+	@scripts/api-double.sh up || echo "make demo: the API double did not start (above); local-openshift will be skipped"
+	@ATLAS_API_DOUBLE=$(CURDIR)/.api-double $(VENV)/bin/bench demo; rc=$$?; scripts/api-double.sh down; exit $$rc
 
 # The Slurm tests start their own cluster; the podman tests need podman set up (root).
 # Where that cannot be done they are skipped with the reason, never faked.

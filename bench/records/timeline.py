@@ -47,7 +47,7 @@ MARKS = (
     "exit",
     "collected",
 )
-SOURCES = ("bench-host", "slurmctld", "ansible-runner", "api-server", "podman", "job")
+SOURCES = ("bench-host", "slurmctld", "ansible-runner", "api-server", "kueue", "podman", "job")
 # Clock resolutions (s): time.time() on the bench host and in the job is read to the
 # microsecond but written rounded; Slurm's Submit/Start are whole seconds.
 HOST_RESOLUTION_S = 0.001

@@ -23,6 +23,10 @@ from bench.records.jobfiles import tar_members
 from bench.targets.kube_status import COMPONENT, LABEL_RUN
 
 
+class NoRecord(AtlasError):
+    """The results volume holds no record of the run (no folder, or no run.json in it)."""
+
+
 class RecordCopier:
     """Mixin for Job-based targets (uses `env`, `namespace`, `poll_s`, `cli`, `_call`, `_core`, `_validate`)."""
 
@@ -127,6 +131,33 @@ class RecordCopier:
                     code = 1
         return digest, bytes(err), code
 
+    def _copy_out_or_explain(self, pod: str, run_id: str, dest: Path, job_pods: list[Any]) -> list[str]:
+        """`_copy_out`; where the volume holds no record, say what the training pod did instead."""
+        try:
+            return self._copy_out(pod, run_id, dest)
+        except NoRecord as exc:
+            if not job_pods:
+                raise
+            raise AtlasError(self._pod_account(run_id, job_pods[-1]) + f" (collection said: {exc})") from None
+
+    def _pod_account(self, run_id: str, pod: Any) -> str:
+        """One line: the pod's exit (code, reason) and the tail of its log."""
+        from kubernetes.client.exceptions import ApiException
+
+        name = pod.metadata.name
+        statuses = (pod.status.container_statuses if pod.status else None) or []
+        ended = statuses[0].state.terminated if statuses and statuses[0].state else None
+        exit_text = f"exited {ended.exit_code} ({ended.reason})" if ended else "never finished a container"
+        try:
+            log = self._core().read_namespaced_pod_log(name, self.namespace, tail_lines=8)
+        except (ApiException, OSError) as exc:
+            log = f"(its log cannot be read: {exc})"
+        tail = " | ".join(line.strip() for line in str(log or "").splitlines() if line.strip())[-600:]
+        return (
+            f"{self.env.name}: run {run_id} left no record on the results volume: its pod {name} {exit_text}; "
+            f"last log lines: {tail or '(empty)'}; see `{self.cli} -n {self.namespace} logs {name}`"
+        )
+
     def _copy_out(self, pod: str, run_id: str, dest: Path) -> list[str]:
         """Unpack the run's tar into `dest`: its regular files only (jobfiles.tar_members); returns what was skipped."""
         from kubernetes.stream import stream
@@ -153,7 +184,7 @@ class RecordCopier:
                 digest, err, code = self._read_exec(ws, fh)
             text = err.decode("utf-8", "replace").strip()
             if code != 0:
-                raise AtlasError(
+                raise (NoRecord if "Cannot stat" in text else AtlasError)(
                     f"{self.env.name}: reading {run_id} from the results volume failed (exit {code}): "
                     f"{text[-300:] or 'no message'}"
                 )
@@ -171,7 +202,7 @@ class RecordCopier:
             except (tarfile.TarError, ValueError) as exc:
                 raise AtlasError(f"{self.env.name}: the record tar of {run_id} is refused: {exc}") from None
             if not (out / run_id / "run.json").is_file():
-                raise AtlasError(
+                raise NoRecord(
                     f"{self.env.name}: run {run_id} has no run.json on the results volume "
                     f"(the job did not start `bench record`; see `{self.cli} logs job/...`)"
                 )

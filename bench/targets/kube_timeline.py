@@ -78,6 +78,10 @@ def kube_marks(target: Any, run_id: str) -> dict[str, dict[str, Any]]:
             # the staging init container runs the training image, so it pulled it and the main
             # container found it present: the init container's pull is the run's image pull
             marks["pull_start"], marks["pulled"] = marks["stage_pull_start"], marks["stage_pulled"]
+    if target.env.get("queue") and owner.get("name"):  # Kueue: the queue is Workload created -> Admitted
+        from bench.targets.kueue import kueue_marks
+
+        marks.update(kueue_marks(target, owner["name"]))
     return {name: m for name, m in marks.items() if m is not None}
 
 
@@ -85,7 +89,11 @@ def _job(target: Any, run_id: str) -> tuple[dict[str, Any] | None, list[Any]]:
     job = target._find_job(run_id)
     if job is None:
         return None, []
-    meta = {"creationTimestamp": job.metadata.creation_timestamp, "annotations": job.metadata.annotations}
+    meta = {
+        "name": job.metadata.name,
+        "creationTimestamp": job.metadata.creation_timestamp,
+        "annotations": job.metadata.annotations,
+    }
     return meta, target._pods(job)
 
 

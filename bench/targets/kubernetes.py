@@ -10,14 +10,13 @@ the in-cluster service account through the `kubernetes` client and are never pri
 Settings (`clusters/<env>/env.yaml`): `namespace`, `job_template`, `results_pvc`,
 `results_mount`, `image` (a registry reference; `{commit}` is replaced by the run's
 commit, so a CI that pushes `registry/atlas:<sha>` runs the pushed code), optional
-`context`, `kubeconfig`, `job_prefix` (default `atlas`), `poll_interval_s`,
-`collect_timeout_s`, and `shape` (nodes × GPUs per node, CPU / memory per GPU; without
-it, one node with the template's GPUs). The shape sets the pod's `nvidia.com/gpu`, `cpu`
-and `memory` (requests = limits) and the launcher (`launch.py`: torchrun with one
-process per GPU); `shape.nodes > 1` runs a
-Kubeflow PyTorchJob instead of a batch Job (`pytorchjob.py`). `openshift.py` builds on
-this class and only adds where the image comes from (a BuildConfig and its ImageStream).
-"""
+`context`, `kubeconfig` ($VARIABLES expanded), `job_prefix` (default `atlas`),
+`poll_interval_s`, `collect_timeout_s`, `queue` (a Kueue LocalQueue: `kueue.py`), and
+`shape` (nodes × GPUs per node, CPU / memory per GPU; without it, one node with the
+template's GPUs), which sets the pod's `nvidia.com/gpu`, `cpu` and `memory` (requests =
+limits) and the launcher (`launch.py`: torchrun with one process per GPU); `shape.nodes >
+1` runs a Kubeflow PyTorchJob (`pytorchjob.py`). `openshift.py` only adds where the image
+comes from (a BuildConfig and its ImageStream)."""
 
 from __future__ import annotations
 
@@ -37,6 +36,7 @@ from bench.targets import register
 from bench.targets.base import JobSpec, RunState, RunStatus, Target
 from bench.targets.kube_copy import RecordCopier
 from bench.targets.kube_status import COMPONENT, LABEL_COMMIT, LABEL_RUN, JobStatusReader, ts
+from bench.targets.kueue import queue_job
 from bench.targets.launch import recorded_launch
 from bench.targets.manifests import load_job_template, validate_objects
 from bench.targets.pytorchjob import PyTorchJobRunner
@@ -115,6 +115,7 @@ KUBE_PROPERTIES: dict[str, Any] = {
     "results_mount": STR,
     "poll_interval_s": POSITIVE,
     "collect_timeout_s": POSITIVE,
+    "queue": OPT_STR,
 }
 
 
@@ -214,11 +215,9 @@ class KubernetesTarget(JobStatusReader, RecordCopier, PyTorchJobRunner, Target):
 
     def available(self) -> str | None:
         try:
-            client = self.api_client()
+            api = self.api_client()
             if self.env.get("local") is True:  # a server on this machine: is it up now?
-                from kubernetes import client as kube
-
-                self._call("reaching the API server", kube.VersionApi(client).get_code, _request_timeout=5)
+                self._call("reaching the API server", __import__("kubernetes").client.VersionApi(api).get_code)
         except AtlasError as exc:
             return str(exc)
         return None
@@ -333,6 +332,7 @@ class KubernetesTarget(JobStatusReader, RecordCopier, PyTorchJobRunner, Target):
         env = [e for e in train.get("env", []) if e.get("name") not in values]
         train["env"] = env + [{"name": k, "value": v} for k, v in values.items()]
         own_run_folder(pod["spec"], train, s["results_mount"].rstrip("/"), job.run_id)
+        queue_job(manifest, s.get("queue"))  # Kueue's LocalQueue: the Job waits suspended until admitted
         self._validate(manifest)
         return manifest
 
@@ -472,7 +472,7 @@ class KubernetesTarget(JobStatusReader, RecordCopier, PyTorchJobRunner, Target):
         )
         try:
             self._wait_running(pod_name)
-            skipped = self._copy_out(pod_name, run_id, dest)
+            skipped = self._copy_out_or_explain(pod_name, run_id, dest, pods)
         finally:
             from kubernetes.client.exceptions import ApiException
 

@@ -207,9 +207,13 @@ def test_bench_run_moc_against_the_double(tmp_path):
             timeout=300,
         )
         assert proc.returncode == 0, proc.stderr
-        (build,) = double.builds.values()
+        # build 1 is the ConfigChange trigger's (no commit); bench started the commit's
+        first, build = sorted(double.builds.values(), key=lambda b: b["metadata"]["name"])
+        assert first["spec"]["triggeredBy"] == [{"message": "Build configuration change"}]
         assert build["spec"]["revision"]["git"]["commit"] == commit
         (job,) = double.jobs.values()
+        assert job["spec"]["suspend"] is True  # moc's Kueue queue: it waits for admission
+        assert job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "v100-localqueue"
         assert job["spec"]["template"]["spec"]["containers"][0]["image"].endswith(
             build["status"]["output"]["to"]["imageDigest"]
         )

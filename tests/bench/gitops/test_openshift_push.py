@@ -3,7 +3,7 @@
 A bare repository's post-receive hook (`bench hooks install`) plays GitHub's part: it POSTs
 the push event to local-openshift's BuildConfig webhook on the API double. The double's
 kubelet exports the pushed commit (the Build), `bench run` finds that Build (no
-instantiate), the Job's pod trains the smoke preset for real as a local process, and the
+instantiate), Kueue admits the queued Job, its pod trains the smoke preset for real as a local process, and the
 record is collected with a timeline from the double's clocks.
 """
 
@@ -21,6 +21,7 @@ from bench.envs import CLUSTERS_DIR  # noqa: E402
 from bench.records.timeline import PHASES  # noqa: E402
 from tests.bench.gitops.test_hooks import SHORT, _project_snapshot, bare_repo, bench_hooks  # noqa: E402
 from tests.doubles.apiserver.kubelet import Kubelet  # noqa: E402
+from tests.doubles.apiserver.kueue import Kueue  # noqa: E402
 from tests.doubles.kubectl_fixture import needs_kubectl, started  # noqa: E402
 from tests.gitrepo import ENV, git  # noqa: E402
 
@@ -42,6 +43,7 @@ def test_a_push_builds_by_webhook_and_the_openshift_run_is_collected(tmp_path: P
 
     for double, kubectl in started(tmp_path / "api"):
         kubelet = Kubelet(double, tmp_path / "node", source=bare)
+        kueue = Kueue(double, {"cpu-cq": {"cpu": "1", "memory": "4Gi"}}, {"cpu-localqueue": "cpu-cq"})
         try:
             kubectl("apply", "-k", str(CLUSTERS_DIR / "local-openshift"))
             env = dict(ENV, ATLAS_API_DOUBLE=str(tmp_path / "api"))
@@ -57,10 +59,15 @@ def test_a_push_builds_by_webhook_and_the_openshift_run_is_collected(tmp_path: P
             assert f"webhook started build {build['metadata']['name']} of {sha[:12]}" in out, out
             assert not [p for m, p, _ in double.requests if m == "POST" and p.endswith("/instantiate")]
             assert build["status"]["phase"] == "Complete"
+            assert len(double.jobs) == 1, out
             (job,) = double.jobs.values()
             assert job["metadata"]["annotations"]["atlas/build"] == build["metadata"]["name"]
             assert job["status"]["conditions"][-1]["type"] == "Complete"
+            (workload,) = double.store["workloads"].values()  # Kueue admitted the Job
+            assert workload["spec"]["queueName"] == "cpu-localqueue"
+            assert [c["type"] for c in workload["status"]["conditions"]] == ["QuotaReserved", "Admitted", "Finished"]
         finally:
+            kueue.stop()
             kubelet.stop()
         assert kubelet.errors == []
 
@@ -77,4 +84,5 @@ def test_a_push_builds_by_webhook_and_the_openshift_run_is_collected(tmp_path: P
     assert marks["build_completed"]["time"] <= marks["accepted"]["time"] + 1
     total = sum(phases[p]["seconds"] for p in PHASES)
     assert abs(total - (marks["collected"]["time"] - phases["deliver"]["start"])) < 2.5
+    assert phases["queue"]["source"] == "kueue" and marks["granted"]["source"] == "kueue"
     assert phases["train"]["seconds"] > 0 and phases["warmup"]["seconds"] > 0

@@ -43,6 +43,7 @@ def double(tmp_path: Path):
 def make_target(tmp_path: Path, double: OpenShiftApiDouble, token: str | None = None, **settings):
     kubeconfig = double.write_kubeconfig(tmp_path / f"kubeconfig-{token or 'ok'}", token=token)
     data = yaml.safe_load((MOC / "env.yaml").read_text())
+    data.pop("queue")  # this double runs no Kueue: Jobs start unsuspended (test_apiserver_kueue.py has Kueue)
     data.update(
         kubeconfig=str(kubeconfig), poll_interval_s=0.01, build_timeout_s=settings.pop("build_timeout_s", 5), **settings
     )

@@ -1,9 +1,10 @@
-"""`python -m tests.doubles.apiserver [--dir DIR] [--namespace NS] [--empty] [--job-seconds S | --kubelet REPO]`
+"""`python -m tests.doubles.apiserver [--dir DIR] [--namespace NS] [--empty] [OPTIONS]`
 
 Starts the API double on 127.0.0.1 (a free port), writes DIR/kubeconfig and prints it, then
 serves until Ctrl-C. Time follows the wall clock; Jobs run a pod that succeeds after
 --job-seconds and Builds complete at once, or, with --kubelet REPO, Builds export (or
-podman-build) REPO at the pushed commit and pods really run here (kubelet.py).
+podman-build) REPO at the pushed commit and pods really run here (kubelet.py); --kueue
+adds Kueue's admission of queued Jobs (kueue.py).
 """
 
 from __future__ import annotations
@@ -28,9 +29,22 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--job-seconds", type=float, default=30.0, help="how long each Job's pod runs")
     parser.add_argument("--kubelet", type=Path, metavar="REPO", help="run pods here, building from this git repository")
+    parser.add_argument(
+        "--kueue",
+        metavar="QUEUE=QUOTA",
+        action="append",
+        default=[],
+        help="a LocalQueue and its ClusterQueue's quota, e.g. cpu-localqueue=cpu:1,memory:4Gi (repeatable)",
+    )
     args = parser.parse_args(argv)
     folder = args.dir or Path(tempfile.mkdtemp(prefix="atlas-api-double-"))
     double, kubeconfig = start(folder, args.namespace, args.token, args.empty)
+    if args.kueue:
+        from tests.doubles.apiserver.kueue import Kueue
+
+        queues = dict(q.split("=", 1) for q in args.kueue)
+        quotas = {f"{n}-cq": dict(item.split(":", 1) for item in quota.split(",")) for n, quota in queues.items()}
+        Kueue(double, quotas, {n: f"{n}-cq" for n in queues})
     if args.kubelet:
         from tests.doubles.apiserver.kubelet import Kubelet
 

@@ -4,9 +4,11 @@ No OpenShift can run here, so this HTTPS server answers what the openshift targe
 `kubectl` and the Python client ask, with the API server's semantics: discovery (short
 names, categories), OpenAPI v3, create / get / list / watch / replace / patch (JSON, merge,
 strategic, server-side apply) / delete with dry-run, upstream validation (validate.py),
-managed fields, namespace termination, server-side Tables, BuildConfig `instantiate`,
-pod `exec` over WebSocket and pod logs. Time comes from a Clock the test advances; the
-controllers' and kubelet's writes are in lifecycle.py. It serves one namespace.
+managed fields, namespace termination, server-side Tables, BuildConfig `instantiate` and
+webhooks (webhooks.py), pod `exec` over WebSocket and pod logs. Time comes from a Clock
+the test advances; the controllers' and kubelet's writes are in lifecycle.py. A Kubelet
+(kubelet.py) makes pods really run here and Kueue (kueue.py) admits queued Jobs; the
+clock then follows the wall's. It serves one namespace.
 """
 
 from __future__ import annotations
@@ -256,7 +258,7 @@ class OpenShiftApiDouble(Writes, Lifecycle, Scenarios, Webhooks):
         raise ApiError(404, "NotFound", "the server could not find the requested resource")
 
     def discovery(self, path: str) -> Any:
-        if path == "/version":
+        if path.rstrip("/") == "/version":  # the Python client asks /version/
             return SERVER_VERSION
         if path == "/api":
             return api_versions()
