@@ -143,10 +143,10 @@ def decode_columns(packed: bytes) -> bytes:
         raise ValueError(refused[0][1])
     if sum(sum(d["sizes"]) for d in meta["columns"]) != len(data) - 8 - size:
         raise ValueError("packed samples blocks do not add up to the header's sizes")
-    pos, n, columns = 8 + size, meta["rows"], []
+    pos, n, columns = 8 + size, int(meta["rows"]), []  # the schema's integers may be written 50.0
     for desc in meta["columns"]:
         blocks = []
-        for length in desc["sizes"]:
+        for length in map(int, desc["sizes"]):
             blocks.append(data[pos : pos + length])
             pos += length
         if desc["kind"] == "decimal":

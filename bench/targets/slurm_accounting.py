@@ -25,6 +25,8 @@ import math
 import re
 from typing import Any
 
+from bench.records.surfaces import schema
+
 SACCT_FIELDS = "JobID,JobName,NodeList,ElapsedRaw,AllocTRES,TRESUsageInAve,TRESUsageInMax,ConsumedEnergyRaw"
 SUFFIX = {"K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4, "P": 1024**5}
 NO_VALUE = 2**63  # Slurm prints NO_VAL64 (18446744073709551614) for an energy it never read
@@ -89,10 +91,13 @@ def parse_tres(text: str) -> dict[str, float | None]:
     return out
 
 
-# The physical range of each accounted figure; a value outside it is refused (named in `absent`).
-MAX_GPU_MEM_BYTES = 2**50  # 1 PiB: above any GPU's memory
-MAX_ENERGY_J = 1e15  # a 1,000-node job at 10 kW a node for a year is 3e14 J
-MAX_ELAPSED_S = 10 * 365 * 86400
+# The physical range of each accounted figure, declared once in sacct.schema.json (x-limits);
+# a value outside it is refused (named in `absent`).
+_LIMITS = schema("sacct")["x-limits"]
+MAX_GPU_MEM_BYTES = float(_LIMITS["gres/gpumem"]["high"])
+MAX_ENERGY_J = float(_LIMITS["ConsumedEnergyRaw"]["high"])
+MAX_ELAPSED_S = float(_LIMITS["ElapsedRaw"]["high"])
+UTIL_PER_GPU_PCT = float(_LIMITS["gres/gpuutil"]["high_per_gpu"])
 GPU_COUNT = re.compile(r"(?:^|,)gres/gpu=([^,]*)")
 
 
@@ -100,7 +105,7 @@ def _util_high(alloc: str) -> float:
     """gres/gpuutil adds the job's GPUs: up to 100 % per allocated GPU (at least one)."""
     found = GPU_COUNT.search(alloc)
     gpus = tres_amount(found.group(1)) if found else None
-    return 100.0 * gpus if gpus is not None and 1 <= gpus <= 1024 else 100.0
+    return UTIL_PER_GPU_PCT * (gpus if gpus is not None and 1 <= gpus <= 1024 else 1.0)
 
 
 def _energy(value: str) -> float | None:
