@@ -50,6 +50,7 @@ def test_a_bad_file_is_one_error_naming_file_and_key(tmp_path: Path, text: str, 
     assert any(message in p for p in check_env("local", where))  # bench validate says so too
 
 
+@pytest.mark.slow
 def test_the_report_and_the_pr_comment_flag_a_run_outside_its_band(tmp_path: Path, monkeypatch):
     from bench.render.comment import render_pr_body
     from bench.render.report import write_report

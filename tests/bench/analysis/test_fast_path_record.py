@@ -80,6 +80,7 @@ def h100_nvml(monkeypatch: pytest.MonkeyPatch):
     yield nvml_double
 
 
+@pytest.mark.slow
 def test_mfu_and_energy_per_image_reach_the_report_of_a_gpu_run(tmp_path: Path, h100_nvml: object) -> None:
     run_dir = tmp_path / "results" / "gpu-env" / "r1"
     assert _record(tmp_path, run_dir, FAKE_GPU_JOB, str(run_dir)) == 0
@@ -101,6 +102,7 @@ def test_mfu_and_energy_per_image_reach_the_report_of_a_gpu_run(tmp_path: Path, 
     assert "compiled fast path refused" not in text
 
 
+@pytest.mark.slow
 def test_a_wrong_compiled_path_falls_back_and_is_flagged_by_check_and_report(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -10,6 +10,8 @@ import sys
 from pathlib import Path
 from types import SimpleNamespace
 
+import pytest
+
 from bench.analysis.metrics import HEADLINE, HIGHER, LOWER, METRIC_BY_KEY, METRICS, Samples, fmt, run_metrics
 from bench.records.read import load_run
 from bench.records.synthetic import RunSpec, write_run
@@ -60,6 +62,7 @@ def test_fmt_is_stable():
     assert [fmt(None), fmt(0), fmt(1234.6), fmt(0.012345)] == ["—", "0", "1,235", "0.0123"]
 
 
+@pytest.mark.slow
 def test_a_new_metric_is_one_catalogue_entry(tmp_path: Path):
     """Add NEW_ENTRY to a copy of the package: the report gains its table row, chart and column."""
     shutil.copytree(ROOT / "bench", tmp_path / "bench", ignore=shutil.ignore_patterns("__pycache__"))
@@ -97,6 +100,7 @@ NEW_ROW = """    Column("DCGM_FI_PROF_ATLAS_DEMO", "ratio", "nvml", GAUGE, 0.0, 
 """
 
 
+@pytest.mark.slow
 def test_a_new_column_with_its_figure_is_one_catalogue_row(tmp_path: Path):
     """Add NEW_ROW to a copy of the package: synthetic runs carry the column, `bench check`
     holds it to its range, and the report gains its figure, from that row alone."""

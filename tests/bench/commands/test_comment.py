@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.github.conftest import FORK_TOKEN, HEAD, REPO, WRITE_TOKEN, github_double  # noqa: F401
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -34,6 +36,7 @@ def body_file(tmp_path: Path, text: str = "| env | images/s |\n|---|---|\n| loca
     return path
 
 
+@pytest.mark.slow
 def test_posts_then_updates_and_never_prints_the_token(tmp_path, github_double):
     path = body_file(tmp_path)
     outs = []
@@ -49,6 +52,7 @@ def test_posts_then_updates_and_never_prints_the_token(tmp_path, github_double):
         assert WRITE_TOKEN[-12:] not in text
 
 
+@pytest.mark.slow
 def test_errors_exit_nonzero_keep_the_body_and_redact_the_token(tmp_path, github_double):
     path = body_file(tmp_path)
     before = path.read_text()
@@ -69,6 +73,7 @@ def test_errors_exit_nonzero_keep_the_body_and_redact_the_token(tmp_path, github
     assert github_double.comments_on(REPO, 7) == []
 
 
+@pytest.mark.slow
 def test_missing_token_and_missing_body_are_clear(tmp_path, github_double):
     p = bench("--pr", "7", "--repo", REPO, "--body-file", str(body_file(tmp_path)), token=None, double=github_double)
     assert p.returncode == 2 and "GITHUB_TOKEN is not set" in p.stderr
@@ -78,6 +83,7 @@ def test_missing_token_and_missing_body_are_clear(tmp_path, github_double):
     assert p.returncode == 2 and "does not exist" in p.stderr
 
 
+@pytest.mark.slow
 def test_expect_head_sha_guards_the_workflow_run_path(tmp_path, github_double):
     path = body_file(tmp_path)
     p = bench(
@@ -108,6 +114,7 @@ def test_expect_head_sha_guards_the_workflow_run_path(tmp_path, github_double):
     assert p.returncode == 0, p.stderr
 
 
+@pytest.mark.slow
 def test_dry_run_prints_the_marked_body_without_a_token(tmp_path):
     p = bench("--pr", "7", "--repo", REPO, "--body-file", str(body_file(tmp_path)), "--dry-run", token=None)
     assert p.returncode == 0 and p.stdout.startswith("<!-- atlas-bench")
@@ -135,6 +142,7 @@ def artifact(tmp_path: Path, pr=7, head=HEAD) -> Path:
     return d
 
 
+@pytest.mark.slow
 def test_artifact_names_the_pr_and_is_checked(tmp_path, github_double):
     d = artifact(tmp_path)
     p = bench("--artifact", str(d), "--repo", REPO, "--expect-head-sha", HEAD, token=WRITE_TOKEN, double=github_double)

@@ -25,6 +25,7 @@ from bench.targets.lifecycle import collect_run
 from tests.bench.in_job.test_recorder import REPO, _config_hash, record_cmd, run_record, wait_for
 
 
+@pytest.mark.slow
 def test_a_resumed_run_passes_check(tmp_path: Path) -> None:
     """Samples of a two-attempt run are compared with the first attempt's start."""
     run_dir = tmp_path / "resumed"
@@ -36,6 +37,7 @@ def test_a_resumed_run_passes_check(tmp_path: Path) -> None:
     assert not [p for p in run.problems if "before the run started" in p or "no samples for" in p], run.problems
 
 
+@pytest.mark.slow
 def test_a_stopped_recorder_leaves_a_named_gap(tmp_path: Path) -> None:
     run_dir = tmp_path / "stopped"
     ready = tmp_path / "ready"
