@@ -28,6 +28,7 @@ ACCUMULATE_WITHIN_PCT = 5.0
 TABLE_HEAD = "| target | verdict | measured | next step |"
 README_BEGIN, README_END = "<!-- gpu-proof:begin -->", "<!-- gpu-proof:end -->"
 NEEDED = ("torch", "yaml", "numpy", "pandas", "scipy", "psutil", "pynvml", "jsonschema", "jinja2", "PIL")
+REF_NEEDED = ("torchvision", "h5py", "tqdm")  # the reference's utils.py and datasets.py import them
 
 NVML_SHIM = '''"""NVML DOUBLE (Atlas GPU-proof rehearsal): `import pynvml` gets tests/bench/in_job/nvml_double.py."""
 import importlib.machinery, importlib.util, os, sys, time
@@ -46,9 +47,9 @@ sys.modules["pynvml"] = _double
 '''
 
 
-def missing_modules() -> list[str]:
+def missing_modules(reference: bool) -> list[str]:
     """The modules the cells import that this Python lacks (the GPU machine installs Atlas with --no-deps)."""
-    return [m for m in NEEDED if importlib.util.find_spec(m) is None]
+    return [m for m in NEEDED + (REF_NEEDED if reference else ()) if importlib.util.find_spec(m) is None]
 
 
 def gpu_memory_gib() -> float:
