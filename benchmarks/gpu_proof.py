@@ -256,10 +256,10 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         print("gpu_proof: no CUDA GPU here; nothing to prove (try --rehearse, which checks the plumbing on the CPU)")
         return 1
-    missing = ev.missing_modules()
+    ref_dir = os.environ.get("REF_DIR")
+    missing = ev.missing_modules(reference=bool(ref_dir))
     if missing:  # the cells that need them fail with their own error; the others still measure
         print(f"gpu_proof: warning: this Python lacks {', '.join(missing)}: cells that import them will fail")
-    ref_dir = os.environ.get("REF_DIR")
     if ref_dir and not (Path(ref_dir) / "BigGAN.py").is_file():
         print(f"gpu_proof: error: REF_DIR={ref_dir} holds no BigGAN.py: name the extracted ajbrock/BigGAN-PyTorch")
         return 2

@@ -28,6 +28,7 @@ ACCUMULATE_WITHIN_PCT = 5.0
 TABLE_HEAD = "| target | verdict | measured | next step |"
 README_BEGIN, README_END = "<!-- gpu-proof:begin -->", "<!-- gpu-proof:end -->"
 NEEDED = ("torch", "yaml", "numpy", "pandas", "scipy", "psutil", "pynvml", "jsonschema", "jinja2", "PIL")
+REF_NEEDED = ("torchvision", "h5py", "tqdm")  # the reference's utils.py and datasets.py import them
 
 NVML_SHIM = '''"""NVML DOUBLE (Atlas GPU-proof rehearsal): `import pynvml` gets tests/bench/in_job/nvml_double.py."""
 import importlib.machinery, importlib.util, os, sys, time
@@ -46,9 +47,9 @@ sys.modules["pynvml"] = _double
 '''
 
 
-def missing_modules() -> list[str]:
+def missing_modules(reference: bool) -> list[str]:
     """The modules the cells import that this Python lacks (the GPU machine installs Atlas with --no-deps)."""
-    return [m for m in NEEDED if importlib.util.find_spec(m) is None]
+    return [m for m in NEEDED + (REF_NEEDED if reference else ()) if importlib.util.find_spec(m) is None]
 
 
 def gpu_memory_gib() -> float:
@@ -387,11 +388,13 @@ def _md(text: Any) -> str:
 def _cell_line(r: dict[str, Any], ref: dict[str, float]) -> str:
     if "error" in r:
         return f"| {r['cell']} | {r.get('status')}: {_md(r['error'])[:160]} | | | | | | {r.get('process_s', '')} |"
-    its = r.get("g_iters_per_s")
-    ratio = f"{its / ref[r['preset']]:.2f}×" if its and r["impl"] == "atlas" and ref.get(r["preset"]) else ""
+    its, group = r.get("g_iters_per_s"), r["cell"].split("/", 1)[0]
+    ratio = f"{its / ref[group]:.2f}×" if its and r["cell"].endswith("/default") and ref.get(group) else ""
     busy = r.get("gpu_util_percent_mean", r.get("gpu_util_steady_pct"))
     start = f"{r['startup_s']} ({r.get('compile_cache') or 'no compile'})" if r.get("startup_s") is not None else ""
     stand_in = " (stand-in)" if r.get("stand_in") else ""
+    if "aten_ops_per_iter" in r:  # the host side: what a G iteration asks of the CPU
+        stand_in = f": {r['aten_ops_per_iter']} ATen ops/G it, {r.get('host_outside_ops_ms_per_iter')} ms outside them"
     return (
         f"| {r['cell']} | {r.get('status')}{stand_in} | {its if its is not None else ''} | {ratio} | "
         f"{r.get('images_per_s', '')} | {'' if busy is None else busy} | {start} | {r.get('process_s', '')} |"
@@ -421,7 +424,11 @@ def write_readme(
         *(f"| {_md(t)} | {v}{tag} | {_md(m)} | {_md(n)} |" for t, v, m, n in found),
     ]
     targets = "\n".join(lines)
-    ref = {r["preset"]: r["g_iters_per_s"] for r in rows if r["impl"] == "reference" and r.get("g_iters_per_s")}
+    ref = {
+        r["cell"].split("/", 1)[0]: r["g_iters_per_s"]
+        for r in rows
+        if r["impl"] == "reference" and r.get("g_iters_per_s")
+    }
     cells = [
         "| cell | status | G it/s | × reference | images/s | GPU busy % | start-up s (cache) | process s |",
         "|---|---|---:|---:|---:|---:|---|---:|",
