@@ -14,10 +14,13 @@ from typing import Any
 
 import numpy as np
 
-from bench.records.timeline import PHASES, phase_entry, span_between
+from bench.records.timeline import ALL_PHASES, phase_entry, span_between
 from bench.records.trainlog import images_series, segments
 
-QUEUE_SOURCE = "run.json timeline phase queue (accepted -> granted); records without a timeline: scheduler.queue_wait_s"
+QUEUE_SOURCE = (
+    "run.json timeline phase queue (accepted -> granted; a resumed run: the sum of its attempts'); "
+    "records without a timeline: scheduler.queue_wait_s"
+)
 
 
 def _number(value: Any) -> float | None:
@@ -78,15 +81,29 @@ def train_phase_rates(log: Any, timeline: Any) -> np.ndarray:
     start = _number(first.get("time")) if isinstance(first, dict) else None
     if start is None:
         return np.empty(0)
+    firsts = _attempt_first_iters(timeline)  # a resumed run: each attempt warms up again
     rates = []
     for run_start, _, trains in segments(log):
         before = float(run_start["time"])
+        later = [t for t in firsts if t >= before]
+        start = max(start, min(later)) if later else start
         for line in trains:
             rate = _number(line.get("images_per_s"))
             if before >= start and rate is not None and rate > 0:
                 rates.append(rate)
             before = float(line["time"])
     return np.asarray(rates, dtype=float)
+
+
+def _attempt_first_iters(timeline: Any) -> list[float]:
+    """The first_iter mark of each attempt of a resumed run ([] for one attempt)."""
+    found = []
+    for attempt in timeline.get("attempts") or () if isinstance(timeline, dict) else ():
+        first = attempt.get("marks", {}).get("first_iter") if isinstance(attempt, dict) else None
+        value = _number(first.get("time")) if isinstance(first, dict) else None
+        if value is not None:
+            found.append(value)
+    return sorted(found)
 
 
 def first_iteration_time(meta: dict[str, Any], log: Any) -> float | None:
@@ -122,7 +139,7 @@ def catalogue(metric: Callable[..., Any], derived: Callable[..., Any], higher: s
             derived(lambda ctx, p=phase: phase_value(ctx, p, f"phase_{p}_s"), f"run.json timeline phase {phase}"),
             in_summary=False,
         )
-        for phase in PHASES
+        for phase in ALL_PHASES
     )
     return (
         metric(

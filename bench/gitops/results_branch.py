@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.atomic_files import LOCK_NAME
-from bench.errors import AtlasError, ConfigError
+from bench.errors import AtlasError, ConfigError, DiskFullError
 from bench.gitops.publish import _REJECTED, _redact, bot_env, commit_message
 from bench.records.inside_tree import outside_why, own_files, require_inside
 
@@ -44,6 +44,7 @@ BRANCH = "results"
 RUNS = "runs"
 INDEX = "index"
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")
+_NO_SPACE = re.compile(r"No space left on device|Disk quota exceeded", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,11 @@ def _git(repo: Path, *args: str, data: bytes | None = None, env: dict[str, str] 
     proc = subprocess.run(["git", *args], cwd=repo, input=data, capture_output=True, env={**os.environ, **(env or {})})
     if check and proc.returncode != 0:
         err = proc.stderr.decode(errors="replace").strip()
+        if _NO_SPACE.search(err):
+            raise DiskFullError(
+                f"disk full: `git {' '.join(args[:2])}` could not write to {repo}/.git ({_redact(err)[:200]}); "
+                "free space and run the command again (nothing already kept on the branch was changed)"
+            )
         raise AtlasError(f"`git {' '.join(args[:3])}` failed in {repo}: {_redact(err)[:400]}")
     return proc
 
@@ -164,11 +170,53 @@ def _commit(repo: Path, tip: str | None, blobs: list[tuple[str, str]], message: 
     return _git(repo, "commit-tree", tree, *parents, "-m", message, env=bot_env()).stdout.decode().strip()
 
 
+def _is_ancestor(repo: Path, older: str, newer: str) -> bool:
+    return _git(repo, "merge-base", "--is-ancestor", older, newer, check=False).returncode == 0
+
+
+def _not_results(repo: Path, tip: str | None) -> list[str]:
+    """Top-level names of `tip`'s tree that a results commit never holds ([] for a results commit)."""
+    if not tip:
+        return []
+    names = _git(repo, "ls-tree", "--name-only", tip).stdout.decode().split("\n")
+    return [n for n in names if n and n not in (RUNS, INDEX)]
+
+
+def _refuse_foreign(repo: Path, where: str, tip: str | None) -> None:
+    foreign = _not_results(repo, tip)
+    if foreign and tip:
+        raise AtlasError(
+            f"{where} ({tip[:12]}) is not a results commit (it holds {', '.join(foreign[:3])}); nothing was "
+            f"written: point {where} back at the last results commit (`git log {where}` shows the bot's) "
+            "or pass another --branch"
+        )
+
+
+def _tree_entries(repo: Path, commit: str, runs: list[str]) -> list[tuple[str, str]]:
+    """[(path, blob)] of the given env/run_id records in `commit`'s tree (files and index entry)."""
+    out = []
+    for key in runs:
+        env, run_id = key.split("/", 1)
+        listing = _git(repo, "ls-tree", "-r", commit, "--", f"{RUNS}/{env}/{run_id}/", f"{INDEX}/{env}/{run_id}.json")
+        for line in listing.stdout.decode().splitlines():
+            meta, _, path = line.partition("\t")
+            out.append((path, meta.split()[2]))
+    return out
+
+
 def _set_local_branch(repo: Path, branch: str, sha: str) -> None:
-    """Move refs/heads/<branch> forward, unless it is checked out (its work tree is the user's)."""
+    """Move refs/heads/<branch> to `sha`, unless it is checked out (its work tree is the
+    user's), and only where no run it holds is lost: a fast-forward, or onto a rebuild that
+    holds every one of its runs. The move is compare-and-swap: a branch moved meanwhile stays."""
     head = _git(repo, "symbolic-ref", "--quiet", "HEAD", check=False).stdout.decode().strip()
-    if head != f"refs/heads/{branch}":
-        _git(repo, "update-ref", f"refs/heads/{branch}", sha)
+    if head == f"refs/heads/{branch}":
+        return
+    old = _rev(repo, f"refs/heads/{branch}")
+    if old == sha:
+        return
+    if old and not _is_ancestor(repo, old, sha) and (_held(repo, old) - _held(repo, sha)):
+        return  # it holds runs `sha` lacks: it stays where it is (archive rebuilt them onto the tip)
+    _git(repo, "update-ref", f"refs/heads/{branch}", sha, old or "0" * 40, check=False)
 
 
 def archive(
@@ -196,39 +244,81 @@ def archive(
     candidates = _run_dirs(Path(results), skipped)
     staged: dict[str, list[tuple[str, str]]] = {}
     rebases = 0
+    local = _rev(root, f"refs/heads/{branch}")  # this clone's branch: `--local` commits live here
+    seen = _rev(root, f"refs/remotes/{remote}/{branch}") if remote is not None else None
+    _refuse_foreign(root, branch, local)
     for attempt in range(1, max(1, attempts) + 1):
         tip = fetch(root, remote, branch, depth) if remote is not None else _rev(root, f"refs/heads/{branch}")
+        if remote is not None:
+            _refuse_foreign(root, f"{remote}/{branch}", tip)
+            _refuse_lost(root, f"{remote}/{branch}", seen, tip)
+        else:
+            _refuse_foreign(root, branch, tip)
         held = _held(root, tip)
+        # runs only this clone's branch holds (archived with --local): rebuilt onto the tip, never dropped
+        carried = sorted(_held(root, local) - held) if remote is not None and local and local != tip else []
         new = [(env, run_id, d) for env, run_id, d in candidates if f"{env}/{run_id}" not in held]
-        if not new:
+        new = [(env, run_id, d) for env, run_id, d in new if f"{env}/{run_id}" not in carried]
+        if not new and not carried:
             if tip:
                 _set_local_branch(root, branch, tip)
             return ArchiveResult("nothing", tip, (), attempt - 1, rebases, tuple(skipped))
         for env, run_id, d in new:
             if f"{env}/{run_id}" not in staged:
                 staged[f"{env}/{run_id}"] = _stage_run(root, env, run_id, d, skipped)
-        added = tuple(f"{env}/{run_id}" for env, run_id, _ in new)
+        added = tuple(f"{env}/{run_id}" for env, run_id, _ in new) + tuple(carried)
         envs = sorted({a.split("/")[0] for a in added})
         subject = commit_message(f"results: {len(added)} run(s) of {', '.join(envs)}")
-        commit = _commit(root, tip, [b for key in added for b in staged[key]], subject)
+        blobs = [b for env, run_id, _ in new for b in staged[f"{env}/{run_id}"]]
+        blobs += _tree_entries(root, local, carried) if carried and local else []
+        commit = _commit(root, tip, blobs, subject)
         if remote is None:
-            _git(root, "update-ref", f"refs/heads/{branch}", commit, tip or "0" * 40)
-            return ArchiveResult("committed", commit, added, attempt, rebases, tuple(skipped))
-        push = _git(root, "push", "--porcelain", remote, f"{commit}:refs/heads/{branch}", check=False)
-        if push.returncode == 0:
-            _git(root, "update-ref", f"refs/remotes/{remote}/{branch}", commit)
-            _set_local_branch(root, branch, commit)
-            return ArchiveResult("pushed", commit, added, attempt, rebases, tuple(skipped))
-        output = (push.stdout + push.stderr).decode(errors="replace")
-        if not _REJECTED.search(output):
-            raise AtlasError(f"git push of {branch} to {remote} failed (not a moved branch): {_redact(output)[:400]}")
+            moved = _git(root, "update-ref", f"refs/heads/{branch}", commit, tip or "0" * 40, check=False)
+            if moved.returncode == 0:
+                return ArchiveResult("committed", commit, added, attempt, rebases, tuple(skipped))
+            # another `--local` archive moved the branch meanwhile: rebuild on its new tip
+        else:
+            push = _git(root, "push", "--porcelain", remote, f"{commit}:refs/heads/{branch}", check=False)
+            if push.returncode == 0:
+                _git(root, "update-ref", f"refs/remotes/{remote}/{branch}", commit)
+                _set_local_branch(root, branch, commit)
+                return ArchiveResult("pushed", commit, added, attempt, rebases, tuple(skipped))
+            output = (push.stdout + push.stderr).decode(errors="replace")
+            if _NO_SPACE.search(output):
+                raise DiskFullError(
+                    f"disk full: git push of {branch} to {remote} failed ({_redact(output)[:200]}); free space "
+                    "and run `bench archive` again (the records are still in the results folder)"
+                )
+            if not _REJECTED.search(output):
+                raise AtlasError(
+                    f"git push of {branch} to {remote} failed (not a moved branch): {_redact(output)[:400]}"
+                )
+            seen = tip  # what this clone now knows the remote held
         if attempt < attempts:
             time.sleep(pause_s * attempt * (0.5 + random.random()))
             rebases += 1
+    where = f"{remote}/{branch}" if remote is not None else f"the local branch {branch}"
     raise AtlasError(
-        f"{remote}/{branch} kept moving: {attempts} pushes were rejected. Nothing was forced; "
+        f"{where} kept moving: {attempts} tries to add the runs were overtaken. Nothing was forced; "
         "the records are still in the results folder: run `bench archive` again"
     )
+
+
+def _refuse_lost(repo: Path, where: str, seen: str | None, tip: str | None) -> None:
+    """The remote's branch no longer holds runs this clone saw on it (someone rewrote it):
+    refuse, naming the commit that still has them, rather than build on what is left."""
+    if not seen or seen == tip or (tip and _is_ancestor(repo, seen, tip)):
+        return
+    if not _rev(repo, seen):
+        return  # not in this clone (a shallow fetch): nothing to compare
+    lost = sorted(_held(repo, seen) - _held(repo, tip))
+    if lost:
+        raise AtlasError(
+            f"{where} lost {len(lost)} run(s) this clone saw on it (e.g. {lost[0]}; it was rewritten"
+            f"{' to ' + tip[:12] if tip else ' or deleted'}); nothing was written: commit {seen[:12]} still has "
+            f"them (`git push {where.split('/')[0]} {seen}:refs/heads/{where.split('/', 1)[1]}` after checking "
+            "with `git log`, then archive again)"
+        )
 
 
 def _cat(repo: Path, specs: list[str]) -> list[bytes | None]:

@@ -32,6 +32,10 @@ from bench.records.strict_numbers import LATEST_TIME
 from bench.records.trainlog import TrainLog
 
 PHASES = ("deliver", "queue", "stage", "pull", "launch", "warmup", "train", "finish", "collect")
+# A resumed run's phases between two attempts (bench/records/timeline_attempts.py), and
+# every phase a timeline may hold, in the order they are drawn.
+BETWEEN_ATTEMPTS = ("preempted", "requeue", "resubmit")
+ALL_PHASES = PHASES[:7] + BETWEEN_ATTEMPTS + PHASES[7:]
 MARKS = (
     "pushed",
     "submitted",
@@ -218,26 +222,47 @@ def null_timeline(reason: str) -> dict[str, Any]:
 
 
 def phase_seconds(timeline: Any) -> dict[str, float | None]:
-    """phase -> seconds (None where unknown) of a record's timeline; {} when it has none."""
+    """phase -> seconds (None where unknown) of a record's timeline; {} when it has none. A
+    phase that ran once per attempt (a resumed run) counts the sum of its attempts."""
     phases = timeline.get("phases") if isinstance(timeline, dict) else None
     if not isinstance(phases, list):
         return {}
     out: dict[str, float | None] = {}
-    for entry in phases:
-        if isinstance(entry, dict) and entry.get("phase") in PHASES:
-            value = entry.get("seconds")
-            ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-            out[entry["phase"]] = float(value) if ok else None
+    names = [e["phase"] for e in phases if isinstance(e, dict) and e.get("phase") in ALL_PHASES]
+    for name in dict.fromkeys(names):
+        value = (phase_entry(timeline, name) or {}).get("seconds")
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+        out[name] = float(value) if ok else None
     return out
 
 
 def phase_entry(timeline: Any, phase: str) -> dict[str, Any] | None:
-    """The `phase` entry of a timeline, or None."""
+    """The `phase` entry of a timeline, or None; for a resumed run, whose phases repeat per
+    attempt, one entry with their sum (null with the reason when an attempt's is unknown)."""
     phases = timeline.get("phases") if isinstance(timeline, dict) else None
-    for entry in phases if isinstance(phases, list) else ():
-        if isinstance(entry, dict) and entry.get("phase") == phase:
-            return entry
-    return None
+    found = [e for e in (phases if isinstance(phases, list) else ()) if isinstance(e, dict) and e.get("phase") == phase]
+    return aggregate(found, phase)
+
+
+def aggregate(entries: list[dict[str, Any]], phase: str) -> dict[str, Any] | None:
+    """One figure for a phase that ran once per attempt: the sum of its seconds, the widest
+    resolution, its clocks; null (with the first reason) when any attempt's is unknown."""
+    if len(entries) <= 1:
+        return entries[0] if entries else None
+    unknown = [e for e in entries if not isinstance(e.get("seconds"), (int, float)) or isinstance(e["seconds"], bool)]
+    if unknown:
+        reason = str(unknown[0].get("reason") or "unknown")
+        where = "" if len(unknown) == len(entries) else f"attempt {unknown[0].get('attempt')}: "
+        return _null(phase, where + reason)
+    return {
+        "phase": phase,
+        "start": entries[0].get("start"),
+        "end": entries[-1].get("end"),
+        "seconds": round(sum(float(e["seconds"]) for e in entries), 6),
+        "source": ", ".join(sorted({str(e.get("source")) for e in entries})),
+        "resolution_s": max(float(e.get("resolution_s") or 0.0) for e in entries),
+        "attempts": len(entries),
+    }
 
 
 def span_between(timeline: Any, first: str, last: str) -> tuple[float, float] | None:
@@ -328,11 +353,14 @@ def marks_log(path: Path) -> TrainLog:
     except OSError:
         return log
     picked = sorted({line for word in MARK_EVENTS for line in _lines_with(data, word)})
-    for raw in [line for _, line in picked] + _last_train(data):
+    # a resumed run: each attempt's last train line too, the one before the next run_start
+    before = [_last_train(data, at) for at, line in picked if b'"run_start"' in line]
+    for raw in [line for _, line in picked] + _last_train(data) + [line for found in before for line in found]:
         event = _event(raw)
         if event is not None and mark(event.get("time"), "", 0):
             log.events.append(event)
-    log.events.sort(key=lambda e: e["time"])
+    unique = {json.dumps(e, sort_keys=True): e for e in log.events}  # a line picked twice counts once
+    log.events = sorted(unique.values(), key=lambda e: e["time"])
     return log
 
 
@@ -348,9 +376,9 @@ def _lines_with(data: bytes, word: bytes) -> list[tuple[int, bytes]]:
     return found
 
 
-def _last_train(data: bytes) -> list[bytes]:
-    """The last complete `train` line, read backwards from the end ([] when none)."""
-    end = data.rfind(b"\n")
+def _last_train(data: bytes, until: int | None = None) -> list[bytes]:
+    """The last complete `train` line before offset `until` (the end), read backwards ([] when none)."""
+    end = data.rfind(b"\n", 0, len(data) if until is None else until)
     while end > 0:
         start = data.rfind(b"\n", 0, end) + 1
         line = data[start:end]
@@ -370,6 +398,8 @@ def _event(raw: bytes) -> dict[str, Any] | None:
     return event if isinstance(event, dict) and isinstance(event.get("event"), str) else None
 
 
+# The key of a kind's timeline marks under which it lists each attempt's times (Slurm).
+ATTEMPTS_KEY = "attempts"
 # Phases that need the kind's marks: null with the reason when the kind could not give them.
 KIND_PHASES = ("deliver", "queue", "stage", "pull", "launch")
 
@@ -399,12 +429,16 @@ def collected_timeline(
     reasons: dict[str, str] | None = None
     warning = None
     try:
-        given = kind_marks() if kind_marks is not None else {}
+        given = dict(kind_marks() or {}) if kind_marks is not None else {}
     except AtlasError as exc:
         given, warning = {}, f"timeline: the platform's marks could not be read ({exc}); its phases are unknown"
         reasons = dict.fromkeys(KIND_PHASES, f"the platform's marks could not be read: {exc}")
+    scheduler_attempts = given.pop(ATTEMPTS_KEY, None)  # a scheduler that lists each attempt's times
     marks.update({k: v for k, v in (given or {}).items() if isinstance(v, dict)})
     if "submitted" not in marks and reasons is None and submitted is not None:
         marks["submitted"] = mark(submitted, "bench-host", HOST_RESOLUTION_S)
     marks["collected"] = mark(now, "bench-host", HOST_RESOLUTION_S)
-    return build_timeline(marks, reasons, checkpoint_s), warning
+    from bench.records.timeline_attempts import resumed_timeline  # it builds on this module
+
+    resumed = resumed_timeline(record, log, marks, scheduler_attempts, reasons)
+    return (resumed or build_timeline(marks, reasons, checkpoint_s)), warning

@@ -18,12 +18,15 @@ from bench.analysis.compare import CompareResult
 from bench.analysis.metrics import METRIC_BY_KEY, RunMetrics, fmt
 from bench.analysis.stats import median
 from bench.records.read import RunData
-from bench.records.timeline import PHASES, phase_entry
+from bench.records.timeline import ALL_PHASES, BETWEEN_ATTEMPTS, phase_entry
 from bench.render.escape import md
 from bench.render.tables import shown
 
-# One colour per phase, everywhere (matplotlib's tab10 order, fixed).
-PHASE_COLOURS = dict(zip(PHASES, ("C0", "C1", "C6", "C3", "C4", "C5", "C2", "C7", "C9")))
+# One colour per phase, everywhere (matplotlib's tab10 order, fixed; the phases between a
+# resumed run's attempts in shades of red and grey).
+PHASE_COLOURS = dict(
+    zip(ALL_PHASES, ("C0", "C1", "C6", "C3", "C4", "C5", "C2", "#d62728", "#ff9896", "#c7c7c7", "C7", "C9"))
+)
 
 
 def _key(phase: str) -> str:
@@ -32,7 +35,7 @@ def _key(phase: str) -> str:
 
 def phase_medians(result: CompareResult, env: str) -> dict[str, float | None]:
     """phase -> the environment's median seconds (None when no run knows it)."""
-    return {p: result.summaries[env].median.get(_key(p)) for p in PHASES}
+    return {p: result.summaries[env].median.get(_key(p)) for p in ALL_PHASES}
 
 
 def _spread(result: CompareResult, env: str, phase: str) -> str:
@@ -59,6 +62,10 @@ def _sources(runs: list[RunData], env: str, phase: str) -> tuple[str, str]:
     return ", ".join(sorted(sources)), (reasons.most_common(1)[0][0] if reasons else "")
 
 
+def _ran(runs: list[RunData], env: str, phase: str) -> bool:
+    return any(run.env == env and phase_entry(run.meta.get("timeline"), phase) is not None for run in runs)
+
+
 def has_timeline(result: CompareResult) -> bool:
     return any(v is not None for env in result.envs for v in phase_medians(result, env).values())
 
@@ -71,9 +78,11 @@ def timeline_table(result: CompareResult, runs: list[RunData]) -> str:
     rows = ["| env | phase | median | spread (min–max) | source |", "|---|---|---:|---:|---|"]
     for env in result.envs:
         summary = result.summaries[env]
-        for phase in PHASES:
+        for phase in ALL_PHASES:
             metric = METRIC_BY_KEY[_key(phase)]
             value = summary.median.get(metric.key)
+            if phase in BETWEEN_ATTEMPTS and not _ran(runs, env, phase):
+                continue  # only a resumed run has them
             source, reason = _sources(runs, env, phase)
             where = md(source) if value is not None else f"unknown: {md(reason, 200)}"
             text = shown(value, metric, summary.below.get(metric.key), unit=True)
@@ -83,7 +92,20 @@ def timeline_table(result: CompareResult, runs: list[RunData]) -> str:
             if value is not None:
                 text = shown(value, metric, summary.below.get(key), unit=True)
                 rows.append(f"| {md(env)} | **{metric.label}** | {text} | {_spread_key(result, env, key)} | |")
-    return "\n".join(rows)
+    return "\n".join(rows + attempts_rows(runs))
+
+
+def attempts_rows(runs: list[RunData]) -> list[str]:
+    """A resumed run's phases as they happened, attempt by attempt (after the table above)."""
+    rows = []
+    for label, phases in resumed_runs(runs):
+        steps = [
+            f"{e['phase']} {fmt(e['seconds'])} s" if isinstance(e.get("seconds"), (int, float)) else f"{e['phase']} ?"
+            for e in phases
+            if e.get("seconds") is not None or e["phase"] not in ("stage", "pull")
+        ]
+        rows.append(f"\n**{md(label)}**, in order: " + md(" → ".join(steps), 4000))
+    return rows
 
 
 def _spread_key(result: CompareResult, env: str, key: str) -> str:
@@ -97,7 +119,8 @@ def env_lines(metrics: list[RunMetrics]) -> list[str]:
     for env in sorted({m.env for m in metrics}):
         mine = [m for m in metrics if m.env == env]
         total = median([m.values.get("submit_to_result_s") for m in mine])
-        parts = [f"{p} {fmt(v)} s" for p in PHASES if (v := median([m.values.get(_key(p)) for m in mine])) is not None]
+        medians = {p: median([m.values.get(_key(p)) for m in mine]) for p in ALL_PHASES}
+        parts = [f"{p} {fmt(v)} s" for p, v in medians.items() if v is not None]
         if total is None and not parts:
             continue
         head = f"submit → result {fmt(total)} s: " if total is not None else ""
@@ -105,25 +128,54 @@ def env_lines(metrics: list[RunMetrics]) -> list[str]:
     return lines
 
 
-def timeline_chart(result: CompareResult, path: Path) -> bool:
+def resumed_runs(runs: list[RunData]) -> list[tuple[str, list[dict[str, Any]]]]:
+    """(label, its phases in order) of each run that ran in more than one attempt."""
+    out = []
+    for run in runs:
+        timeline = run.meta.get("timeline")
+        attempts = timeline.get("attempts") if isinstance(timeline, dict) else None
+        if isinstance(attempts, list) and len(attempts) > 1:
+            phases = [p for p in timeline.get("phases") or () if isinstance(p, dict) and p.get("phase") in ALL_PHASES]
+            out.append((f"{run.env} {run.meta.get('run_id', '?')} ({len(attempts)} attempts)", phases))
+    return out
+
+
+def timeline_chart(result: CompareResult, path: Path, runs: list[RunData] | None = None) -> bool:
     """Horizontal stacked bars, one per environment: its median of each known phase, in
-    order, one colour per phase; False (and no file) when no run has a timeline."""
+    order, one colour per phase; then one bar per resumed run, its attempts' phases in the
+    order they happened (queue, launch, warm-up and train again after each `preempted` and
+    `requeue`/`resubmit`). False (and no file) when no run has a timeline."""
     if not has_timeline(result):
         return False
     from bench.render.charts import DPI, PNG_METADATA, plt
 
     envs = list(result.envs)
-    fig, ax = plt.subplots(figsize=(8, 1.6 + 0.5 * len(envs)))
+    resumed = resumed_runs(runs or [])
+    labels = envs + [label for label, _ in resumed]
+    fig, ax = plt.subplots(figsize=(8, 1.6 + 0.5 * len(labels)))
     left = np.zeros(len(envs))
-    for phase in PHASES:
+    drawn: set[str] = set()
+    for phase in ALL_PHASES:
         widths = np.asarray([phase_medians(result, e)[phase] or 0.0 for e in envs], dtype=float)
         if not widths.any():
             continue
         ax.barh(range(len(envs)), widths, left=left, color=PHASE_COLOURS[phase], label=phase, height=0.6)
+        drawn.add(phase)
         left += widths
-    ax.set_yticks(range(len(envs)), envs, fontsize="small")
+    for row, (_, phases) in enumerate(resumed, start=len(envs)):
+        at = 0.0
+        for entry in phases:
+            seconds = entry.get("seconds")
+            if not isinstance(seconds, (int, float)) or seconds <= 0:
+                continue
+            name = entry["phase"]
+            ax.barh(row, seconds, left=at, color=PHASE_COLOURS[name], height=0.6, edgecolor="white", linewidth=0.5,
+                    label=None if name in drawn else name)  # fmt: skip
+            drawn.add(name)
+            at += float(seconds)
+    ax.set_yticks(range(len(labels)), labels, fontsize="small")
     ax.invert_yaxis()
-    ax.set_xlabel("seconds (median per phase; unknown phases left out)")
+    ax.set_xlabel("seconds (median per phase; resumed runs: each attempt in order; unknown phases left out)")
     ax.set_title("Where the time goes: submit to result")
     ax.grid(True, axis="x", alpha=0.3)
     ax.legend(loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize="small", frameon=False)
@@ -135,5 +187,5 @@ def timeline_chart(result: CompareResult, path: Path) -> bool:
 
 def section(result: CompareResult, runs: list[RunData], folder: Path) -> dict[str, Any]:
     """What the report template needs: the table, and whether timeline.png was drawn."""
-    drawn = timeline_chart(result, folder / "timeline.png")
+    drawn = timeline_chart(result, folder / "timeline.png", runs)
     return {"timeline_table": timeline_table(result, runs), "timeline_chart": drawn}

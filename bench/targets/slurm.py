@@ -477,7 +477,7 @@ class SlurmTarget(Target):
         sched["accounting"] = slurm_accounting.from_sacct(stats.get("accounting"))
         return sched
 
-    def timeline_marks(self, run_id: str, facts: dict[str, Any]) -> dict[str, dict]:
+    def timeline_marks(self, run_id: str, facts: dict[str, Any]) -> dict[str, Any]:
         """From this machine's ledger and Slurm's accounting (bench/targets/slurm_timeline.py)."""
         try:
             ledger = json.loads(self._ledger(run_id).read_text())

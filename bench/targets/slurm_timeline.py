@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench.records.timeline import HOST_RESOLUTION_S, SLURM_RESOLUTION_S, absent, iso_utc, mark
+from bench.records.timeline import ATTEMPTS_KEY, HOST_RESOLUTION_S, SLURM_RESOLUTION_S, absent, iso_utc, mark
 
 SBATCH_TASK = "Submit the batch script (sbatch --parsable)"  # ansible/roles/atlas/tasks/submit.yml
 
@@ -26,9 +26,10 @@ def task_end_time(events: list[dict[str, Any]], task: str) -> float | None:
     return None
 
 
-def slurm_marks(run_id: str, ledger: dict[str, Any] | None, facts: dict[str, Any]) -> dict[str, dict]:
+def slurm_marks(run_id: str, ledger: dict[str, Any] | None, facts: dict[str, Any]) -> dict[str, Any]:
     """submitted (the ledger `submit` wrote), accepted = Slurm's Submit and granted = its Start
-    (`facts`: what collect returned from sacct), sbatch_returned (ansible-runner's event)."""
+    (`facts`: what collect returned from sacct), sbatch_returned (ansible-runner's event);
+    for a run of several attempts, `attempts`: the scheduler section's `attempt_times`."""
     ledger = ledger or {}
     nowhere = f"no ledger entry for {run_id} on this machine (submitted from another one)"
     marks = {
@@ -40,4 +41,10 @@ def slurm_marks(run_id: str, ledger: dict[str, Any] | None, facts: dict[str, Any
         "staged": absent("no staging step: the data is on the cluster's file system (bench stage-data checks it)"),
         "pull_start": absent("no image pull: conda or a Singularity image on the cluster's file system"),
     }
-    return {name: m for name, m in marks.items() if m is not None}
+    out: dict[str, Any] = {name: m for name, m in marks.items() if m is not None}
+    attempts = facts.get("attempt_times")
+    if isinstance(attempts, list) and len(attempts) > 1:
+        # a requeued or resubmitted run: each attempt's submit, ready, start and end from
+        # the batch script's ledgers (bench/records/timeline_attempts.py cuts them)
+        out[ATTEMPTS_KEY] = attempts
+    return out

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.errors import ConfigError
+from bench.errors import AtlasError, ConfigError
 from bench.gitops import results_branch
 from bench.gitops.publish import BOT_NAME
 from bench.gitops.results_branch import archive, read_entries, restore
@@ -159,3 +159,78 @@ def test_archive_command_with_nothing_collected_says_so(tmp_path: Path):
         text=True,
     )
     assert p.returncode == 0 and "nothing to keep" in p.stdout, p.stderr
+
+
+def test_a_local_archive_then_a_pushed_one_keeps_every_run(tmp_path: Path):
+    """`--local` commits stay on the branch when a push-mode archive follows: they are
+    rebuilt onto origin's tip and pushed with it (the branch moved to origin's tip and lost them)."""
+    bare, work = clone_of_bare(tmp_path)
+    _, theirs = clone_of_bare(tmp_path, "theirs")
+    run(tmp_path / "shared", "pushed-1")
+    archive(theirs, tmp_path / "shared")  # origin has a results branch this clone never fetched
+    run(tmp_path / "mine", "local-1")
+    run(tmp_path / "mine", "local-2")
+    assert archive(work, tmp_path / "mine", remote=None).status == "committed"
+    run(tmp_path / "next", "pushed-2")
+    res = archive(work, tmp_path / "next")
+    assert res.status == "pushed" and set(res.added) == {"moc/pushed-2", "moc/local-1", "moc/local-2"}
+    every = {"pushed-1", "pushed-2", "local-1", "local-2"}
+    assert {e["run_id"] for e in read_entries(work, "refs/heads/results")} == every
+    assert {e["run_id"] for e in read_entries(bare, "results")} == every
+    assert git(work, "rev-parse", "refs/heads/results") == git(bare, "rev-parse", "results")
+
+
+def test_a_rewritten_or_foreign_tip_is_refused_naming_the_commit_that_has_the_runs(tmp_path: Path):
+    bare, work = clone_of_bare(tmp_path)
+    run(tmp_path / "a", "r1")
+    run(tmp_path / "b", "r2")
+    archive(work, tmp_path / "a")
+    kept = archive(work, tmp_path / "b").commit
+    # someone force-pushes the branch back to its first commit: r2 is gone from origin
+    git(bare, "update-ref", "refs/heads/results", git(bare, "rev-parse", "results^").strip())
+    run(tmp_path / "c", "r3")
+    with pytest.raises(AtlasError, match=rf"lost 1 run\(s\) .*moc/r2.*commit {kept[:12]} still has them") as err:
+        archive(work, tmp_path / "c")
+    assert "\n" not in str(err.value) and kept in str(err.value)
+    assert {e["run_id"] for e in read_entries(bare, "results")} == {"r1"}  # nothing was written
+    # a branch that is not a results commit (the source tree pushed there) is refused too
+    git(bare, "update-ref", "refs/heads/results", git(bare, "rev-parse", "main").strip())
+    _, fresh = clone_of_bare(tmp_path, "fresh")
+    foreign = r"origin/results \([0-9a-f]{12}\) is not a results commit \(it holds code.py\)"
+    with pytest.raises(AtlasError, match=foreign):
+        archive(fresh, tmp_path / "c")
+    assert git(bare, "rev-parse", "results") == git(bare, "rev-parse", "main")
+
+
+def test_two_local_archives_at_once_both_land(tmp_path: Path, monkeypatch):
+    _, work = clone_of_bare(tmp_path)
+    run(tmp_path / "one", "one-1")
+    run(tmp_path / "two", "two-1")
+    real_commit, calls = results_branch._commit, []
+
+    def commit_then_lose_the_race(*args, **kwargs):
+        calls.append(1)
+        made = real_commit(*args, **kwargs)
+        if len(calls) == 1:  # the other `--local` archive moves the branch between our commit and update-ref
+            archive(work, tmp_path / "two", remote=None)
+        return made
+
+    monkeypatch.setattr(results_branch, "_commit", commit_then_lose_the_race)
+    res = archive(work, tmp_path / "one", remote=None, pause_s=0.01)
+    assert res.status == "committed" and res.rebases == 1
+    assert {e["run_id"] for e in read_entries(work, "refs/heads/results")} == {"one-1", "two-1"}
+
+
+def test_archive_on_a_full_disk_exits_74_and_keeps_the_branch(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    from bench.cli import main
+    from tests.fullfs import fill, mounted_tmpfs
+
+    with mounted_tmpfs(tmp_path / "fs", "8m") as fs:
+        git(tmp_path, "init", "--quiet", "-b", "main", str(fs / "clone"))
+        git(fs / "clone", "commit", "--quiet", "--allow-empty", "-m", "code")
+        results = run(tmp_path / "results", "r1").parent.parent
+        fill(fs, leave=2048)
+        code = main(["archive", "--local", "--results", str(results), "--repo-dir", str(fs / "clone")])
+        err = capsys.readouterr().err
+        assert code == 74 and "disk full" in err and "Traceback" not in err, err
+        assert git(fs / "clone", "branch", "--list", "results") == ""  # no half-written branch

@@ -7,7 +7,9 @@ so each job takes seconds; test_slurm_smoke.py runs the real workload end to end
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import io
 import json
 import os
 import re
@@ -19,8 +21,10 @@ from pathlib import Path
 
 import pytest
 
+from bench.cli import main
 from bench.envs import Environment, load_env
 from bench.errors import AtlasError, ConfigError
+from bench.records.timeline import phase_seconds, timeline_problems
 from bench.targets import target_for
 from bench.targets.base import JobSpec, RunState, new_run_id
 from bench.targets.lifecycle import collect_run
@@ -59,6 +63,33 @@ def wait_for(predicate, timeout_s: float, what: str) -> None:
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout_s}s waiting for {what}")
         time.sleep(0.5)
+
+
+def assert_resumed_timeline(dest: Path, how: str, tmp_path: Path) -> str:
+    """A resumed run's collected record: each attempt's phases in order with `how` between
+    them, no negative phase, the queue phases adding up to Slurm's queue wait, `bench check`
+    clean, and the report drawing its attempts. Returns the report's line of its phases."""
+    record = json.loads((dest / "run.json").read_text())
+    timeline, sched = record["timeline"], record["scheduler"]
+    phases = timeline["phases"]
+    assert len(timeline["attempts"]) == sched["attempts"] > 1, timeline
+    assert all(p["seconds"] >= 0 for p in phases if p["seconds"] is not None), phases
+    assert timeline_problems(timeline) == [], timeline_problems(timeline)
+    assert [p["phase"] for p in phases].count(how) == sched["attempts"] - 1, phases
+    seconds = phase_seconds(timeline)
+    assert seconds["queue"] == pytest.approx(sched["queue_wait_total_s"], abs=0.002), (phases, sched)
+    trained = sum(p["seconds"] for p in phases if p["phase"] == "train")
+    assert seconds["train"] == pytest.approx(trained) and all(
+        p["end"] - p["start"] == pytest.approx(p["seconds"]) for p in phases if p["phase"] == "train"
+    )
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        checked = main(["check", str(dest.parent.parent)])
+    assert checked == 0, out.getvalue()
+    assert main(["report", "--results", str(dest.parent.parent), "--out", str(tmp_path / "reports")]) == 0
+    page = next((tmp_path / "reports").glob("*/README.md")).read_text()
+    assert "timeline.png" in page and f"({sched['attempts']} attempts)**, in order:" in page, page
+    return next(line for line in page.splitlines() if "attempts)**, in order:" in line)
 
 
 def test_target_registry_builds_the_slurm_target_for_local_slurm() -> None:
@@ -192,6 +223,7 @@ def test_time_limit_warning_signal_checkpoints_and_the_chain_completes(local_slu
     assert sched["job_ids"] == job_ids and sched["segments"] == len(job_ids) and sched["job_id"] == job_ids[0]
     assert sched["end_time"] >= sched["start_time"] and sched["queue_wait_total_s"] >= 0
     assert all((dest / f"slurm-{j}.out").exists() for j in job_ids)
+    print(assert_resumed_timeline(dest, "resubmit", tmp_path))  # the closing note's figure (pytest -s)
 
 
 def test_hostile_env_name_is_refused_and_overrides_stay_literal_text(local_slurm, standin_repo, tmp_path) -> None:
@@ -314,8 +346,9 @@ def test_a_slurm_requeue_resumes_the_same_job_with_both_logs_and_real_waits(
 ) -> None:
     """`scontrol requeue`: the same job runs again and resumes from its checkpoint; no second
     submission, the first attempt's log kept (append mode, one header per attempt), and the
-    queue wait is the sum of both attempts' real waits (submit or requeue -> start).
-    The test releases Slurm's requeue hold (BeginTime +2 min) with `scontrol update`."""
+    queue wait is the sum of both attempts' real waits (from the submit, or the end of the
+    attempt before, to the start). The test shortens Slurm's requeue hold (BeginTime +2 min)
+    to a few seconds with `scontrol update`."""
     target = make_target(tmp_path, standin_repo)
     job = submit(target, standin_repo, "standin.iters=120")
     run_dir = RUNS / job.run_id
@@ -331,7 +364,7 @@ def test_a_slurm_requeue_resumes_the_same_job_with_both_logs_and_real_waits(
         return state.stdout.strip() == "PENDING"
 
     wait_for(pending, 60, "the requeued job to be pending")
-    assert _scontrol("update", f"JobId={job_id}", "StartTime=now").returncode == 0
+    assert _scontrol("update", f"JobId={job_id}", "StartTime=now+4").returncode == 0
     final = target.wait(job.run_id, timeout_s=180, poll_s=1)
     log = (run_dir / f"slurm-{job_id}.out").read_text()
     assert final.state is RunState.COMPLETED, final.detail + log
@@ -345,6 +378,12 @@ def test_a_slurm_requeue_resumes_the_same_job_with_both_logs_and_real_waits(
     sched = record["scheduler"]
     assert sched["attempts"] == 2 and sched["requeues"] == 1 and sched["queue_wait_resolution_s"] == 1.0
     rows = [ln.split("\t") for ln in (dest / "slurm-attempts.tsv").read_text().splitlines()]
-    waits = [max(0.0, float(r[3]) - float(r[2])) for r in rows]
-    assert sched["queue_wait_total_s"] == round(sum(waits), 3) and sched["queue_wait_total_s"] < 60
+    ends = dict(ln.rsplit("\t", 1) for ln in (dest / "slurm-attempt-ends.tsv").read_text().splitlines())
+    assert len(rows) == 2 and f"{job_id}\t1" in ends  # the first attempt's end may be lost to KillWait
+    # the requeued attempt waits from its requeue, or from the first attempt's end if that came later
+    first_end = round(float(ends.get(f"{job_id}\t0", 0.0)), 3)
+    waits = [float(rows[0][3]) - float(rows[0][2]), float(rows[1][3]) - max(float(rows[1][2]), first_end)]
+    assert sched["queue_wait_total_s"] == round(sum(max(0.0, w) for w in waits), 3) and sched["queue_wait_total_s"] < 60
+    assert waits[1] >= 2  # the hold (a few seconds) is in the second attempt's queue
     assert len(record["previous_attempts"]) == 1 and record["exit"]["status"] == "success"
+    print(assert_resumed_timeline(dest, "requeue", tmp_path))  # the closing note's figure (pytest -s)

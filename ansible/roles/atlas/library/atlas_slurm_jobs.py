@@ -31,6 +31,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 JOBS_FILE = "slurm-jobs.tsv"
 ATTEMPTS_FILE = "slurm-attempts.tsv"  # the batch script: job id, restart count, submit, start
+ENDS_FILE = "slurm-attempt-ends.tsv"  # the batch script: job id, restart count, end
 QUEUE_WAIT_RESOLUTION_S = 1.0  # Slurm's SubmitTime and `date +%s` are whole seconds
 CANCEL_MARK = "CANCELLED"
 JOB_ID = re.compile(r"^[0-9]+$")
@@ -80,6 +81,51 @@ def read_attempts(run_dir):
     except OSError:
         pass
     return attempts
+
+
+def read_ends(run_dir):
+    """{(job_id, restart): end_time}: when each attempt's batch script ended."""
+    ends = {}
+    try:
+        with open(os.path.join(run_dir, ENDS_FILE)) as fh:
+            for line in fh:
+                parts = line.rstrip("\n").split("\t")
+                if len(parts) == 3 and JOB_ID.match(parts[0]) and parts[1].isdigit():
+                    end = _num(parts[2])
+                    ends[(parts[0], int(parts[1]))] = round(end, 3) if end is not None else None
+    except OSError:
+        pass
+    return ends
+
+
+def attempt_times(attempts, ends):
+    """One entry per attempt, in order: job id, restart, Slurm's submit (a requeue's is the
+    requeue's time), `ready` (when it began to wait for resources), start and end.
+
+    A requeued job and a resubmitted one (afterany) are both submitted while the attempt
+    before them still runs (it checkpoints and exits): they wait for resources only from
+    that attempt's end, so `ready` is the later of the submit and the previous end (and
+    never after the start). Queue wait = start - ready, summed over the attempts."""
+    out, previous_end = [], None
+    for job_id, restart, submit, start in attempts:
+        ready = submit
+        if ready is not None and previous_end is not None:
+            ready = max(ready, previous_end)
+        if ready is not None and start is not None:
+            ready = min(ready, start)
+        end = ends.get((job_id, restart))
+        out.append(
+            {
+                "job_id": job_id,
+                "restart": restart,
+                "submit_time": submit,
+                "ready_time": ready,
+                "start_time": start,
+                "end_time": end,
+            }
+        )
+        previous_end = end
+    return out
 
 
 def read_source(run_dir):
@@ -169,22 +215,25 @@ def query(module, run_dir, env, log_lines):
     if os.path.exists(log):
         with open(log, "rb") as fh:
             result["log_tail"] = b"".join(fh.readlines()[-log_lines:]).decode("utf-8", "replace")
-    result["scheduler"] = scheduler_section(result["jobs"], read_attempts(run_dir))
+    result["scheduler"] = scheduler_section(result["jobs"], read_attempts(run_dir), read_ends(run_dir))
     return result
 
 
-def scheduler_section(jobs, attempts=()):
+def scheduler_section(jobs, attempts=(), ends=None):
     """The run record's `scheduler` section: first submit to last end, summed queue waits.
 
     With the batch script's attempts ledger, the total queue wait is the sum of each
-    attempt's real wait (its submit, or requeue, to its start); without it, each job's
-    eligible (or submit) time to its start."""
+    attempt's real wait (`attempt_times`: from its submit, or requeue, or the end of the
+    attempt before it if that came later, to its start), and `attempt_times` lists them
+    (the run's timeline cuts each attempt's phases from them); without the ledger, each
+    job's eligible (or submit) time to its start."""
     first, last = jobs[0], jobs[-1]
     waits = []
-    if attempts:
-        for _job, _restart, submit, start in attempts:
-            if submit is not None and start is not None:
-                waits.append(max(0.0, start - submit))
+    timed = attempt_times(attempts, ends or {}) if attempts else []
+    if timed:
+        for entry in timed:
+            if entry["ready_time"] is not None and entry["start_time"] is not None:
+                waits.append(max(0.0, entry["start_time"] - entry["ready_time"]))
     else:
         for j in jobs:
             ready = j.get("eligible_time") or j.get("submit_time")
@@ -206,6 +255,8 @@ def scheduler_section(jobs, attempts=()):
         "queue_wait_total_s": None,
         "queue_wait_resolution_s": QUEUE_WAIT_RESOLUTION_S,
     }
+    if timed:
+        section["attempt_times"] = timed
     if first["submit_time"] is not None and first["start_time"] is not None:
         section["queue_wait_s"] = round(max(0.0, first["start_time"] - first["submit_time"]), 3)
     if waits:
