@@ -125,18 +125,19 @@ def _saved(env_dir: str) -> dict[str, Any]:
     """run_id -> its last index line as stored (a line that cannot be read is skipped)."""
     try:
         with open(os.path.join(env_dir, INDEX_FILE), "rb") as fh:
-            raw = fh.read()
+            lines = fh.read().splitlines()
     except OSError:
         return {}
-    out: dict[str, Any] = {}
-    for line in raw.splitlines():
-        try:
-            saved = json.loads(line)
-        except (ValueError, RecursionError):
-            continue
-        if isinstance(saved, dict) and isinstance(saved.get("run_id"), str):
-            out[saved["run_id"]] = saved
-    return out
+    try:  # one parse for the whole file; line by line only when one is damaged
+        parsed = json.loads(b"[" + b",".join(line for line in lines if line.strip()) + b"]")
+    except (ValueError, RecursionError):
+        parsed = []
+        for line in lines:
+            try:
+                parsed.append(json.loads(line))
+            except (ValueError, RecursionError):
+                continue
+    return {p["run_id"]: p for p in parsed if isinstance(p, dict) and isinstance(p.get("run_id"), str)}
 
 
 def _kept(saved: Any, current: dict[str, list[int]]) -> tuple[dict[str, Any] | None, str]:
