@@ -25,11 +25,13 @@ import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-from bench.analysis.history import ENTRY_VERSION, run_entry
+from bench.analysis.history import ENTRY_VERSION
 from bench.records.contract import RUN_JSON, TRAIN_JSONL
-from bench.records.read import RunData, load_run
+
+if TYPE_CHECKING:
+    from bench.records.read import RunData
 
 INDEX_FILE = ".index.jsonl"
 
@@ -55,7 +57,15 @@ class IndexedRun:
 
     def load(self) -> RunData:
         """The whole record (samples, training log, every check)."""
-        return load_run(self.path, self.env)
+        return load_record(self.path, self.env)
+
+
+def load_record(run_dir: Path, env: str) -> RunData:
+    """`bench.records.read.load_run`, imported on first use: reading entries needs neither
+    pandas nor the figures' code, so `bench history --results` starts without them."""
+    from bench.records.read import load_run
+
+    return load_run(run_dir, env)
 
 
 def index_file(env_dir: Path | str) -> Path:
@@ -90,8 +100,10 @@ def stamp(run_dir: Path | str) -> dict[str, list[int]]:
 def _line(run_dir: Path, run: RunData | None = None) -> tuple[dict[str, Any], str | None]:
     """(a run's entry computed from its record, its index line; None when the record
     changed while it was read)."""
+    from bench.analysis.history import run_entry
+
     before = stamp(run_dir)
-    entry = run_entry(run if run is not None else load_run(run_dir, run_dir.parent.name))
+    entry = run_entry(run if run is not None else load_record(run_dir, run_dir.parent.name))
     if stamp(run_dir) != before:
         return entry, None
     return entry, json.dumps({"run_id": run_dir.name, "entry": entry, "stamp": before}, sort_keys=True)

@@ -94,11 +94,11 @@ def test_compare_reads_only_the_runs_of_the_commit_it_shows(tmp_path: Path, monk
     index_placed(tree(results))
     read: list[str] = []
 
-    def counted(run_dir: Path, env: str | None = None, collected: bool = True):
+    def counted(run_dir: Path, env: str):
         read.append(Path(run_dir).name)
-        return load_run(run_dir, env, collected)
+        return load_run(run_dir, env)
 
-    monkeypatch.setattr(run_index, "load_run", counted)
+    monkeypatch.setattr(run_index, "load_record", counted)
     selected = select_and_compare(results)
     assert selected.sha == NEW and sorted(read) == ["b0", "b1", "b2", "b3"]
     assert len(selected.index) == 8  # every run's entry stays available (the report's history chart)
