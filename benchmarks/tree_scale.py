@@ -42,8 +42,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from bench.analysis.run_index import entry_path, stamp, write_entry  # noqa: E402
-from bench.atomic_files import write_text_atomic  # noqa: E402
+from bench.analysis.run_index import index_file, stamp, write_entry  # noqa: E402
 from bench.records.synthetic import RunSpec, write_run  # noqa: E402
 
 ENVS = ("satori", "moc", "aimos")
@@ -56,15 +55,14 @@ def _sha(i: int) -> str:
     return hashlib.sha1(f"commit {i}".encode()).hexdigest()
 
 
-def _filler_run(results: Path, env: str, run_id: str, sha: str, start: float, entry: dict) -> None:
+def _filler_run(results: Path, env: str, run_id: str, sha: str, start: float, entry: dict) -> str:
     """Another commit's run: written by the synthetic writer like its environment's template
-    (same seed, so the same figures), with the template's index entry under its own identity."""
+    (same seed, so the same figures); its index line is the template's entry under its own
+    identity."""
     run_dir = write_run(results, RunSpec(env, run_id, sha=sha, start=start, seed=TEMPLATE_SEED))
     copied = {**entry, "run_id": run_id, "commit": sha, "start": start}
     copied["provenance"] = {**entry.get("provenance", {}), "code": sha}
-    path = entry_path(run_dir)
-    path.parent.mkdir(exist_ok=True)
-    write_text_atomic(path, json.dumps({"entry": copied, "stamp": stamp(run_dir)}, sort_keys=True) + "\n")
+    return json.dumps({"run_id": run_id, "entry": copied, "stamp": stamp(run_dir)}, sort_keys=True)
 
 
 def build_tree(root: Path, n: int) -> tuple[Path, float]:
@@ -89,15 +87,19 @@ def build_tree(root: Path, n: int) -> tuple[Path, float]:
     t = time.perf_counter()
     entries = {p: write_entry(p) for p in [*real, *templates.values()]}
     per_entry = (time.perf_counter() - t) / len(entries)
-    made = len(real)
+    made, lines = len(real), {env: [] for env in ENVS}
     for c in range(newest):
         for j in range(PER_COMMIT):
             if made >= n:
                 break
             env = ENVS[j % len(ENVS)]
             start = START + c * 3600 + j * 70
-            _filler_run(results, env, f"c{c:05d}-{j:02d}", _sha(c), start, entries[templates[env]])
+            lines[env].append(_filler_run(results, env, f"c{c:05d}-{j:02d}", _sha(c), start, entries[templates[env]]))
             made += 1
+    for env, env_lines in lines.items():
+        if env_lines:
+            with index_file(results / env).open("a") as fh:
+                fh.write("\n".join(env_lines) + "\n")
     done.write_text(json.dumps({"runs": made, "index_entry_s": per_entry}) + "\n")
     return results, per_entry
 

@@ -16,14 +16,15 @@ import re
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from bench.analysis.metrics import run_metrics
 from bench.records.contract import FINISHED_OK
-from bench.records.read import RunData
 from bench.records.strict_numbers import finite
+
+if TYPE_CHECKING:
+    from bench.records.read import RunData
 
 ENTRY_VERSION = 1
 # Provenance fields, in the order "what changed" names them, with their labels.
@@ -77,6 +78,8 @@ def provenance(meta: dict[str, Any]) -> dict[str, str | None]:
 
 def run_entry(run: RunData) -> dict[str, Any]:
     """The history entry of one run (figures rounded to 6 significant digits)."""
+    from bench.analysis.metrics import run_metrics  # here: reading entries needs no pandas
+
     m = run_metrics(run)
     git = _section(run.meta, "git")
     return {

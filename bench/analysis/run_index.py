@@ -4,15 +4,17 @@ A results tree grows for years; `bench compare` of one commit must not parse the
 and training logs of every run ever collected to find that commit's fifteen. Each run
 gets its history entry (bench.analysis.history.run_entry: identity, environment, commit,
 experiment, config hash, status, per-run figures, provenance; the same entry the results
-branch keeps in `index/<env>/<run_id>.json`) in
+branch keeps in `index/<env>/<run_id>.json`), one JSON line in its environment's index
 
-    results/<env>/.index/<run_id>.json    {"entry": ..., "stamp": {file: [bytes, mtime_ns]}}
+    results/<env>/.index.jsonl    {"run_id": ..., "entry": ..., "stamp": {file: [bytes, mtime_ns]}}
 
-written when the run is collected or imported, or by the first command that finds it
-missing. The record stays the source of truth: an entry whose stamp no longer matches the
-record's files (restored, edited, copied by hand) or of another entry version is rebuilt
-from the record, and the command says which it rebuilt. The folder is hidden, so nothing
-that walks runs (`find_runs`, `bench archive`) takes it for an environment or a run.
+appended when the run is collected or imported, or by the first command that finds it
+missing. One file per environment: a command reads ten thousand entries in one read, not
+ten thousand opens. The record stays the source of truth: an entry whose stamp no longer
+matches the record's files (restored, edited, copied by hand), of another entry version,
+or on a line that cannot be read is rebuilt from the record, appended (the last line of
+a run wins), and the command says which it rebuilt. The file is hidden, so nothing that
+walks runs (`find_runs`, `bench archive`) takes it for an environment or a run.
 """
 
 from __future__ import annotations
@@ -23,14 +25,15 @@ import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-from bench.analysis.history import ENTRY_VERSION, run_entry
-from bench.atomic_files import write_text_atomic
+from bench.analysis.history import ENTRY_VERSION
 from bench.records.contract import RUN_JSON, TRAIN_JSONL
-from bench.records.read import RunData, load_run
 
-INDEX_DIR = ".index"
+if TYPE_CHECKING:
+    from bench.records.read import RunData
+
+INDEX_FILE = ".index.jsonl"
 
 
 @dataclass(frozen=True)
@@ -54,59 +57,106 @@ class IndexedRun:
 
     def load(self) -> RunData:
         """The whole record (samples, training log, every check)."""
-        return load_run(self.path, self.env)
+        return load_record(self.path, self.env)
 
 
-def entry_path(run_dir: Path) -> Path:
-    """Where the index entry of `results/<env>/<run_id>` lives."""
-    run_dir = Path(run_dir)
-    return run_dir.parent / INDEX_DIR / f"{run_dir.name}.json"
+def load_record(run_dir: Path, env: str) -> RunData:
+    """`bench.records.read.load_run`, imported on first use: reading entries needs neither
+    pandas nor the figures' code, so `bench history --results` starts without them."""
+    from bench.records.read import load_run
+
+    return load_run(run_dir, env)
 
 
-def stamp(run_dir: Path) -> dict[str, list[int]]:
-    """Size and modification time of the files an entry is computed from."""
+def index_file(env_dir: Path | str) -> Path:
+    """The index of one environment's folder of the results tree."""
+    return Path(env_dir) / INDEX_FILE
+
+
+def _stamped(name: str) -> bool:
+    return name in (RUN_JSON, TRAIN_JSONL) or (name.startswith("samples-") and name.endswith(".csv"))
+
+
+def stamp(run_dir: Path | str) -> dict[str, list[int]]:
+    """Size and modification time of the files an entry is computed from.
+
+    Read for every run by every command, so it is one directory scan and one stat per
+    record file (plain strings: a pathlib object per file costs more than the stat)."""
     out: dict[str, list[int]] = {}
     try:
-        names = os.listdir(run_dir)
+        with os.scandir(run_dir) as it:
+            for item in it:
+                if _stamped(item.name):
+                    try:
+                        st = item.stat()
+                    except OSError:
+                        continue
+                    out[item.name] = [st.st_size, st.st_mtime_ns]
     except OSError:
-        return out
-    for name in sorted(names):
-        if name in (RUN_JSON, TRAIN_JSONL) or (name.startswith("samples-") and name.endswith(".csv")):
-            try:
-                st = os.stat(Path(run_dir) / name)
-            except OSError:
-                continue
-            out[name] = [st.st_size, st.st_mtime_ns]
-    return out
+        return {}
+    return dict(sorted(out.items()))
+
+
+def _line(run_dir: Path, run: RunData | None = None) -> tuple[dict[str, Any], str | None]:
+    """(a run's entry computed from its record, its index line; None when the record
+    changed while it was read)."""
+    from bench.analysis.history import run_entry
+
+    before = stamp(run_dir)
+    entry = run_entry(run if run is not None else load_record(run_dir, run_dir.parent.name))
+    if stamp(run_dir) != before:
+        return entry, None
+    return entry, json.dumps({"run_id": run_dir.name, "entry": entry, "stamp": before}, sort_keys=True)
+
+
+def _append(env_dir: Path, lines: list[str]) -> None:
+    """Append whole lines in one write (O_APPEND: two collectors never overwrite each
+    other; a line cut short by a kill is unreadable and so rebuilt). A tree that cannot be
+    written (read-only, full) keeps no index: the entries were computed anyway."""
+    if not lines:
+        return
+    try:
+        fd = os.open(index_file(env_dir), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, ("\n".join(lines) + "\n").encode())
+        finally:
+            os.close(fd)
+    except OSError:
+        pass
 
 
 def write_entry(run_dir: Path, run: RunData | None = None) -> dict[str, Any]:
-    """Compute a run's entry from its record (read now unless `run` is given) and keep it.
-
-    A results tree that cannot be written (read-only, full) still gets the entry back: the
-    index is a cache, and the next command computes it again."""
+    """Compute a run's entry from its record (read now unless `run` is given) and keep it."""
     run_dir = Path(run_dir)
-    before = stamp(run_dir)
-    entry = run_entry(run if run is not None else load_run(run_dir, run_dir.parent.name))
-    if stamp(run_dir) == before:  # not a record changing under us
-        path = entry_path(run_dir)
-        try:
-            path.parent.mkdir(exist_ok=True)
-            write_text_atomic(path, json.dumps({"entry": entry, "stamp": before}, sort_keys=True) + "\n")
-        except OSError:
-            pass
+    entry, line = _line(run_dir, run)
+    _append(run_dir.parent, [line] if line else [])
     return entry
 
 
-def _kept(run_dir: Path, current: dict[str, list[int]]) -> tuple[dict[str, Any] | None, str]:
-    """(the stored entry, "") when it is current, else (None, why it is not)."""
+def _saved(env_dir: str) -> dict[str, Any]:
+    """run_id -> its last index line as stored (a line that cannot be read is skipped)."""
     try:
-        saved = json.loads(entry_path(run_dir).read_bytes())
-    except FileNotFoundError:
+        with open(os.path.join(env_dir, INDEX_FILE), "rb") as fh:
+            lines = fh.read().splitlines()
+    except OSError:
+        return {}
+    try:  # one parse for the whole file; line by line only when one is damaged
+        parsed = json.loads(b"[" + b",".join(line for line in lines if line.strip()) + b"]")
+    except (ValueError, RecursionError):
+        parsed = []
+        for line in lines:
+            try:
+                parsed.append(json.loads(line))
+            except (ValueError, RecursionError):
+                continue
+    return {p["run_id"]: p for p in parsed if isinstance(p, dict) and isinstance(p.get("run_id"), str)}
+
+
+def _kept(saved: Any, current: dict[str, list[int]]) -> tuple[dict[str, Any] | None, str]:
+    """(the stored entry, "") when it is current, else (None, why it is not)."""
+    if saved is None:
         return None, "missing"
-    except (OSError, ValueError, RecursionError):
-        return None, "unreadable"
-    entry = saved.get("entry") if isinstance(saved, dict) else None
+    entry = saved.get("entry")
     if not isinstance(entry, dict) or entry.get("version") != ENTRY_VERSION:
         return None, "of another version"
     if saved.get("stamp") != current:
@@ -114,32 +164,47 @@ def _kept(run_dir: Path, current: dict[str, list[int]]) -> tuple[dict[str, Any] 
     return entry, ""
 
 
-def _real_dir(path: Path) -> bool:
-    return not path.name.startswith(".") and not path.is_symlink() and path.is_dir()
+def _real_dirs(folder: str) -> list[str]:
+    """Sorted names of the folders in `folder` that belong to the tree: not hidden (the
+    index, a collect's temporary folder), not a symlink (a phantom environment or run)."""
+    try:
+        with os.scandir(folder) as it:
+            return sorted(e.name for e in it if not e.name.startswith(".") and e.is_dir(follow_symlinks=False))
+    except OSError:
+        return []
 
 
-def run_dirs(results: Path, envs: Iterable[str] | None = None) -> Iterator[tuple[str, Path]]:
+def run_dirs(results: Path, envs: Iterable[str] | None = None) -> Iterator[tuple[str, str]]:
     """(env, run folder) of every run of the tree, in `find_runs`' order."""
-    results = Path(results)
-    if not results.is_dir():
-        return
+    root = os.fspath(results)
     wanted = set(envs) if envs else None
-    for env_dir in sorted(p for p in results.iterdir() if _real_dir(p)):
-        if wanted is not None and env_dir.name not in wanted:
+    for env in _real_dirs(root):
+        if wanted is not None and env not in wanted:
             continue
-        for run_dir in sorted(p for p in env_dir.iterdir() if _real_dir(p)):
-            yield env_dir.name, run_dir
+        env_dir = os.path.join(root, env)
+        for run_id in _real_dirs(env_dir):
+            yield env, os.path.join(env_dir, run_id)
 
 
 def read_index(results: Path, envs: Iterable[str] | None = None, stream: TextIO | None = None) -> list[IndexedRun]:
     """Every run of the tree as its index entry, rebuilding (and naming) those not current."""
+    root = os.fspath(results)
+    wanted = set(envs) if envs else None
     runs, rebuilt = [], []
-    for env, run_dir in run_dirs(results, envs):
-        entry, why = _kept(run_dir, stamp(run_dir))
-        if entry is None:
-            entry = write_entry(run_dir)
-            rebuilt.append(f"{env}/{run_dir.name} ({why})")
-        runs.append(IndexedRun(env, run_dir.name, run_dir, entry))
+    for env in _real_dirs(root):
+        if wanted is not None and env not in wanted:
+            continue
+        env_dir = os.path.join(root, env)
+        saved, new_lines = _saved(env_dir), []
+        for run_id in _real_dirs(env_dir):
+            run_dir = os.path.join(env_dir, run_id)
+            entry, why = _kept(saved.get(run_id), stamp(run_dir))
+            if entry is None:
+                entry, line = _line(Path(run_dir))
+                new_lines += [line] if line else []
+                rebuilt.append(f"{env}/{run_id} ({why})")
+            runs.append(IndexedRun(env, run_id, Path(run_dir), entry))
+        _append(Path(env_dir), new_lines)
     if rebuilt:
         shown = ", ".join(rebuilt[:5]) + (f" and {len(rebuilt) - 5} more" if len(rebuilt) > 5 else "")
         print(
@@ -156,9 +221,14 @@ def index_entries(results: Path, env: str | None = None, stream: TextIO | None =
 
 
 def index_placed(run_dirs_placed: Iterable[Path]) -> None:
-    """Write the index entry of each run just placed (collect, import, run), once: a run
+    """Append the index entry of each run just placed (collect, import, run), once: a run
     whose entry is current already is left alone."""
+    by_env: dict[Path, list[Path]] = {}
     for run_dir in run_dirs_placed:
-        run_dir = Path(run_dir)
-        if (run_dir / RUN_JSON).is_file() and _kept(run_dir, stamp(run_dir))[0] is None:
-            write_entry(run_dir)
+        by_env.setdefault(Path(run_dir).parent, []).append(Path(run_dir))
+    for env_dir, placed in by_env.items():
+        saved, lines = _saved(os.fspath(env_dir)), []
+        for run_dir in placed:
+            if (run_dir / RUN_JSON).is_file() and _kept(saved.get(run_dir.name), stamp(run_dir))[0] is None:
+                lines += [line] if (line := _line(run_dir)[1]) else []
+        _append(env_dir, lines)

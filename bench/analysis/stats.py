@@ -11,7 +11,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.stats import mannwhitneyu
 
 BOOTSTRAP_SEED = 20200101
 BOOTSTRAP_RESAMPLES = 2000
@@ -74,5 +73,7 @@ def compare_samples(
         if np.ptp(np.concatenate([xa, xb])) == 0:
             p = 1.0
         else:
+            from scipy.stats import mannwhitneyu  # here: importing scipy.stats costs ~0.5 s, paid only when a test runs
+
             p = float(mannwhitneyu(xa, xb, alternative="two-sided").pvalue)
     return Comparison(ratio, lo, hi, p, int(xa.size), int(xb.size))

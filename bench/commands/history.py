@@ -73,7 +73,6 @@ def load(args: argparse.Namespace) -> tuple[list[dict], str]:
 def run(args: argparse.Namespace) -> int:
     from bench.analysis.changepoints import change_points
     from bench.analysis.history import series, usable
-    from bench.analysis.metrics import fmt
 
     entries, source = load(args)
     all_series = series(entries)
@@ -96,6 +95,8 @@ def run(args: argparse.Namespace) -> int:
         file=out,
     )
     if found:
+        from bench.analysis.metrics import fmt  # with pandas: paid only when there is something to print
+
         print("environment\tmetric\tcommit\tbefore -> after\tp-value\twhat changed", file=out)
     for cp in found:
         env = cp.env if len({k[1] for k in all_series if k[0] == cp.env}) == 1 else f"{cp.env} ({cp.experiment})"

@@ -154,6 +154,9 @@ def summary_bars(
     return True
 
 
+HISTORY_TICKS = 40
+
+
 def history_chart(points: Iterable[tuple[str, int, str, float]], path: Path) -> bool:
     """(env, commit position, short sha, median images/s) -> one line per environment."""
     pts = sorted(points)
@@ -166,7 +169,12 @@ def history_chart(points: Iterable[tuple[str, int, str, float]], path: Path) -> 
         ax.plot([p[1] for p in mine], [p[3] for p in mine], marker="o", label=env)
         for p in mine:
             ticks[p[1]] = p[2]
-    ax.set_xticks(sorted(ticks), [ticks[k] for k in sorted(ticks)], rotation=45, fontsize="small")
+    # Every commit labelled up to HISTORY_TICKS; beyond, every k-th counted back from the
+    # newest (hundreds of rotated labels overlap into a black band, and laying out each
+    # label costs more than the rest of the chart).
+    positions = sorted(ticks)
+    shown = positions[::-1][:: -(-len(positions) // HISTORY_TICKS)][::-1]
+    ax.set_xticks(shown, [ticks[k] for k in shown], rotation=45, fontsize="small")
     ax.set_title("images/s per environment across commits (median of runs)")
     ax.set_ylabel("images/s")
     ax.set_ylim(bottom=0)
