@@ -87,3 +87,19 @@ def test_the_counter_rules_never_give_a_negative_or_non_finite_energy() -> None:
         v = rng.choice([np.nan, np.inf, -np.inf, -1.0, 0.0, 1e308, 5e9, 1e3], n) + rng.uniform(0, 1e6, n)
         wh, _ = counter_energy_wh(t, v, "gpu0")
         assert wh is None or (np.isfinite(wh) and wh >= 0)
+
+
+def test_a_csv_map_energy_counter_that_always_decreases_gives_unknown_energy(tmp_path: Path, capsys) -> None:
+    """Through `bench import --map` as a user imports a monitoring export (was 0 Wh)."""
+    sheet = tmp_path / "gpu.csv"
+    sheet.write_text("t,util,joules\n" + "".join(f"{1_790_000_000 + 10 * i},50,{9e6 - 1e5 * i}\n" for i in range(30)))
+    (tmp_path / "MAP.yaml").write_text(
+        "time: {column: t, format: unix}\ncolumns:\n  util: {to: gpu0_DCGM_FI_DEV_GPU_UTIL}\n"
+        f"  joules: {{to: {COUNTER}}}\n"
+    )
+    results = tmp_path / "res"
+    argv = ["import", "--map", str(tmp_path / "MAP.yaml"), "--env", "e", "--run-id", "r", "--results", str(results)]
+    assert main([*argv, str(sheet)]) == 0, capsys.readouterr().err
+    data = load_run(results / "e" / "r")
+    assert run_metrics(data).energy_wh is None
+    assert any("goes back" in p for p in data.problems), data.problems
