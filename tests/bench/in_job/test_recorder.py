@@ -227,7 +227,11 @@ def test_recorder_killed_hard_leaves_readable_record(tmp_path: Path) -> None:
     try:
         wait_for(ready.exists)
         wait_for(lambda: bool(samples_files(run_dir)) and samples_files(run_dir)[0].read_text().count("\n") >= 4)
-        wait_for(lambda: (run_dir / "train.jsonl").read_text().count('"train"') >= 2)
+        train_log = run_dir / "train.jsonl"  # may not exist yet when the samples do
+        wait_for(lambda: train_log.exists() and train_log.read_text().count('"train"') >= 2)
+        # the start write of run.json (after the schema check, which under load can come
+        # after several samples and train lines): the record the kill must leave readable
+        wait_for((run_dir / "run.json").exists)
         proc.kill()  # SIGKILL: no handler, no final write
         proc.wait(timeout=10)
     finally:
