@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from bench.records.synthetic import RunSpec, write_run
 from tests.gitrepo import ENV, git
 
@@ -52,6 +54,7 @@ def thirty_commits(results: Path, runs_per_commit: int = 3) -> list[str]:
     return shas
 
 
+@pytest.mark.slow
 def test_a_ten_percent_step_at_commit_16_is_one_change_point_named_with_what_changed(tmp_path: Path):
     work = repo(tmp_path)
     shas = thirty_commits(work / "results")
@@ -78,6 +81,7 @@ def test_a_ten_percent_step_at_commit_16_is_one_change_point_named_with_what_cha
     assert f"\t{shas[15][:7]}\t" in line and " -> " in line and "driver 535.00 → 550.54" in line
 
 
+@pytest.mark.slow
 def test_a_results_folder_gives_the_same_change_points_as_the_branch(tmp_path: Path):
     work = repo(tmp_path)
     thirty_commits(work / "results", runs_per_commit=1)
@@ -87,12 +91,14 @@ def test_a_results_folder_gives_the_same_change_points_as_the_branch(tmp_path: P
     assert from_branch == from_folder and from_branch.count("\n") == 1
 
 
+@pytest.mark.slow
 def test_no_branch_and_no_folder_is_one_line(tmp_path: Path):
     work = repo(tmp_path)
     p = bench(work, "history")
     assert p.returncode == 2 and p.stderr.count("\n") == 1 and "no results branch" in p.stderr, p.stderr
 
 
+@pytest.mark.slow
 def test_report_rebuilds_the_same_history_from_the_branch_after_results_is_deleted(tmp_path: Path):
     work = repo(tmp_path)
     bare = tmp_path / "origin.git"
@@ -130,6 +136,7 @@ def test_history_chart_covers_commits_only_the_branch_keeps(tmp_path: Path):
     assert [p[2] for p in sorted(points, key=lambda p: p[1])] == [sha_of(i)[:7] for i in range(3)]
 
 
+@pytest.mark.slow
 def test_the_same_commit_run_again_on_a_new_driver_reads_same_code(tmp_path: Path):
     work = repo(tmp_path)
     results = work / "results"
@@ -159,6 +166,7 @@ def test_the_same_commit_run_again_on_a_new_driver_reads_same_code(tmp_path: Pat
     assert rows[0][5] == "driver 550.54 → 560.28; same code"
 
 
+@pytest.mark.slow
 def test_the_report_lists_the_change_point_with_what_changed(tmp_path: Path):
     from bench.render.report import write_report
 

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 
+
+@pytest.mark.slow
 def test_report_commits_writes_one_report_per_commit(tmp_path: Path):
     from bench.commands.report import report_each_commit as report_commits
     from bench.records.synthetic import RunSpec, write_run

@@ -148,6 +148,7 @@ def test_push_runs_the_local_env_and_commits_a_report(tmp_path: Path):
     assert git(bare, "log", "--format=%an", "results").split("\n")[0] == BOT_NAME
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not (ROOT / "workflows/biggan/__main__.py").is_file(), reason="needs the workload")
 def test_deploy_submits_and_returns_before_training_ends():
     import shutil
@@ -182,6 +183,7 @@ def test_deploy_to_an_unreachable_env_is_a_clear_error(capsys):
     not (ROOT / "workflows/biggan/__main__.py").is_file() or not (ROOT / "bench/commands/run.py").is_file(),
     reason="needs the workload and `bench run`",
 )
+@pytest.mark.slow
 def test_a_failed_run_is_still_reported_and_published(tmp_path: Path):
     bare = bare_repo(tmp_path)
     # valid settings whose data is missing: the job fails at start, its record is collected

@@ -68,6 +68,7 @@ def bench_publish(work: Path, *extra: str) -> subprocess.Popen:
     )
 
 
+@pytest.mark.slow
 def test_two_racing_publishers_both_land(origin: Path):
     a = clone_with_report(origin, "a", "1111111")
     b = clone_with_report(origin, "b", "2222222")

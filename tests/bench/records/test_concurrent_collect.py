@@ -11,6 +11,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[3]
 WORKLOAD = REPO / "tests" / "bench" / "in_job" / "contract_workload.py"
 
@@ -44,6 +46,7 @@ def collect_cmd(results: Path) -> list[str]:
     return [sys.executable, "-m", "bench", "collect", "--env", "local", "--results", str(results)]
 
 
+@pytest.mark.slow
 def test_two_collects_at_once_both_succeed_and_place_each_run_once(tmp_path: Path) -> None:
     runs, results = tmp_path / "runs", tmp_path / "results"
     ids = finished_runs(runs / "local", 6)
@@ -64,6 +67,7 @@ def test_two_collects_at_once_both_succeed_and_place_each_run_once(tmp_path: Pat
     assert checked.returncode == 0, checked.stdout + checked.stderr
 
 
+@pytest.mark.slow
 def test_a_collect_killed_half_way_is_finished_by_the_next(tmp_path: Path) -> None:
     runs, results = tmp_path / "runs", tmp_path / "results"
     ids = finished_runs(runs / "local", 2)

@@ -128,6 +128,7 @@ def test_a_symlinked_env_folder_is_no_phantom_environment(tmp_path: Path, capsys
     assert [(r.env, r.run_id) for r in find_runs(results)] == [("a", "a0")]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", ["NaN GPU rate", "1e308 GPU rate", "negative cpu_limit_cores"])
 def test_compare_and_report_leave_a_refused_value_unknown(tmp_path: Path, capsys, case: str) -> None:
     """Through the commands: no traceback, check exits 1 naming it, runs.csv has no cost, never inf."""
