@@ -60,7 +60,11 @@ def load(args: argparse.Namespace) -> tuple[list[dict], str]:
             f"no {args.branch} branch in {args.repo_dir} (fetch it: git fetch origin {args.branch}:{args.branch}), "
             "or read a folder with --results DIR"
         )
-    return read_entries(root, ref, args.env), ref
+    skipped: list[str] = []
+    entries = read_entries(root, ref, args.env, skipped)
+    for line in skipped:  # one bad object is one missing entry, named
+        print(f"bench history: warning: {line}", file=sys.stderr)
+    return entries, ref
 
 
 def run(args: argparse.Namespace) -> int:
