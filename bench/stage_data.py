@@ -14,7 +14,9 @@ image unchanged:
   line and leaves the old file as it was;
 - bounded: https only unless `--allow-http`, the credential only to its origin, at most
   data.size (or ATLAS_STAGE_MAX_BYTES) bytes, a short body named as such (bench.stage_http);
-  a fetch killed half-way leaves a `.partial` that the next fetch removes;
+  a fetch holds a lock (flock) on its `.partial` while it writes; every fetch, an `already
+  staged` one too, removes at once each `.partial` of that file whose owner is gone (a
+  killed fetch), and never one a live fetch is writing;
 - confined: data.file and a pvc: source path stay inside their mount (no `..`, no absolute
   path on a volume);
 - sources: `https://` (an optional `Authorization` header from ATLAS_SOURCE_AUTHORIZATION),
@@ -27,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import fcntl
 import hashlib
 import hmac
 import http.client
@@ -35,7 +38,6 @@ import re
 import signal
 import sys
 import tempfile
-import time
 import urllib.parse
 import urllib.request
 from dataclasses import dataclass
@@ -234,17 +236,40 @@ def open_source(source: str, environ: dict[str, str] | None = None) -> IO[bytes]
 
 
 # -- the fetch -------------------------------------------------------------------------
-PARTIAL_STALE_S = 600.0  # a .partial untouched this long belongs to a fetch that was killed
-
-
-def sweep_partials(dest: Path) -> None:
-    """Remove what killed fetches of `dest` left (a live fetch writes its file continuously)."""
-    for old in dest.parent.glob(f".{dest.name}.*.partial"):
+def sweep_partials(dest: Path) -> list[str]:
+    """Remove each `.partial` of `dest` whose owner is gone: its fetch holds an exclusive
+    flock on it while it lives, and the kernel drops that lock when the process dies (even
+    by SIGKILL), so a partial whose lock can be taken is a killed fetch's. Names removed."""
+    removed = []
+    for old in sorted(dest.parent.glob(f".{dest.name}.*.partial")) if dest.parent.is_dir() else ():
         try:
-            if time.time() - old.stat().st_mtime > PARTIAL_STALE_S:
-                old.unlink()
+            fd = os.open(old, os.O_RDONLY | os.O_NOFOLLOW)
         except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            if os.path.samestat(os.fstat(fd), os.stat(old, follow_symlinks=False)):
+                old.unlink()  # still the file we locked: its owner is gone
+                removed.append(old.name)
+        except OSError:
+            pass  # locked by a live fetch (or gone meanwhile): leave it
+        finally:
+            os.close(fd)
+    return removed
+
+
+def _owned_partial(dest: Path) -> tuple[int, str]:
+    """A new `.partial` beside `dest`, locked by this fetch (fd, path). A sweep by another
+    fetch may remove it between its creation and the lock: then it is made again."""
+    while True:
+        fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".partial", dir=dest.parent)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            if os.path.samestat(os.fstat(fd), os.stat(tmp)):
+                return fd, tmp
+        except FileNotFoundError:
             pass
+        os.close(fd)
 
 
 def _copy(source: str, src: IO[bytes], out: IO[bytes], digest: Any, limit: int) -> int:
@@ -278,6 +303,7 @@ def stage(
         raise StageError(f"the expected sha256 must be 64 hex digits, got {expected!r}")
     if root is not None and not dest.resolve().is_relative_to(Path(root).resolve()):
         raise StageError(f"{dest} is outside {root}: refused (data.file must stay inside its mount)")
+    sweep_partials(dest)  # a killed fetch's partial goes now, even when nothing is fetched
     if current_sha256(dest) == expected:
         write_sidecar(dest, expected)
         return f"already staged: {dest} (sha256 {expected[:12]})"
@@ -288,10 +314,10 @@ def stage(
         raise StageError(
             f"cannot make the folder {dest.parent} for --dest ({exc.strerror}): give a --dest under a folder"
         ) from None
-    sweep_partials(dest)
     what = "the existing file is untouched" if dest.exists() else "nothing was written"
     digest = hashlib.sha256()
-    fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".partial", dir=dest.parent)
+    fd, tmp = _owned_partial(dest)
+    held = os.dup(fd)  # the lock lives until this copy closes too: after the rename, or at death
     try:
         with os.fdopen(fd, "wb") as out, open_source(source, environ) as src:
             announced = announced_length(src)
@@ -322,6 +348,7 @@ def stage(
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
+        os.close(held)
 
 
 def main(argv: list[str] | None = None) -> int:

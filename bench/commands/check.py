@@ -3,8 +3,10 @@ only moves forward, the config hash, the files a record names, plausible units.
 
 Prints one line per problem (`results/<env>/<run_id>: problem`) and exits 1 when there
 is any, 0 when every record is sound. Records are read one at a time, so a tree of any
-size is checked in constant memory; `--env` and `--commit` check a part of it.
-`bench report` runs the same checks and lists the problems in the report.
+size is checked in constant memory; `--env` and `--commit` check a part of it. Where this
+repository holds a results branch, each history entry whose git object is missing or
+corrupt in this clone is listed too (`bench history` and `bench report` leave that entry
+out and go on). `bench report` runs the same checks and lists the problems in the report.
 """
 
 from __future__ import annotations
@@ -50,4 +52,20 @@ def run(args: argparse.Namespace) -> int:
             print(f"{run.path}: {problem}")
             problems += 1
     print(f"{checked} run record(s) checked, {bad} with problems ({problems} problem(s))")
-    return 1 if problems else 0
+    branch = branch_problems(Path("."))
+    for line in branch:
+        print(line)
+    return 1 if problems or branch else 0
+
+
+def branch_problems(repo: Path) -> list[str]:
+    """The results branch of the repository `bench report` reads (the one here), if any: each
+    history entry whose object is missing or corrupt in this clone (history and report leave it out)."""
+    from bench.gitops.results_branch import read_entries, results_ref, toplevel
+
+    root = toplevel(repo)
+    ref = results_ref(root) if root else None
+    problems: list[str] = []
+    if ref is not None:
+        read_entries(root, ref, None, problems)
+    return problems

@@ -56,11 +56,15 @@ def kept_history(results: Path, restore_empty: bool = True, stream: TextIO | Non
     ref = results_ref(root) if root else None
     if ref is None:
         return None
+    skipped: list[str] = []
     if restore_empty and not any(Path(results).glob("*/*/run.json")):
-        restored = restore(root, ref, results)
+        restored = restore(root, ref, results, skipped=skipped)
         if restored:
             print(f"restored {len(restored)} run record(s) from {ref} into {results}", file=stream or sys.stdout)
-    return read_entries(root, ref)
+    entries = read_entries(root, ref, None, skipped)
+    for line in dict.fromkeys(skipped):  # each bad object named once
+        print(f"bench report: warning: {line}", file=sys.stderr)
+    return entries
 
 
 def run(args: argparse.Namespace) -> int:

@@ -322,19 +322,36 @@ def _refuse_lost(repo: Path, where: str, seen: str | None, tip: str | None) -> N
 
 
 def _cat(repo: Path, specs: list[str]) -> list[bytes | None]:
-    """`git cat-file --batch` for many objects at once (one process, not one per file)."""
-    if not specs:
-        return []
-    out = _git(repo, "cat-file", "--batch", data="".join(s + "\n" for s in specs).encode()).stdout
+    """`git cat-file --batch` for many objects at once (one process, not one per file).
+
+    An object git cannot read (missing, or corrupt: git then stops the whole batch) is None,
+    and the batch goes on after it in a new process: one bad object is one missing entry."""
+    blobs: list[bytes | None] = []
+    while len(blobs) < len(specs):
+        rest = specs[len(blobs) :]
+        proc = _git(repo, "cat-file", "--batch", data="".join(s + "\n" for s in rest).encode(), check=False)
+        got = _parse_batch(proc.stdout, len(rest))
+        blobs.extend(got)
+        if len(blobs) < len(specs) and (proc.returncode != 0 or len(got) < len(rest)):
+            blobs.append(None)  # the object the batch died on
+    return blobs
+
+
+def _parse_batch(out: bytes, count: int) -> list[bytes | None]:
+    """The complete objects of a `cat-file --batch` output, in order (stops at a cut-off one)."""
     blobs: list[bytes | None] = []
     pos = 0
-    for _ in specs:
-        end = out.index(b"\n", pos)
+    for _ in range(count):
+        end = out.find(b"\n", pos)
+        if end < 0:
+            break
         header = out[pos:end].split()
         if len(header) == 2 and header[1] == b"missing":
             blobs.append(None)
             pos = end + 1
             continue
+        if len(header) != 3 or not header[2].isdigit() or len(out) < end + 1 + int(header[2]) + 1:
+            break
         size = int(header[2])
         blobs.append(out[end + 1 : end + 1 + size])
         pos = end + 1 + size + 1
@@ -345,7 +362,8 @@ def read_entries(
     repo: Path, ref: str, env: str | None = None, problems: list[str] | None = None
 ) -> list[dict[str, Any]]:
     """Every history entry on the branch (of one environment), read without a checkout, each
-    held to its schema (bench.gitops.branch_entries); `problems` gets what was refused."""
+    held to its schema (bench.gitops.branch_entries); `problems` gets what was refused, and
+    each entry whose object is missing or corrupt in this clone (left out, one line each)."""
     from bench.gitops.branch_entries import checked_entry
 
     where = f"{INDEX}/{env}/" if env else f"{INDEX}/"
@@ -353,6 +371,13 @@ def read_entries(
     names = [n for n in names if n.endswith(".json")]
     entries = []
     for name, blob in zip(names, _cat(repo, [f"{ref}:{n}" for n in names])):
+        if blob is None:
+            if problems is not None:
+                problems.append(
+                    f"{ref}: {name} is missing or corrupt in this clone; left out "
+                    "(`git fsck` names the object; fetch the branch again to repair)"
+                )
+            continue
         entry, found = checked_entry(blob, name)
         if problems is not None:
             problems.extend(found)
@@ -361,13 +386,14 @@ def read_entries(
     return entries
 
 
-def restore(repo: Path, ref: str, results: Path, env: str | None = None) -> list[str]:
+def restore(repo: Path, ref: str, results: Path, env: str | None = None, skipped: list[str] | None = None) -> list[str]:
     """Write every record of the branch (of one environment) the results folder lacks back
-    into it, byte for byte as collected (sha256 checked); env/run_id of those written."""
+    into it, byte for byte as collected (sha256 checked); env/run_id of those written. A
+    record with a missing or corrupt object is not written and is named in `skipped`."""
     from bench.records.pack import unpack
 
     written = []
-    for entry in read_entries(repo, ref, env):
+    for entry in read_entries(repo, ref, env, skipped):
         e, run_id = entry["env"], entry["run_id"]
         if not (_NAME.fullmatch(e) and _NAME.fullmatch(run_id)):
             continue
@@ -383,21 +409,32 @@ def restore(repo: Path, ref: str, results: Path, env: str | None = None) -> list
         dest.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{run_id}.", dir=dest.parent))  # renamed into place whole
         try:
-            for name, blob in zip(names, blobs):
-                if blob is None:
-                    raise AtlasError(f"{ref}: {e}/{run_id}/{name} is listed but missing; the branch is damaged")
-                try:
-                    raw = unpack(name, str(files[name].get("stored")), blob)
-                except (ValueError, KeyError, lzma.LZMAError) as exc:
-                    raise AtlasError(
-                        f"{ref}: {e}/{run_id}/{name} cannot be unpacked ({exc}); it was not restored"
-                    ) from None
-                if hashlib.sha256(raw).hexdigest() != files[name]["sha256"]:
-                    raise AtlasError(f"{ref}: {e}/{run_id}/{name} does not match its sha256; it was not restored")
-                (tmp / name).write_bytes(raw)
+            problem = _restore_files(ref, f"{e}/{run_id}", files, names, blobs, tmp, unpack)
+            if problem is not None:
+                if skipped is None:
+                    raise AtlasError(problem)
+                skipped.append(problem)
+                continue
             tmp.chmod(0o755)
             os.replace(tmp, dest)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
         written.append(f"{e}/{run_id}")
     return written
+
+
+def _restore_files(
+    ref: str, key: str, files: dict, names: list[str], blobs: list, tmp: Path, unpack: Any
+) -> str | None:
+    """Write one record's files into `tmp`; the reason it cannot be restored, or None."""
+    for name, blob in zip(names, blobs):
+        if blob is None:
+            return f"{ref}: {key}/{name} is missing or corrupt in this clone; the run was not restored"
+        try:
+            raw = unpack(name, str(files[name].get("stored")), blob)
+        except (ValueError, KeyError, lzma.LZMAError) as exc:
+            return f"{ref}: {key}/{name} cannot be unpacked ({exc}); it was not restored"
+        if hashlib.sha256(raw).hexdigest() != files[name]["sha256"]:
+            return f"{ref}: {key}/{name} does not match its sha256; it was not restored"
+        (tmp / name).write_bytes(raw)
+    return None

@@ -34,7 +34,8 @@ REPO = Path(__file__).resolve().parents[2]
 
 class Server:
     """Routes: path -> (status, headers, body, mode); mode 'short' sends half the body it
-    announces and closes, 'stall' sends a little and waits until `release` is set."""
+    announces and closes, 'stall' sends a little and waits until `release` is set, 'hold'
+    sends a little, waits until `release` is set, then sends the rest."""
 
     def __init__(self, context: ssl.SSLContext | None = None) -> None:
         self.routes: dict[str, tuple[int, dict[str, str], bytes, str]] = {}
@@ -57,10 +58,12 @@ class Server:
                 self.end_headers()
                 if mode == "short":
                     self.wfile.write(body[: len(body) // 2])
-                elif mode == "stall":
+                elif mode in ("stall", "hold"):
                     self.wfile.write(body[:1000])
                     self.wfile.flush()
                     outer.release.wait(60)
+                    if mode == "hold":
+                        self.wfile.write(body[1000:])
                 else:
                     self.wfile.write(body)
 
@@ -201,22 +204,36 @@ def test_the_destination_stays_inside_its_root(tmp_path: Path) -> None:
         stage("unused", tmp_path / "data" / ".." / "escape.hdf5", SHA, {}, root=tmp_path / "data")
 
 
+def _fetch_command(url: str, dest: Path) -> list[str]:
+    return [sys.executable, "-m", "bench.stage_data", "fetch", "--source", url, "--dest", str(dest), "--sha256", SHA]
+
+
+def _partials(dest: Path) -> list[str]:
+    return [n for n in left(dest) if n.endswith(".partial")]
+
+
+def _wait_for_partials(dest: Path, count: int, proc: subprocess.Popen, before: tuple[str, ...] = ()) -> None:
+    """Until `count` partials not in `before` exist (the fetches have begun to write)."""
+    end = time.monotonic() + 60
+    while time.monotonic() < end and len(set(_partials(dest)) - set(before)) < count and proc.poll() is None:
+        time.sleep(0.05)
+    assert len(set(_partials(dest)) - set(before)) >= count, (left(dest), proc.poll())
+
+
 def test_a_killed_fetch_leaves_no_partial(tmp_path: Path, servers) -> None:
-    """SIGTERM (a deleted Job) removes the .partial at once; one left by SIGKILL is removed
-    by the next fetch of the same file."""
+    """SIGTERM (a deleted Job) removes the .partial at once; those left by SIGKILL are
+    removed by the next fetch of the same file at once (their owner's lock is gone), an
+    `already staged` one too."""
     a, _, _ = servers
     a.file("/slow", mode="stall")
     dest = tmp_path / "data" / "f.hdf5"
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    command = [sys.executable, "-m", "bench.stage_data", "fetch", "--source", f"{a.url}/slow"]
-    command += ["--dest", str(dest), "--sha256", SHA]
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        proc = subprocess.Popen(command, cwd=REPO, env=env, stderr=subprocess.PIPE)
+    for sig in (signal.SIGTERM, signal.SIGKILL, signal.SIGKILL):
+        before = tuple(_partials(dest))
+        proc = subprocess.Popen(_fetch_command(f"{a.url}/slow", dest), cwd=REPO, env=env, stderr=subprocess.PIPE)
         try:
-            end = time.monotonic() + 60
-            while time.monotonic() < end and not any(n.endswith(".partial") for n in left(dest)):
-                time.sleep(0.05)
-            assert any(n.endswith(".partial") for n in left(dest)), proc.stderr
+            _wait_for_partials(dest, 1, proc, before)
+            assert not set(before) & set(_partials(dest))  # it swept the killed fetch's partial at once
             proc.send_signal(sig)
             proc.wait(timeout=30)
         finally:
@@ -225,8 +242,52 @@ def test_a_killed_fetch_leaves_no_partial(tmp_path: Path, servers) -> None:
                 proc.wait()
         if sig == signal.SIGTERM:
             assert left(dest) == [] and proc.returncode != 0
-    (stale,) = [p for p in dest.parent.iterdir() if p.name.endswith(".partial")]
-    os.utime(stale, (time.time() - 3600, time.time() - 3600))  # as a fetch killed an hour ago
+    assert len(_partials(dest)) >= 1  # what the kills left (the second fetch swept the first's)
     a.file("/good")
     assert stage(f"{a.url}/good", dest, SHA, {}).startswith("staged")
+    assert left(dest) == ["f.hdf5", "f.hdf5.sha256"]
+    # a partial a killed fetch (of another version of the file) left beside the staged one
+    # goes with the next `already staged`
+    other = _fetch_command(f"{a.url}/slow", dest)
+    other[-1] = "0" * 64
+    proc = subprocess.Popen(other, cwd=REPO, env=env, stderr=subprocess.PIPE)
+    try:
+        _wait_for_partials(dest, 1, proc)
+        proc.kill()
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert stage(f"{a.url}/good", dest, SHA, {}).startswith("already staged")
+    assert left(dest) == ["f.hdf5", "f.hdf5.sha256"]
+
+
+def test_two_fetches_of_one_file_at_once_both_succeed(tmp_path: Path, servers) -> None:
+    """Each fetch owns its partial: neither removes the other's while it is written, both
+    end `staged` with the same verified file, and no partial is left."""
+    a, _, _ = servers
+    a.file("/held", mode="hold")
+    dest = tmp_path / "data" / "f.hdf5"
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    procs = [
+        subprocess.Popen(
+            _fetch_command(f"{a.url}/held", dest), cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
+        for _ in range(2)
+    ]
+    try:
+        _wait_for_partials(dest, 2, procs[0])  # both are writing: neither swept the other's partial
+        time.sleep(0.3)
+        assert len(_partials(dest)) == 2
+        a.release.set()
+        outs = [p.communicate(timeout=60) for p in procs]
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    assert [p.returncode for p in procs] == [0, 0], outs
+    assert all(out.decode().startswith("staged: ") for out, _ in outs), outs
+    assert hashlib.sha256(dest.read_bytes()).hexdigest() == SHA
     assert left(dest) == ["f.hdf5", "f.hdf5.sha256"]

@@ -8,9 +8,11 @@ otherwise the point is redrawn, up to REDRAWS times, and a trial whose kill neve
 fails). A killed training run must resume on the FIRST rerun (no retries), from the newest
 checkpoint on disk when there is one (`resumed_from` names it, the second segment starts
 at its iteration; the work lost is named), and its record must count exactly two attempts,
-time to train and wall time over both attempts (not the gap between), and a cost per
-second equal to the uninterrupted run's. A workload that never resumes (a mutant whose
-`load_latest()` returns None) fails these trials even though it ends at the same digest.
+time to train and wall time over both attempts (not the gap between; the wall time equal
+to the sum of the attempts' spans, the killed one measured to the test's own kill), and a
+cost per second equal to the uninterrupted run's. tests/chaos/test_mutants.py applies the
+mutants a good test must catch (never resume, oldest checkpoint, the last attempt only,
+the wall of the last attempt only) to a scratch copy and expects these trials to fail.
 
 `ATLAS_CHAOS_TRIALS` (default 10: 1 workload, 1 recorder, 4 collect, 4 report kills; `make
 chaos` runs 60) and `ATLAS_CHAOS_SEED` (default 16) choose how many and where. Slurm's own
@@ -52,6 +54,9 @@ pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[2]
 TRIALS = int(os.environ.get("ATLAS_CHAOS_TRIALS", "10"))
 SEED = int(os.environ.get("ATLAS_CHAOS_SEED", "16"))
+# The killed attempt's span as bench reads it (its end, or its last sample: one every 0.2 s)
+# against the moment the test sent SIGKILL; the recorder notices a killed workload within it.
+WALL_SLACK_S = 1.5
 REDRAWS = 4  # a kill that does not land (the process had ended) is redrawn this many times
 JOB = ("train.max_iters=10", "train.checkpoint_every=2", "train.sample_grid=false")
 # Trial i kills KINDS[i % 10]: the workload and recorder trials train (tens of seconds
@@ -236,6 +241,11 @@ def trial_record(rng: random.Random, tmp: Path, victim: str, reference: Referenc
     assert metrics["attempts"] == 2
     assert metrics["wall_s"] is not None and metrics["wall_s"] <= meta["end_time"] - first_start + 1e-6
     assert metrics["wall_s"] >= meta["end_time"] - second_start - 1e-6  # the resumed attempt at least
+    # wall time is the sum of the attempts' spans, each read here on the test's own clock:
+    # the killed attempt from its start to the kill (its last sample or end within the
+    # slack), the resumed one from its start to its end; never the last attempt's alone
+    spans = (killed_at[0] - first_start) + (meta["end_time"] - second_start)
+    assert spans - WALL_SLACK_S <= metrics["wall_s"] <= spans + WALL_SLACK_S, (metrics["wall_s"], spans)
     ttt, _ = time_to_train(record.train)
     assert ttt is not None and ttt <= metrics["wall_s"] + 1e-6
     assert ttt >= float(stop["time"]) - float(second["time"]) - 1e-6

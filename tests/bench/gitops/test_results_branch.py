@@ -234,3 +234,45 @@ def test_archive_on_a_full_disk_exits_74_and_keeps_the_branch(tmp_path: Path, ca
         err = capsys.readouterr().err
         assert code == 74 and "disk full" in err and "Traceback" not in err, err
         assert git(fs / "clone", "branch", "--list", "results") == ""  # no half-written branch
+
+
+def _corrupt(repo: Path, spec: str) -> str:
+    """Overwrite the loose object of `spec` (rev:path) with bytes git cannot inflate; its sha."""
+    sha = git(repo, "rev-parse", spec).strip()
+    obj = repo / ".git" / "objects" / sha[:2] / sha[2:]
+    obj.chmod(0o644)
+    obj.write_bytes(b"not zlib at all")
+    return sha
+
+
+def test_one_corrupt_object_is_one_missing_entry(tmp_path: Path, monkeypatch, capsys: pytest.CaptureFixture[str]):
+    from bench.cli import main
+
+    _, work = clone_of_bare(tmp_path)
+    results = tmp_path / "results"
+    for run_id in ("r1", "r2", "r3"):
+        run(results, run_id)
+    archive(work, results, remote=None)
+    _corrupt(work, "results:index/moc/r2.json")
+    _corrupt(work, "results:runs/moc/r3/run.json")
+
+    skipped: list[str] = []
+    assert {e["run_id"] for e in read_entries(work, "refs/heads/results", None, skipped)} == {"r1", "r3"}
+    assert len(skipped) == 1 and "index/moc/r2.json is missing or corrupt" in skipped[0]
+    skipped = []
+    restored = restore(work, "refs/heads/results", tmp_path / "back", skipped=skipped)
+    assert restored == ["moc/r1"] and not (tmp_path / "back" / "moc" / "r3").exists()
+    assert any("moc/r3/run.json is missing or corrupt" in line for line in skipped), skipped
+    assert (tmp_path / "back" / "moc" / "r1" / "run.json").read_bytes() == (
+        results / "moc" / "r1" / "run.json"
+    ).read_bytes()
+
+    monkeypatch.chdir(work)
+    capsys.readouterr()
+    assert main(["report", "--results", str(results), "--out", str(tmp_path / "reports")]) == 0
+    err = capsys.readouterr().err
+    assert "index/moc/r2.json is missing or corrupt" in err and "Traceback" not in err, err
+    assert main(["history", "--repo-dir", str(work)]) == 0
+    assert "index/moc/r2.json" in capsys.readouterr().err
+    assert main(["check", str(results)]) == 1  # the records are sound; the branch's bad entry is listed
+    assert "index/moc/r2.json is missing or corrupt" in capsys.readouterr().out

@@ -68,7 +68,8 @@ def wait_for(predicate, timeout_s: float, what: str) -> None:
 def assert_resumed_timeline(dest: Path, how: str, tmp_path: Path) -> str:
     """A resumed run's collected record: each attempt's phases in order with `how` between
     them, no negative phase, the queue phases adding up to Slurm's queue wait, `bench check`
-    clean, and the report drawing its attempts. Returns the report's line of its phases."""
+    clean, and the report drawing its attempts. Returns the report's timeline rows and its
+    line of the attempts' phases."""
     record = json.loads((dest / "run.json").read_text())
     timeline, sched = record["timeline"], record["scheduler"]
     phases = timeline["phases"]
@@ -89,7 +90,9 @@ def assert_resumed_timeline(dest: Path, how: str, tmp_path: Path) -> str:
     assert main(["report", "--results", str(dest.parent.parent), "--out", str(tmp_path / "reports")]) == 0
     page = next((tmp_path / "reports").glob("*/README.md")).read_text()
     assert "timeline.png" in page and f"({sched['attempts']} attempts)**, in order:" in page, page
-    return next(line for line in page.splitlines() if "attempts)**, in order:" in line)
+    lines = page.splitlines()
+    shown = [line for line in lines if line.startswith("| local-slurm | ") or "attempts)**, in order:" in line]
+    return "\n".join(shown)
 
 
 def test_target_registry_builds_the_slurm_target_for_local_slurm() -> None:
