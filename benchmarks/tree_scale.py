@@ -22,8 +22,16 @@ entries from their records is placement's work spread over years of collection, 
 the commands'; its cost per run is printed (`index_entry_s`). `--keep DIR` keeps the
 trees there and reuses them on the next call.
 
-Full size on 2 shared cores: see the closing note of this script's commit (figures vary
-with the machine's load; the ratios are what the targets judge).
+Full size, 2 cores shared with other jobs (load average 11: wall time is 3-7x the CPU
+time and moves with the neighbours, so the CPU seconds are the steadier figure):
+
+    runs     compare          report           history --results   check
+    15       3.0 s CPU 141 MiB  6.2 s CPU 189 MiB  2.7 s CPU 141 MiB   1.3 s CPU 79 MiB
+    1,000    3.1 s CPU 144 MiB  7.1 s CPU 193 MiB  2.9 s CPU 146 MiB  17.2 s CPU 81 MiB
+    10,000   4.8 s CPU 169 MiB  9.2 s CPU 224 MiB  4.8 s CPU 139 MiB   (not run)
+
+compare and report at 10,000 over 15: 1.57x and 1.48x CPU (an earlier run: 1.39x both).
+Before the run index, `bench compare` read every record: 24.0 s CPU on the 1,000-run tree.
 """
 
 from __future__ import annotations

@@ -6,12 +6,12 @@ gets its history entry (bench.analysis.history.run_entry: identity, environment,
 experiment, config hash, status, per-run figures, provenance; the same entry the results
 branch keeps in `index/<env>/<run_id>.json`), one JSON line in its environment's index
 
-    results/<env>/.index.jsonl    {"run_id": ..., "entry": ..., "stamp": {file: [bytes, mtime_ns]}}
+    results/<env>/.index.jsonl    {"run_id": ..., "entry": ..., "stamp": {"run.json": [bytes, mtime_ns]}}
 
 appended when the run is collected or imported, or by the first command that finds it
 missing. One file per environment: a command reads ten thousand entries in one read, not
 ten thousand opens. The record stays the source of truth: an entry whose stamp no longer
-matches the record's files (restored, edited, copied by hand), of another entry version,
+matches the record's run.json (restored, edited, copied in), of another entry version,
 or on a line that cannot be read is rebuilt from the record, appended (the last line of
 a run wins), and the command says which it rebuilt. The file is hidden, so nothing that
 walks runs (`find_runs`, `bench archive`) takes it for an environment or a run.
@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from bench.analysis.history import ENTRY_VERSION
-from bench.records.contract import RUN_JSON, TRAIN_JSONL
+from bench.records.contract import RUN_JSON
 
 if TYPE_CHECKING:
     from bench.records.read import RunData
@@ -73,28 +73,18 @@ def index_file(env_dir: Path | str) -> Path:
     return Path(env_dir) / INDEX_FILE
 
 
-def _stamped(name: str) -> bool:
-    return name in (RUN_JSON, TRAIN_JSONL) or (name.startswith("samples-") and name.endswith(".csv"))
-
-
 def stamp(run_dir: Path | str) -> dict[str, list[int]]:
-    """Size and modification time of the files an entry is computed from.
+    """Size and modification time of the record's `run.json`: {} when there is none.
 
-    Read for every run by every command, so it is one directory scan and one stat per
-    record file (plain strings: a pathlib object per file costs more than the stat)."""
-    out: dict[str, list[int]] = {}
+    Read for every run by every command, so it is one stat: collection writes a record's
+    files once and `run.json` last (bench.records.place), and a record restored or copied
+    in comes with a new one. A samples file or train.jsonl edited in place by hand is not
+    noticed: delete the environment's `.index.jsonl` after such an edit."""
     try:
-        with os.scandir(run_dir) as it:
-            for item in it:
-                if _stamped(item.name):
-                    try:
-                        st = item.stat()
-                    except OSError:
-                        continue
-                    out[item.name] = [st.st_size, st.st_mtime_ns]
+        st = os.stat(os.path.join(run_dir, RUN_JSON))
     except OSError:
         return {}
-    return dict(sorted(out.items()))
+    return {RUN_JSON: [st.st_size, st.st_mtime_ns]}
 
 
 def _line(run_dir: Path, run: RunData | None = None) -> tuple[dict[str, Any], str | None]:

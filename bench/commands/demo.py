@@ -74,6 +74,9 @@ def run(args: argparse.Namespace) -> int:
     # Exactly the runs made now (another commit may land while a demo runs).
     # The demo reports exactly the runs it just made, all from this checkout as it is:
     # uncommitted edits are compared too (the report's header says so).
+    from bench.analysis.run_index import index_placed
+
+    index_placed(sorted(collected))  # each run's index entry, written once at placement
     res = write_report(args.results, args.out, envs=used, only=collected, allow_dirty=True)
     print(f"report: {res.readme}")
     print(f"index:  {res.index}")

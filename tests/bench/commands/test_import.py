@@ -85,4 +85,6 @@ def test_placed_as_collect_places_a_run(tmp_path: Path, bench) -> None:
     assert bench("check", tmp_path)[0] == 0
     code, _, err = bench("import", "--env", "study", "--run-id", "r", "--results", tmp_path, "--format", "sar", sample)
     assert code == 2 and "records are immutable" in err
-    assert sorted(p.name for p in (tmp_path / "study").iterdir()) == ["r"]  # no staging folder left behind
+    # no staging folder left behind; beside the run, its run index entry (written once, at placement)
+    assert sorted(p.name for p in (tmp_path / "study").iterdir()) == [".index.jsonl", "r"]
+    assert [json.loads(line)["run_id"] for line in (tmp_path / "study" / ".index.jsonl").open()] == ["r"]
