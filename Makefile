@@ -17,6 +17,7 @@ help:
 	@echo "make bench-gpu [ARGS='--presets cifar --startup'] - GPU matrix: presets x variants, JSON lines + Markdown table"
 	@echo "make gpu-proof [ARGS=--rehearse] - the 9-minute GPU proof with its evidence folder (benchmarks/README.md)"
 	@echo "make api-double [ARGS='--empty'] - an OpenShift API server double on 127.0.0.1; prints a kubeconfig"
+	@echo "                (ARGS='--kubelet . --kueue cpu-localqueue=cpu:1,memory:4Gi': pods run here, Kueue admits)"
 	@echo "make slurm-up / slurm-down - start / stop the local single-node Slurm (env local-slurm; root)"
 
 $(STAMP): pyproject.toml

@@ -72,7 +72,9 @@ class JobStatusReader:
             out.detail = "; ".join([f"{reason}: {words.get(reason, failed.message or '')}".rstrip(": "), *notes])
             return out
         if job.spec.suspend:
-            out.state, out.detail = RunState.PENDING, "Job is suspended"
+            queue = (job.metadata.labels or {}).get("kueue.x-k8s.io/queue-name")
+            out.state = RunState.PENDING
+            out.detail = f"waiting in Kueue queue {queue} (suspended until admitted)" if queue else "Job is suspended"
             return out
         current = pods[-1] if pods else None
         if current is None:

@@ -174,3 +174,16 @@ def test_an_image_no_build_made_backs_off(cluster):
     wait_for(lambda: any(e["reason"] == "BackOff" for e in double.events_for(pod["metadata"]["name"])))
     waiting = double.pods[pod["metadata"]["name"]]["status"]["containerStatuses"][0]["state"]["waiting"]
     assert waiting["reason"] == "ImagePullBackOff"
+
+
+def test_deleting_a_running_job_stops_its_process(cluster, tmp_path):
+    double, kubectl, kubelet = cluster
+    api = config.new_client_from_config(str(double.volume.parent / "kubeconfig"))
+    client.BatchV1Api(api).create_namespaced_job(NS, job_body("long", "app:latest", 300, 0))
+    pod = wait_for(lambda: next(iter(double.job_pods("long")), None))
+    name = pod["metadata"]["name"]
+    wait_for(lambda: "running" in pod["status"]["containerStatuses"][0]["state"], 60)
+    proc = kubelet.procs[name]
+    kubectl("delete", "job", "long", "--wait=false")
+    wait_for(lambda: proc.poll() is not None, 30)
+    assert name not in double.pods and proc.returncode != 0

@@ -86,3 +86,24 @@ def test_two_runs_with_quota_for_one_the_second_waits_the_first_run_time(tmp_pat
             kueue.stop()
             kubelet.stop()
         assert kubelet.errors == []
+
+
+def test_a_job_over_quota_waits_suspended_and_status_says_where(tmp_path: Path, app: Path):
+    for double, kubectl in started(tmp_path / "api"):
+        kueue = Kueue(double, {"cpu-cq": {"cpu": "500m", "memory": "4Gi"}}, {"cpu-localqueue": "cpu-cq"})
+        try:
+            data = yaml.safe_load((ENV_DIR / "env.yaml").read_text())
+            data.update(kubeconfig=str(tmp_path / "api" / "kubeconfig"), poll_interval_s=0.1)
+            target = target_class("openshift")(Environment("local-openshift", "openshift", ENV_DIR, data))
+            run_id = "20261127t012000-01234567-0000"
+            manifest = target.job_manifest(JobSpec(run_id=run_id, experiment="smoke", commit="0" * 40), "a:b", "")
+            kubectl("create", "-f", "-", stdin=json.dumps(manifest))  # asks 1 CPU of a 0.5 CPU quota
+            wl = wait_for(lambda store=double.store: next(iter(store["workloads"].values()), None))
+            reserved = wait_for(lambda wl=wl: [c for c in wl["status"]["conditions"] if c["type"] == "QuotaReserved"])
+            assert reserved[0]["status"] == "False" and "insufficient unused quota for cpu" in reserved[0]["message"]
+            status = target.status(run_id)
+            assert status.detail == "waiting in Kueue queue cpu-localqueue (suspended until admitted)"
+            assert double.jobs[manifest["metadata"]["name"]]["spec"]["suspend"] is True and not double.pods
+            assert kueue_marks(target, manifest["metadata"]["name"]).keys() == {"accepted"}  # not admitted: no granted
+        finally:
+            kueue.stop()

@@ -18,7 +18,8 @@ With a Kubelet attached, the double's clock follows the wall clock and:
 - what the pod's status, Events and logs say comes from what ran: Pulling/Pulled with the
   time the image took to be there (its Build), Started, the exit code, startedAt /
   finishedAt; an image no Build produced is Failed + BackOff (ImagePullBackOff).
-- `exec` in a pod (the collector's `tar`) runs with the same rewriting (`map_argv`).
+- `exec` in a pod (the collector's `tar`) runs with the same rewriting (`map_argv`); a pod
+  deleted while it runs (its Job cancelled) has its process terminated.
 """
 
 from __future__ import annotations
@@ -187,6 +188,8 @@ class Kubelet:
                 pod["status"]["initContainerStatuses"][i] = double._status_of(c, {"running": {"startedAt": started}})
                 double.record("pods", pod)
             code = self._run(pod, c, tree, f"{pod_name}.{c['name']}")
+            if pod_name not in double.pods:
+                return None
             with double.changed:
                 reason = "Completed" if code == 0 else "Error"
                 done = {"exitCode": code, "reason": reason, "startedAt": started, "finishedAt": double.clock.stamp()}
@@ -206,6 +209,8 @@ class Kubelet:
             )
         double.start_container(pod_name)
         code = self._run(pod, main, tree, pod_name)
+        if pod_name not in double.pods:
+            return None  # deleted while it ran: nothing left to report on
         double.finish_container(pod_name, code)
         return code
 
@@ -261,7 +266,13 @@ class Kubelet:
             self.procs[log_key] = proc
             while proc.poll() is None:
                 self.double.pod_logs[log_key] = log.read_text(errors="replace")
-                time.sleep(0.5)
+                if pod["metadata"]["name"] not in self.double.pods:  # deleted (its Job cancelled): stop it
+                    proc.terminate()
+                    try:
+                        proc.wait(timeout=int(pod["spec"].get("terminationGracePeriodSeconds", 30)))
+                    except subprocess.TimeoutExpired:
+                        proc.kill()
+                time.sleep(0.2)
         self.double.pod_logs[log_key] = log.read_text(errors="replace")
         return proc.returncode
 
