@@ -25,13 +25,14 @@ trees there and reuses them on the next call.
 Full size, 2 cores shared with other jobs (load average 11: wall time is 3-7x the CPU
 time and moves with the neighbours, so the CPU seconds are the steadier figure):
 
-    runs     compare          report           history --results   check
-    15       3.0 s CPU 141 MiB  6.2 s CPU 189 MiB  2.7 s CPU 141 MiB   1.3 s CPU 79 MiB
-    1,000    3.1 s CPU 144 MiB  7.1 s CPU 193 MiB  2.9 s CPU 146 MiB  17.2 s CPU 81 MiB
-    10,000   4.8 s CPU 169 MiB  9.2 s CPU 224 MiB  4.8 s CPU 139 MiB   (not run)
+    runs     compare            report             history --results   check
+    15       3.1 s CPU 137 MiB  6.5 s CPU 185 MiB  2.1 s CPU 105 MiB   1.6 s CPU 75 MiB
+    1,000    3.1 s CPU 140 MiB  7.0 s CPU 190 MiB  2.1 s CPU 109 MiB  17.2 s CPU 81 MiB
+    10,000   3.1 s CPU 163 MiB  7.8 s CPU 220 MiB  4.0 s CPU 143 MiB   (not run: linear)
 
-compare and report at 10,000 over 15: 1.57x and 1.48x CPU (an earlier run: 1.39x both).
+compare and report at 10,000 over 15: 1.00x and 1.20x CPU (1.42x and 1.57x wall, load 11).
 Before the run index, `bench compare` read every record: 24.0 s CPU on the 1,000-run tree.
+The 1,000-run `check` figure is from the run before the last (its code did not change).
 """
 
 from __future__ import annotations

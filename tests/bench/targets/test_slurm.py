@@ -338,6 +338,7 @@ def test_a_plain_scancel_is_a_cancel_never_a_resubmission(local_slurm, standin_r
     final = target.status(job.run_id)
     log = (run_dir / f"slurm-{job_id}.out").read_text()
     assert final.state is RunState.CANCELLED, final.detail + log
+    assert "exit code 0" not in final.detail and "cancelled" in final.detail, final.detail  # not the shell's 0
     assert final.extra["job_ids"] == job_id, log  # no second job
     assert "scancel" in (run_dir / "CANCELLED").read_text() and "not resubmitting" in log
     dest = collect_run(target, job.run_id, tmp_path / "results")

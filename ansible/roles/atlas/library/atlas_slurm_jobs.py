@@ -209,7 +209,11 @@ def query(module, run_dir, env, log_lines):
     result["state"] = last["state"]
     result["finished"] = all(j["state"] in FINISHED for j in result["jobs"])
     result["detail"] = last["reason"]
-    if last["exit_code"] is not None:
+    if last["state"].startswith("CANCELLED"):
+        # Slurm's ExitCode of a cancelled job is its batch shell's (0, or the signal that
+        # ended it), not the workload's: that one (75 after a checkpoint) is in run.json
+        result["detail"] = "cancelled (scancel); the workload's own exit code is in its run record"
+    elif last["exit_code"] is not None:
         result["detail"] = "exit code %d" % last["exit_code"]
     log = os.path.join(run_dir, "slurm-%s.out" % last["job_id"])
     if os.path.exists(log):
