@@ -74,6 +74,6 @@ def test_pr_run_measures_head_and_merge_base_and_writes_the_comment(tmp_path: Pa
     assert "| images/s" in body
     assert "images_per_s 50%" in body  # the threshold reached the verdicts
     assert body.rstrip().endswith("https://example.org/runs/1")
-    runs = sorted((tmp_path / "results" / "local").iterdir())
+    runs = sorted(p for p in (tmp_path / "results" / "local").iterdir() if p.is_dir())  # not the run index
     shas = {json.loads((r / "run.json").read_text())["git"]["sha"] for r in runs}
     assert shas == {head, base}  # each commit's own code ran
