@@ -39,6 +39,7 @@ import psutil
 import pytest
 
 from bench.analysis.metrics import run_metrics
+from bench.analysis.run_index import INDEX_FILE
 from bench.envs import load_env
 from bench.records.contract import EXIT_DISK_FULL, read_run_json
 from bench.records.place import place_run
@@ -268,7 +269,8 @@ def trial_collect(rng: random.Random, tmp: Path, local_runs: tuple[Path, list[st
     outcome = killed_command(rng, cmd, env, 0.3, 3.0, lambda: shutil.rmtree(results, ignore_errors=True))
     done = run_once(cmd, env)
     assert done.returncode == 0, done.stderr
-    assert sorted(p.name for p in (results / "local").iterdir()) == sorted(ids)  # nothing hidden left
+    placed = sorted(p.name for p in (results / "local").iterdir() if p.name != INDEX_FILE)
+    assert placed == sorted(ids)  # nothing hidden left
     for run in find_runs(results):
         assert run.schema_problems == [], (run.path, run.schema_problems)
     return outcome
@@ -321,5 +323,5 @@ def test_collect_into_a_full_disk_fails_in_one_line_and_succeeds_once_freed(loca
         ballast.unlink()
         done = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
         assert done.returncode == 0, done.stderr
-        assert sorted(p.name for p in (results / "local").iterdir()) == sorted(ids)
+        assert sorted(p.name for p in (results / "local").iterdir() if p.name != INDEX_FILE) == sorted(ids)
         assert all(run.schema_problems == [] for run in find_runs(results))

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from bench.analysis.run_index import INDEX_FILE
 from bench.envs import load_env
 from bench.errors import AtlasError, ConfigError
 from bench.records.timeline import timeline_problems
@@ -173,7 +174,7 @@ def test_cli_run_status_collect(
     )
     out = capsys.readouterr().out
     assert "submitted local/" in out and "completed (success, exit code 0)" in out
-    run_id = next((results / "local").iterdir()).name
+    run_id = next(p for p in (results / "local").iterdir() if p.name != INDEX_FILE).name
     assert f"collected: {results / 'local' / run_id}" in out
     assert main(["status", "--env", "local"]) == 0
     status = capsys.readouterr().out
@@ -182,7 +183,9 @@ def test_cli_run_status_collect(
     assert f"already collected: {results / 'local' / run_id}" in capsys.readouterr().out
     # an unknown experiment is refused before anything is submitted (issue 11)
     assert main(["run", "--env", "local", "--experiment", "no-such", "--results", str(results)]) == 2
-    assert "no-such" in capsys.readouterr().err and [p.name for p in (results / "local").iterdir()] == [run_id]
+    assert "no-such" in capsys.readouterr().err and [
+        p.name for p in (results / "local").iterdir() if p.name != INDEX_FILE
+    ] == [run_id]
 
 
 @pytest.mark.parametrize(
