@@ -170,7 +170,7 @@ def sound_env() -> dict[str, Any]:
     return env
 
 
-@settings(FAST, max_examples=80)
+@settings(FAST, max_examples=60)
 @given(data=st.data())
 def test_fuzz_env_numbers_through_validate_and_load_env(local_clusters, capsys, data) -> None:
     env = sound_env()
