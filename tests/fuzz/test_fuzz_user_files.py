@@ -27,11 +27,12 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bench.analysis.expected import Band, outside
+from bench.analysis.expected import MAX_EXPECTED_BYTES, Band, outside
 from bench.cli import main
 from bench.envs import CLUSTERS_DIR, load_env
 from bench.errors import AtlasError
 from bench.records import surfaces
+from bench.strict_yaml import load_strict
 from tests.fuzz.test_fuzz_one_bad_field import sound_figures
 from tests.fuzz.test_fuzz_records import FAST
 from tests.fuzz.test_fuzz_schemas import declared_paths, hostile, with_hostile
@@ -154,6 +155,8 @@ def test_fuzz_expected_fields_through_validate_and_the_report_bands(local_cluste
         found = []
     else:
         assert "expected.yaml" not in text, "validate refused what the report's reader accepts"
+        read = load_strict(local_clusters / "local" / "expected.yaml", MAX_EXPECTED_BYTES, "an expected.yaml")
+        assert not surfaces.problems("expected", read, "expected.yaml"), "a band outside its schema was used"
     for o in found:
         band: Band = o.band
         assert all(x is None or math.isfinite(x) for x in (band.value, band.lower, band.upper, o.value))
