@@ -31,6 +31,7 @@ from bench.analysis.expected import MAX_EXPECTED_BYTES, Band, outside
 from bench.cli import main
 from bench.envs import CLUSTERS_DIR, load_env
 from bench.errors import AtlasError
+from bench.importers.csv_map import load_map
 from bench.records import surfaces
 from bench.strict_yaml import load_strict
 from tests.fuzz.test_fuzz_one_bad_field import sound_figures
@@ -116,6 +117,8 @@ def test_fuzz_import_map_fields_through_bench_import(tmp_path_factory, capsys, d
     _written_inside(tmp, before, tmp / "res")
     if code == 0:
         sound_figures(run, "e")
+        read = load_map(tmp / "MAP.yaml")
+        assert not surfaces.problems("import_map", read, "MAP.yaml"), "a map outside its schema was used"
     else:
         assert not run.exists(), "a refused map writes no record"
 
