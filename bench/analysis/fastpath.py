@@ -83,6 +83,21 @@ def achieved_tflops(ctx: Any) -> float | None:
     return value
 
 
+def mfu_over_limit(run: Any) -> str | None:
+    """Why a record's MFU is refused as above 100 % of its GPUs' peak, for `bench check` to list;
+    None when it is not. Cheap: only a record whose compile section gives both per-iteration
+    counts is looked at, and only the few figures MFU needs are computed (no samples)."""
+    facts = run_compile_facts(run.meta, run.train) or {}
+    if not (_num(facts.get("flops_per_g_iteration")) and _num(facts.get("images_per_g_iteration"))):
+        return None
+    from bench.analysis.metrics import RunContext  # the catalogue imports this module
+
+    ctx = RunContext(run)
+    ctx["achieved_tflops"]
+    why = ctx.notes.get("achieved_tflops", "")
+    return why if "above the physical limit" in why else None
+
+
 def peak_tflops_of_run(ctx: Any) -> float | None:
     """The job's GPUs' dense peak at its precision (one GPU x GPUs)."""
     model, precision = _gpu_model(ctx), _precision(ctx)

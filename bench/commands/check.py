@@ -1,5 +1,6 @@
 """Check every run record under a results tree: the run.json schema, sample time that
-only moves forward, the config hash, the files a record names, plausible units.
+only moves forward, the config hash, the files a record names, plausible units, and an
+MFU above 100 % of the GPUs' peak (the compile section's counts are then wrong).
 
 Prints one line per problem (`results/<env>/<run_id>: problem`) and exits 1 when there
 is any, 0 when every record is sound. Records are read one at a time, so a tree of any
@@ -30,6 +31,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from bench.analysis.fastpath import mfu_over_limit
     from bench.errors import AtlasError
     from bench.records.read import iter_runs
 
@@ -47,8 +49,10 @@ def run(args: argparse.Namespace) -> int:
     checked = bad = problems = 0
     for run in runs:  # one record at a time: nothing kept but the counts
         checked += 1
-        bad += bool(run.problems)
-        for problem in run.problems:
+        mfu = mfu_over_limit(run)  # the figures' own physical limit: the report says it too
+        found = [*run.problems, *([f"run.json compile: {mfu}"] if mfu else [])]
+        bad += bool(found)
+        for problem in found:
             print(f"{run.path}: {problem}")
             problems += 1
     print(f"{checked} run record(s) checked, {bad} with problems ({problems} problem(s))")

@@ -9,7 +9,9 @@ refused value (shown as unknown, never used) and names it; `bench check` lists i
 
 `SURFACES` is also the fuzz suite's registry (tests/fuzz/test_fuzz_schemas.py): a surface
 added here, with its schema file, is fuzzed without another line of test code. Other
-surfaces' schemas (import maps, expected.yaml, env.yaml) are added by one line each.
+The files people write (import maps, expected.yaml, env.yaml numbers) are surfaces too;
+their schemas ship beside their readers (`package`), which enforce them
+(bench.finite_schema), and tests/fuzz/test_fuzz_user_files.py drives each through its command.
 """
 
 from __future__ import annotations
@@ -41,6 +43,12 @@ SURFACES: tuple[Surface, ...] = (
             "bench.records.pack"),
     Surface("sacct", "sacct.schema.json", "sacct --parsable2 fields of one job line (accounting at collection)",
             "bench.targets.slurm_accounting"),
+    Surface("import_map", "import-map.schema.json", "bench import --map MAP.yaml (columns, derived, time, csv)",
+            "bench.importers.csv_map, bench.importers.expression", "bench.importers"),
+    Surface("expected", "expected.schema.json", "clusters/<env>/expected.yaml (bands read by validate and report)",
+            "bench.analysis.expected", "bench.analysis"),
+    Surface("env_numbers", "env-numbers.schema.json", "clusters/<env>/env.yaml numbers (checked at every load_env)",
+            "bench.env_numbers", "bench"),
 )  # fmt: skip
 BY_NAME = {s.name: s for s in SURFACES}
 

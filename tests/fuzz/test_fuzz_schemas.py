@@ -265,7 +265,15 @@ def test_fuzz_sacct_fields_through_the_accounting_block(data) -> None:
 
 
 # -- any other surface: its schema's example through the shared reader path ----------------
-DRIVEN = {"run", "history_entry", "packed_samples", "sacct"}
+DRIVEN = {
+    "run",
+    "history_entry",
+    "packed_samples",
+    "sacct",
+    "import_map",
+    "expected",
+    "env_numbers",
+}  # user files: test_fuzz_user_files.py
 OTHERS = [s.name for s in surfaces.SURFACES if s.name not in DRIVEN]
 
 
