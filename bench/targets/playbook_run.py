@@ -10,6 +10,9 @@ leave the playbook running for minutes and its folder in /tmp for ever. Here:
   (`flock`) while it lives; the kernel drops that lock when the process dies, however it
   dies, so every playbook run first removes the folders whose owner is gone.
 
+Ansible keeps temporary files in `~/.ansible/tmp` (or ANSIBLE_LOCAL_TEMP): where that
+is not writable (a read-only HOME), one line says so and how to fix it before anything runs.
+
 Timeouts of the Slurm commands the playbooks run (`squeue`, `sacct`) come from
 `ATLAS_SLURM_TIMEOUT_S` (`command_timeout_s`), handed to the playbooks as the extra
 variable `atlas_slurm_timeout_s`.
@@ -29,7 +32,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from bench.errors import ConfigError
+from bench.errors import AtlasError, ConfigError
 from bench.parent_death import guard_env
 
 PRIVATE_PREFIX = "atlas-ansible-"
@@ -100,6 +103,29 @@ def private_dir(root: Path | None = None) -> Iterator[Path]:
         os.close(fd)
 
 
+def check_ansible_temp(envvars: dict[str, str]) -> None:
+    """Refuse, in one line, to start Ansible where it cannot keep its temporary files:
+    `~/.ansible/tmp` under a read-only HOME gave Ansible's traceback and a hint about Slurm."""
+    env = {**os.environ, **envvars}
+    local = env.get("ANSIBLE_LOCAL_TEMP")
+    home = env.get("HOME", "")
+    folder = Path(os.path.expanduser(local) if local else Path(home or "/", ".ansible", "tmp"))
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        probe = tempfile.NamedTemporaryFile(dir=folder, prefix=".atlas-probe-")
+        probe.close()
+    except OSError as exc:
+        if local:
+            raise AtlasError(
+                f"ANSIBLE_LOCAL_TEMP ({local}) is not writable ({exc.strerror}): set it to a writable folder"
+            ) from None
+        raise AtlasError(
+            f"HOME ({home}) is not writable ({exc.strerror}), and Ansible keeps its temporary files in "
+            f"{folder}: make HOME writable, or set ANSIBLE_LOCAL_TEMP to a writable folder "
+            "(e.g. ANSIBLE_LOCAL_TEMP=$TMPDIR/ansible)"
+        ) from None
+
+
 def _guard_script(folder: Path) -> Path:
     """The executable ansible-runner starts (its `binary`): this Python running the guard."""
     script = folder / "ansible-playbook-guarded"
@@ -120,6 +146,7 @@ def run_playbook(
     """Run `playbook` of `project_dir` through ansible-runner; return its status and events."""
     import ansible_runner
 
+    check_ansible_temp(envvars)
     playbook_bin = shutil.which("ansible-playbook", path=envvars.get("PATH")) or "ansible-playbook"
     with private_dir(root) as tmp:
         (tmp / "env").mkdir()

@@ -193,3 +193,39 @@ def test_a_hung_kubernetes_api_ends_in_one_line_naming_the_timeout(
     message = str(caught.value)
     assert message.startswith("k8s: the Kubernetes API did not answer GET /apis/batch/v1/namespaces/")
     assert "in 1 s" in message and "ATLAS_KUBE_TIMEOUT_S" in message and "\n" not in message
+
+
+@pytest.fixture
+def read_only(tmp_path: Path):
+    where = tmp_path / "ro"
+    where.mkdir()
+    if os.geteuid() != 0:
+        pytest.skip("mounting a read-only tmpfs needs root")
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", str(where)], capture_output=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode().strip()}")
+    try:
+        yield where
+    finally:
+        subprocess.run(["umount", "-l", str(where)], capture_output=True)
+
+
+def test_a_read_only_home_is_named_before_ansible_starts(
+    tmp_path: Path, read_only: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from bench.errors import AtlasError
+    from bench.targets.playbook_run import run_playbook
+
+    monkeypatch.setenv("HOME", str(read_only))
+    monkeypatch.delenv("ANSIBLE_LOCAL_TEMP", raising=False)
+    (tmp_path / "p.yml").write_text("- hosts: localhost\n  gather_facts: false\n  tasks: []\n")
+    with pytest.raises(AtlasError) as caught:
+        run_playbook(tmp_path, "p.yml", "localhost,", {}, "{}\n", 60, root=tmp_path)
+    message = str(caught.value)
+    assert message.startswith(f"HOME ({read_only}) is not writable (Read-only file system)")
+    assert "ANSIBLE_LOCAL_TEMP" in message and "Slurm" not in message and "\n" not in message
+    assert not list(tmp_path.glob("atlas-ansible-*")), "nothing started, no private folder"
+    monkeypatch.setenv("ANSIBLE_LOCAL_TEMP", str(tmp_path / "ansible-tmp"))
+    path = {"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    status, _ = run_playbook(tmp_path, "p.yml", "localhost,", path, "{}\n", 120, root=tmp_path)
+    assert status == "successful", "with ANSIBLE_LOCAL_TEMP set, the playbook runs"
