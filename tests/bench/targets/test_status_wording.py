@@ -54,3 +54,18 @@ def test_a_finished_run_whose_final_write_was_lost_gets_no_resume_hint(tmp_path:
     (run_dir / "train.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
     status = target.status_from_record(RUN_ID, False, None, None)
     assert status.state == RunState.COMPLETED and "to resume" not in status.detail
+
+
+def test_a_full_disk_says_disk_full_not_bad_configuration(tmp_path: Path) -> None:
+    clusters = tmp_path / "clusters"
+    (clusters / "loc").mkdir(parents=True)
+    (clusters / "loc" / "env.yaml").write_text(f"kind: local\nlocal: true\nruns_dir: {tmp_path / 'runs'}\n")
+    target = target_for(load_env("loc", clusters))
+    run_dir = target.runs_dir / RUN_ID
+    run_dir.mkdir(parents=True)
+    # the workload found no room for its checkpoint (workflows/biggan: CheckpointSpaceError, exit 74)
+    exit_info = {"status": "failed", "code": 74, "signal": None}
+    (run_dir / "run.json").write_text(json.dumps({"run_id": RUN_ID, "start_time": 1.8e9, "exit": exit_info}))
+    status = target.status_from_record(RUN_ID, False, None, None)
+    assert status.state == RunState.FAILED
+    assert "exit code 74: disk full" in status.detail and "bad configuration" not in status.detail
