@@ -48,11 +48,12 @@ def bound_requests(api_client: Any, seconds: float, env: str, api: str = "Kubern
 
 def timed_out(exc: BaseException) -> bool:
     """True when `exc` (urllib3's, possibly inside MaxRetryError) is a connect or read timeout."""
-    from urllib3.exceptions import MaxRetryError, TimeoutError
+    from urllib3.exceptions import MaxRetryError, NewConnectionError, TimeoutError
 
     if isinstance(exc, MaxRetryError):
         exc = exc.reason or exc
-    return isinstance(exc, TimeoutError)
+    # urllib3's NewConnectionError (refused, no route) subclasses its ConnectTimeoutError: not a timeout
+    return isinstance(exc, TimeoutError) and not isinstance(exc, NewConnectionError)
 
 
 def timeout_error(env: str, api: str, request: str, seconds: float) -> AtlasError:
