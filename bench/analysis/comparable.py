@@ -2,8 +2,10 @@
 
 A median over runs that trained different things, failed half-way, or ran uncommitted
 code is a wrong number that looks right. So only successful runs of one experiment and
-one `config_sha256`, from a clean tree, are compared; every other run is kept, listed
-with its reason in the "excluded runs" table.
+one `config_sha256`, from a clean tree, whose clock did not step (`RunData.clock_step`:
+train.jsonl or samples times going backwards, or a training log outside the run's span:
+its time to train and images/s would be wrong; no second clock corrects it), are compared;
+every other run is kept, listed with its reason in the "excluded runs" table.
 
 An imported record (`bench import`: an `import` section) is measurements of a run that
 had ended before they were brought in; its exit status and configuration are unknown by
@@ -77,6 +79,8 @@ def own_reason(run: RunData, allow_dirty: bool) -> str | None:
         return "no config_sha256: which configuration it trained is unknown"
     if _dirty(run) and not allow_dirty:
         return "ran uncommitted code (git.dirty); pass --allow-dirty to include it"
+    if run.clock_step:  # its times (time to train, images/s, samples) cannot be trusted: no correction is made
+        return f"the job's clock stepped: {run.clock_step}"
     return None
 
 

@@ -41,6 +41,7 @@ FINISHED_OK = (STATUS_SUCCESS, STATUS_MAX_SECONDS)  # the run did what it was as
 EXIT_WORDS = {
     EXIT_PREEMPTED: "preempted: a checkpoint was saved; submitting the same run again resumes",
     EXIT_CONFIG: "bad configuration (see the job's log)",
+    EXIT_DISK_FULL: "disk full (see the job's log): free space, then run it again to resume from its last checkpoint",
     EXIT_CANNOT_START: "the command could not start",
     137: "killed (SIGKILL)",
 }

@@ -28,6 +28,8 @@ from bench.records.timeline_rules import refuse_bad_timeline
 from bench.records.trainclock import train_clock_refusal
 from bench.records.trainlog import TrainLog, read_train_log, time_to_train
 
+SAMPLES_BACKWARDS = "sample time goes backwards"  # how a samples clock step is named (RunData.clock_step)
+
 
 @dataclass
 class RunData:
@@ -40,6 +42,7 @@ class RunData:
     problems: list[str] = field(default_factory=list)
     schema_problems: list[str] = field(default_factory=list)  # run.json against run.schema.json
     refused: dict[str, str] = field(default_factory=dict)  # metric key -> why the record cannot support it
+    clock_step: str | None = None  # why the job's clock cannot be trusted (it stepped): not compared
 
     @property
     def git_sha(self) -> str | None:
@@ -126,7 +129,7 @@ def read_samples(path: Path) -> tuple[pd.DataFrame | None, list[str]]:
         backwards = times < np.maximum.accumulate(np.concatenate(([-np.inf], times[:-1])))
         if backwards.any():
             problems.append(
-                f"{name}: sample time goes backwards: {int(backwards.sum())} row(s) earlier than a row before them "
+                f"{name}: {SAMPLES_BACKWARDS}: {int(backwards.sum())} row(s) earlier than a row before them "
                 "(clock stepped back?); those rows dropped"
             )
             df = df[~backwards]
@@ -207,6 +210,7 @@ def load_run(run_dir: Path, env: str | None = None, collected: bool = True) -> R
             continue
         df, problems = read_samples(path)
         data.problems.extend(problems)
+        data.clock_step = data.clock_step or next((p for p in problems if SAMPLES_BACKWARDS in p), None)
         if df is not None:
             data.samples[host] = df
             data.problems.extend(samples_problems(path.name, df, meta))
@@ -217,6 +221,7 @@ def load_run(run_dir: Path, env: str | None = None, collected: bool = True) -> R
     if clock:
         data.problems.append(clock)
         data.refused["time_to_train_s"] = clock
+    data.clock_step = data.clock_step or data.train.clock_step or clock
     return data
 
 

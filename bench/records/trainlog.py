@@ -22,6 +22,7 @@ from bench.records.strict_numbers import LATEST_TIME, finite
 class TrainLog:
     events: list[dict[str, Any]] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    clock_step: str | None = None  # why the log's clock cannot be trusted (events going backwards), or None
     _by_kind: dict[str, list[dict[str, Any]]] | None = field(default=None, repr=False, compare=False)
     _segments: list[Any] | None = field(default=None, repr=False, compare=False)
 
@@ -96,10 +97,11 @@ def read_train_log(path: Path) -> TrainLog:
     if bad:
         log.problems.append(f"{Path(path).name}: {bad} line(s) are not valid events (first: line {first_bad}); ignored")
     if backwards:
-        log.problems.append(
+        log.clock_step = (
             f"{Path(path).name}: {backwards} event(s) earlier than a line before them (clock went backwards; "
             f"first: line {first_back}); excluded"
         )
+        log.problems.append(log.clock_step)
     if refused:
         log.problems.append(
             f"{Path(path).name}: {refused} value(s) not finite, negative or too large (images/s, images seen, ...); "

@@ -117,7 +117,8 @@ class FolderTarget(Target):
                 return RunStatus(
                     run_id,
                     RunState.COMPLETED if ok else RunState.FAILED,
-                    f"{stop.get('status')} (run.json's final write was lost; collect rebuilds it from {TRAIN_JSONL})",
+                    f"{stop.get('status')} (run.json's final write was lost; collect rebuilds it from {TRAIN_JSONL})"
+                    + ("" if ok else self.resume_hint(run_dir, stop.get("status"))),  # the recorder was killed
                     job_id,
                     commit,
                 )

@@ -66,7 +66,7 @@ class JobStatusReader:
                 "BackoffLimitExceeded": (
                     f"failed {job.status.failed or 0} times (backoffLimit {job.spec.backoff_limit})"
                 ),
-                "PodFailurePolicy": "failed with a non-retryable exit code (2 = bad configuration)",
+                "PodFailurePolicy": "failed with a non-retryable exit code (2 = bad configuration, 74 = disk full)",
             }
             out.state = RunState.FAILED
             out.detail = "; ".join([f"{reason}: {words.get(reason, failed.message or '')}".rstrip(": "), *notes])

@@ -5,18 +5,18 @@ The generic part of every Job-based target: it creates a Job from the env's `job
 arguments; validated strictly before it is sent), follows the Job and its pods
 (`kube_status`), cancels by deleting the Job, and copies the run record off the results
 volume through a collector pod (`kube_copy`). Credentials come from the kubeconfig or
-the in-cluster service account through the `kubernetes` client and are never printed.
+the in-cluster service account through the `kubernetes` client and are never printed;
+every request is bounded (`kube_timeout`: ATLAS_KUBE_TIMEOUT_S).
 
 Settings (`clusters/<env>/env.yaml`): `namespace`, `job_template`, `results_pvc`,
 `results_mount`, `image` (a registry reference; `{commit}` is replaced by the run's
 commit, so a CI that pushes `registry/atlas:<sha>` runs the pushed code), optional
 `context`, `kubeconfig` ($VARIABLES expanded), `job_prefix` (default `atlas`),
-`poll_interval_s`, `collect_timeout_s`, `queue` (a Kueue LocalQueue: `kueue.py`), and
-`shape` (nodes × GPUs per node, CPU / memory per GPU; without it, one node with the
-template's GPUs), which sets the pod's `nvidia.com/gpu`, `cpu` and `memory` (requests =
-limits) and the launcher (`launch.py`: torchrun with one process per GPU); `shape.nodes >
-1` runs a Kubeflow PyTorchJob (`pytorchjob.py`). `openshift.py` only adds where the image
-comes from (a BuildConfig and its ImageStream)."""
+`poll_interval_s`, `collect_timeout_s`, `queue` (a Kueue LocalQueue: `kueue.py`), and `shape`
+(nodes × GPUs per node, CPU / memory per GPU; without it, one node with the template's GPUs),
+which sets the pod's `nvidia.com/gpu`, `cpu` and `memory` (requests = limits) and the launcher
+(`launch.py`: torchrun with one process per GPU); `shape.nodes > 1` runs a Kubeflow PyTorchJob
+(`pytorchjob.py`). `openshift.py` adds where the image comes from (BuildConfig, ImageStream)."""
 
 from __future__ import annotations
 
@@ -36,6 +36,7 @@ from bench.targets import register
 from bench.targets.base import JobSpec, RunState, RunStatus, Target
 from bench.targets.kube_copy import RecordCopier
 from bench.targets.kube_status import COMPONENT, LABEL_COMMIT, LABEL_RUN, JobStatusReader, ts
+from bench.targets.kube_timeout import bound_requests, request_timeout_s
 from bench.targets.kueue import queue_job
 from bench.targets.launch import recorded_launch
 from bench.targets.manifests import load_job_template, validate_objects
@@ -150,8 +151,7 @@ class KubernetesTarget(JobStatusReader, RecordCopier, PyTorchJobRunner, Target):
         shape_errors = check_shape(s, str(self.env.folder / "env.yaml"))  # never a manifest from a bad shape
         if shape_errors:
             raise ConfigError("; ".join(shape_errors))
-        # The Job template is what every run sends: check it strictly now (no cluster needed).
-        template = self.env.folder / s["job_template"]
+        template = self.env.folder / s["job_template"]  # what every run sends: checked now, no cluster needed
         problems = validate_objects([load_job_template(template)])
         if problems:
             raise ConfigError(f"{template}: " + "; ".join(problems))
@@ -247,7 +247,7 @@ class KubernetesTarget(JobStatusReader, RecordCopier, PyTorchJobRunner, Target):
                     f"{self.login_hint} or set `kubeconfig:` in env.yaml"
                 ) from None
         cfg.retries = 0
-        self._client = client.ApiClient(cfg)
+        self._client = bound_requests(client.ApiClient(cfg), request_timeout_s(), self.env.name, self.api_name)
         return self._client
 
     def _call(self, doing: str, fn: Any, *args: Any, **kwargs: Any) -> Any:

@@ -26,6 +26,7 @@ import yaml
 
 from bench.envs import CLUSTERS_DIR
 from bench.errors import ConfigError
+from bench.parent_death import set_parent_death_signal
 
 # Kubernetes minor release the OpenShift clusters we target are built on (OCP 4.20).
 KUBERNETES_VERSION = "1.33.0"
@@ -67,7 +68,10 @@ def render_kustomization(folder: Path) -> list[dict[str, Any]]:
             f"cannot render {folder}: neither kubectl nor oc is on PATH "
             "(`make setup` installs kubectl on Linux x86_64; elsewhere install kubectl >= 1.27 or oc)"
         )
-    proc = subprocess.run([tool, "kustomize", str(folder)], capture_output=True, text=True)
+    # dies with bench (a killed `bench validate` leaves no kubectl behind)
+    proc = subprocess.run(
+        [tool, "kustomize", str(folder)], capture_output=True, text=True, preexec_fn=set_parent_death_signal
+    )
     if proc.returncode != 0:
         raise ConfigError(f"{Path(tool).name} kustomize {folder} failed: {proc.stderr.strip()}")
     return [doc for doc in yaml.safe_load_all(proc.stdout) if doc]

@@ -17,7 +17,6 @@ import os
 import re
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any, ClassVar
@@ -33,10 +32,12 @@ from bench.records.contract import EXIT_PREEMPTED
 from bench.records.timeline import pushed_at
 from bench.targets import register, slurm_accounting
 from bench.targets.base import JobSpec, RunState, RunStatus, Target
+from bench.targets.playbook_run import command_timeout_s, run_playbook
 from bench.targets.slurm_command import job_variables
 from bench.targets.slurm_timeline import SBATCH_TASK, slurm_marks, task_end_time
 
 PLAYBOOKS = REPO_ROOT / "ansible"
+SLURM_TIMEOUT_ENV = "ATLAS_SLURM_TIMEOUT_S"  # seconds each squeue/sacct call may take (default 60)
 LOCAL_SLURM_SCRIPT = REPO_ROOT / "scripts" / "local-slurm.sh"
 # A local note of what this machine submitted (commit, job id); the cluster's run
 # directories are the truth that status/list/collect read.
@@ -267,8 +268,6 @@ class SlurmTarget(Target):
         self, playbook: str, extravars: dict[str, Any], timeout_s: int = 600
     ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         """`_run`, with ansible-runner's events too (their times are timeline marks)."""
-        import ansible_runner
-
         variables = self.ansible_variables()
         variables.update(extravars)
         bin_dir = str(Path(sys.executable).parent)
@@ -280,19 +279,10 @@ class SlurmTarget(Target):
             "ANSIBLE_LOCALHOST_WARNING": "0",
             "ANSIBLE_INVENTORY_UNPARSED_WARNING": "0",
         }
-        with tempfile.TemporaryDirectory(prefix="atlas-ansible-") as tmp:
-            (Path(tmp) / "env").mkdir()
-            (Path(tmp) / "env" / "extravars").write_text(extravars_yaml(variables))
-            result = ansible_runner.run(
-                private_data_dir=tmp,
-                project_dir=str(PLAYBOOKS),
-                playbook=playbook,
-                inventory=str(self.inventory),
-                envvars=envvars,
-                quiet=True,
-                timeout=timeout_s,
-            )
-            events = list(result.events)
+        variables["atlas_slurm_timeout_s"] = int(command_timeout_s(SLURM_TIMEOUT_ENV, 60))
+        status, events = run_playbook(
+            PLAYBOOKS, playbook, str(self.inventory), envvars, extravars_yaml(variables), timeout_s
+        )
         stats: dict[str, Any] = {}
         failures: list[dict[str, Any]] = []
         for event in events:
@@ -301,9 +291,9 @@ class SlurmTarget(Target):
                 stats = dict(data.get("artifact_data") or {})
             elif event.get("event") in ("runner_on_failed", "runner_on_unreachable") and not data.get("ignore_errors"):
                 failures.append(data)
-        if result.status == "successful" and not failures:
+        if status == "successful" and not failures:
             return stats, events
-        raise AtlasError(self._failure_message(playbook, result.status, failures, events))
+        raise AtlasError(self._failure_message(playbook, status, failures, events))
 
     def _failure_message(
         self, playbook: str, status: str, failures: list[dict[str, Any]], events: list[dict[str, Any]]

@@ -16,6 +16,7 @@ other command:
   python -m workflows.biggan prepare-data SRC OUT.h5 --resolution R
       image folder (one sub-folder per class) -> HDF5 for data.source=hdf5
 exit codes: 0 finished (max_iters or max_seconds), 2 bad configuration or input,
+  74 disk full (no room for a checkpoint; the previous one is kept, rerun to resume),
   75 preempted (SIGTERM/SIGUSR1/SIGINT: checkpoint saved, rerun to resume), 1 other failure.
 """
 
@@ -66,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
         return _train(argv)
     except WorkloadConfigError as exc:
         print(f"biggan: error: {exc}", file=sys.stderr)
-        return 2
+        return exc.exit_code
 
 
 def _train(argv: list[str]) -> int:

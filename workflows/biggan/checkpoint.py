@@ -109,6 +109,8 @@ def _python_state_from_tensor(d: dict[str, Any]) -> tuple:
 class CheckpointSpaceError(WorkloadConfigError):
     """The disk cannot hold the next bundle; the previous bundles are untouched."""
 
+    exit_code = 74  # disk full (bench's EXIT_DISK_FULL): not a configuration problem
+
 
 def save(run_dir: Path, bundle: dict[str, Any], keep: int) -> Path:
     """Write `ckpt-<iteration>.pt` and its digest atomically, verify it, then delete all

@@ -21,6 +21,7 @@ options:
   slurm_env: {type: dict, default: {}, description: environment for Slurm commands (SLURM_CONF)}
   log_lines: {type: int, default: 30, description: lines of the last job's log to return}
   accounting_fields: {type: str, default: "", description: "once finished, sacct of these fields as accounting"}
+  timeout_s: {type: int, default: 60, description: "seconds per squeue/sacct/scancel (ATLAS_SLURM_TIMEOUT_S)"}
 """
 
 import json
@@ -53,6 +54,19 @@ FINISHED = (
 def _num(text):
     text = (text or "").strip()
     return float(text) if re.match(r"^[0-9]+(\.[0-9]+)?$", text) else None
+
+
+def run_slurm(module, argv, env):
+    """`argv` (a Slurm command) bounded by coreutils' `timeout`: a hung controller or
+    accounting database fails the task with one line naming the timeout and the fix."""
+    limit = module.params["timeout_s"]
+    rc, out, err = module.run_command(["timeout", "-k", "5", str(limit)] + argv, environ_update=env)
+    if rc in (124, 137):
+        module.fail_json(
+            msg="%s did not answer in %d s (Slurm controller or accounting database slow or down: "
+            "`scontrol ping`); collect again later, or raise ATLAS_SLURM_TIMEOUT_S" % (argv[0], limit)
+        )
+    return rc, out, err
 
 
 def read_jobs(run_dir):
@@ -154,9 +168,7 @@ def query(module, run_dir, env, log_lines):
         return result
     fmt_env = dict(env, SLURM_TIME_FORMAT="%s")
     csv = ",".join(i for i, _ in ids)
-    rc, out, err = module.run_command(
-        ["squeue", "-h", "--states=all", "-j", csv, "-o", "%i|%T|%r|%S|%e"], environ_update=fmt_env
-    )
+    rc, out, err = run_slurm(module, ["squeue", "-h", "--states=all", "-j", csv, "-o", "%i|%T|%r|%S|%e"], fmt_env)
     queued = {}
     if rc == 0:
         for line in out.splitlines():
@@ -166,10 +178,8 @@ def query(module, run_dir, env, log_lines):
     elif "Invalid job id" not in err:
         module.fail_json(msg="squeue failed: %s -- is the Slurm controller up (`scontrol ping`)?" % err.strip())
     done = {}
-    rc, out, err = module.run_command(
-        ["sacct", "-c", "-n", "-P", "-j", csv, "-o", "JobID,State,ExitCode,Eligible,Start,End,NodeList"],
-        environ_update=fmt_env,
-    )
+    fields = "JobID,State,ExitCode,Eligible,Start,End,NodeList"
+    rc, out, err = run_slurm(module, ["sacct", "-c", "-n", "-P", "-j", csv, "-o", fields], fmt_env)
     if rc == 0:
         for line in out.splitlines():
             f = line.split("|")
@@ -272,9 +282,7 @@ def sacct_accounting(module, jobs, env, fields):
     """sacct's accounting of the run's jobs, as text: bench parses it
     (bench/targets/slurm_accounting.py); a site without accounting storage answers rc != 0."""
     ids = ",".join(j["job_id"] for j in jobs)
-    rc, out, err = module.run_command(
-        ["sacct", "--parsable2", "--noconvert", "-j", ids, "-o", fields], environ_update=env
-    )
+    rc, out, err = run_slurm(module, ["sacct", "--parsable2", "--noconvert", "-j", ids, "-o", fields], env)
     return {"rc": rc, "stdout": out, "stderr": err}
 
 
@@ -287,7 +295,7 @@ def cancel(module, run_dir, env):
         fh.write("cancel requested\n")
     if not ids:
         return {"changed": True, "cancelled": []}
-    rc, out, err = module.run_command(["scancel"] + ids, environ_update=env)
+    rc, out, err = run_slurm(module, ["scancel"] + ids, env)
     if rc != 0:
         module.fail_json(msg="scancel %s failed: %s" % (" ".join(ids), err.strip()))
     return {"changed": True, "cancelled": ids}
@@ -323,6 +331,7 @@ def main():
             slurm_env=dict(type="dict", default={}),
             log_lines=dict(type="int", default=30),
             accounting_fields=dict(type="str", default=""),
+            timeout_s=dict(type="int", default=60),
         ),
         supports_check_mode=True,
     )
