@@ -89,8 +89,9 @@ def test_an_energy_counter_reset_is_not_energy_from_last_minus_first(tmp_path: P
     assert code == 0, err
     assert "reset" in out
     energy = run_metrics(load_run(run_dir)).energy_wh
-    # increases only: 4 + 4 steps of 100 J (the reset step itself is not counted) = 800 J
-    assert energy == pytest.approx(800 / 3600)
+    # monotonic segments: 4 steps of 100 J, then the counter's first reading after the reset
+    # (100 J counted from 0) and 4 more steps = 900 J (issue 31: a reset must not lose its segment)
+    assert energy == pytest.approx(900 / 3600)
 
 
 def test_an_impossible_gpu_index_is_one_line(tmp_path: Path, bench) -> None:
