@@ -18,15 +18,19 @@ reader (compare, report, the timeline section) shows "—", never a wrong or neg
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 from bench.records.contract import RUN_JSON
-from bench.records.timeline import MARKS, PHASES, SPANS
+from bench.records.timeline import ALL_PHASES, MARKS, SPANS
 
 MAX_RESOLUTION_S = 60.0  # the coarsest clock a mark is read from (Slurm: 1 s); beyond it nothing is timed
 MAX_SPAN_S = 90 * 86400.0  # push, submit and collect of one run lie within 90 days of each other
 LAST_MARKS = ("collected", "exit")  # the end a plausible window is measured to (the first known)
 FIRST_MARKS = ("pushed", "submitted")
+# A kind adds marks of its own (sbatch_returned, build_created, container_started, Kueue's,
+# a resumed attempt's submitted_again ...): a mark's name is an open set, held to a plain form.
+MARK_NAME = re.compile(r"[a-z][a-z0-9_]{0,39}")
 
 
 def _number(value: Any) -> float | None:
@@ -48,9 +52,9 @@ def _mark_problems(marks: dict[str, Any]) -> list[str]:
     out: list[str] = []
     for name in list(marks):
         entry = marks[name]
-        if name not in MARKS or not isinstance(entry, dict):
+        if not isinstance(name, str) or not MARK_NAME.fullmatch(name) or not isinstance(entry, dict):
             del marks[name]
-            out.append(f"{RUN_JSON}: timeline mark {str(name)[:40]!r} is not a mark bench knows; dropped")
+            out.append(f"{RUN_JSON}: timeline mark {str(name)[:40]!r} is not a mark's name and time; dropped")
             continue
         if entry.get("time") is None:
             continue
@@ -65,7 +69,8 @@ def _mark_problems(marks: dict[str, Any]) -> list[str]:
         return out
     for name, t in known.items():
         res = max(float(marks[name]["resolution_s"]), float(marks[last]["resolution_s"]))
-        if name != last and MARKS.index(name) < MARKS.index(last) and t > known[last] + res:
+        before_last = name in MARKS and MARKS.index(name) < MARKS.index(last)  # a kind's own: before collected
+        if name != last and (before_last or (name not in MARKS and last == "collected")) and t > known[last] + res:
             span = known[last] - t
             why = f"is {-span:.6g} s after {last} (a negative span: the clocks or the mark are wrong)"
             _refuse_mark(marks, name, f"refused: {why}")
@@ -95,7 +100,9 @@ def _phase_problem(entry: dict[str, Any], marks: dict[str, Any]) -> str | None:
             f"it ends {-seconds:.3f} s before it starts (clocks {entry.get('source')}: they disagree beyond "
             f"their resolution {res} s)"
         )
-    cut = SPANS.get(str(entry["phase"])) if entry["phase"] not in ("stage", "launch") else None
+    # stage and launch are cut from a kind's marks; an attempt's phases from that attempt's own marks
+    own_cut = entry["phase"] not in ("stage", "launch") and "attempt" not in entry
+    cut = SPANS.get(str(entry["phase"])) if own_cut else None
     if cut is not None:
         for key, mark_name, t in (("start", cut[0], start), ("end", cut[1], end)):
             m = marks.get(mark_name)
@@ -124,7 +131,7 @@ def refuse_bad_timeline(meta: dict[str, Any]) -> list[str]:
         return out
     kept = []
     for entry in phases:
-        if not isinstance(entry, dict) or entry.get("phase") not in PHASES:
+        if not isinstance(entry, dict) or entry.get("phase") not in ALL_PHASES:
             name = entry.get("phase") if isinstance(entry, dict) else entry
             out.append(f"{RUN_JSON}: timeline phase {str(name)[:40]!r} is not a phase bench knows; dropped")
             continue
