@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from bench.analysis.run_index import INDEX_FILE
 from bench.envs import load_env
 from bench.records.timeline import timeline_problems
 from bench.targets.base import JobSpec, RunState, new_run_id
@@ -51,7 +52,7 @@ def smoke_run(local_slurm, tmp_path_factory) -> Path:
         timeout=480,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    (run_dir,) = (results / "local-slurm").iterdir()
+    (run_dir,) = (p for p in (results / "local-slurm").iterdir() if p.name != INDEX_FILE)
     return run_dir
 
 
