@@ -123,13 +123,14 @@ def write_entry(run_dir: Path, run: RunData | None = None) -> dict[str, Any]:
     return entry
 
 
-def _saved(env_dir: str) -> dict[str, Any]:
-    """run_id -> its last index line as stored (a line that cannot be read is skipped)."""
+def _saved(env_dir: str) -> tuple[dict[str, Any], bool]:
+    """(run_id -> its last index line as stored, whether a line could not be read: skipped)."""
     try:
         with open(os.path.join(env_dir, INDEX_FILE), "rb") as fh:
             lines = fh.read().splitlines()
     except OSError:
-        return {}
+        return {}, False
+    damaged = False
     try:  # one parse for the whole file; line by line only when one is damaged
         parsed = json.loads(b"[" + b",".join(line for line in lines if line.strip()) + b"]")
     except (ValueError, RecursionError):
@@ -138,8 +139,9 @@ def _saved(env_dir: str) -> dict[str, Any]:
             try:
                 parsed.append(json.loads(line))
             except (ValueError, RecursionError):
-                continue
-    return {p["run_id"]: p for p in parsed if isinstance(p, dict) and isinstance(p.get("run_id"), str)}
+                damaged = True
+    kept = {p["run_id"]: p for p in parsed if isinstance(p, dict) and isinstance(p.get("run_id"), str)}
+    return kept, damaged
 
 
 def _kept(saved: Any, current: dict[str, list[int]]) -> tuple[dict[str, Any] | None, str]:
@@ -177,7 +179,7 @@ def run_dirs(results: Path, envs: Iterable[str] | None = None) -> Iterator[tuple
 
 
 def read_index(results: Path, envs: Iterable[str] | None = None, stream: TextIO | None = None) -> list[IndexedRun]:
-    """Every run of the tree as its index entry, rebuilding (and naming) those not current."""
+    """Every run of the tree as its index entry, rebuilding those not current (naming the stale and damaged)."""
     root = os.fspath(results)
     wanted = set(envs) if envs else None
     runs, rebuilt = [], []
@@ -185,14 +187,17 @@ def read_index(results: Path, envs: Iterable[str] | None = None, stream: TextIO 
         if wanted is not None and env not in wanted:
             continue
         env_dir = os.path.join(root, env)
-        saved, new_lines = _saved(env_dir), []
+        (saved, damaged), new_lines = _saved(env_dir), []
         for run_id in _real_dirs(env_dir):
             run_dir = os.path.join(env_dir, run_id)
             entry, why = _kept(saved.get(run_id), stamp(run_dir))
             if entry is None:
                 entry, line = _line(Path(run_dir))
                 new_lines += [line] if line else []
-                rebuilt.append(f"{env}/{run_id} ({why})")
+                if why == "missing" and damaged:
+                    why = "its line damaged or missing"
+                if why != "missing":  # a run placed without a line (by hand, an older bench) is no news
+                    rebuilt.append(f"{env}/{run_id} ({why})")
             runs.append(IndexedRun(env, run_id, Path(run_dir), entry))
         _append(Path(env_dir), new_lines)
     if rebuilt:
@@ -217,7 +222,7 @@ def index_placed(run_dirs_placed: Iterable[Path]) -> None:
     for run_dir in run_dirs_placed:
         by_env.setdefault(Path(run_dir).parent, []).append(Path(run_dir))
     for env_dir, placed in by_env.items():
-        saved, lines = _saved(os.fspath(env_dir)), []
+        (saved, _), lines = _saved(os.fspath(env_dir)), []
         for run_dir in placed:
             if (run_dir / RUN_JSON).is_file() and _kept(saved.get(run_dir.name), stamp(run_dir))[0] is None:
                 lines += [line] if (line := _line(run_dir)[1]) else []

@@ -33,12 +33,12 @@ def tree(results: Path) -> list[Path]:
     return dirs
 
 
-def test_a_missing_entry_is_rebuilt_from_the_record_and_named_then_read_as_kept(tmp_path: Path) -> None:
+def test_a_missing_entry_is_rebuilt_from_the_record_quietly_then_read_as_kept(tmp_path: Path) -> None:
     results = tmp_path / "results"
     dirs = tree(results)
     said = io.StringIO()
     first = read_index(results, stream=said)
-    assert "rebuilt 8 run index entries" in said.getvalue() and "bare/a0 (missing)" in said.getvalue()
+    assert said.getvalue() == ""  # a run placed without a line (by hand, an older bench) is no news
     kept = [json.loads(line)["run_id"] for env_dir in {d.parent for d in dirs} for line in index_file(env_dir).open()]
     assert sorted(kept) == sorted(d.name for d in dirs)
     by_id = {r.run_id: r.entry for r in first}
@@ -129,10 +129,10 @@ def test_an_index_that_cannot_be_written_still_gives_the_entries(tmp_path: Path)
     index_file(results / "bare").mkdir()
     said = io.StringIO()
     assert len(read_index(results, stream=said)) == 8
-    assert index_file(results / "cloud").is_file() and "rebuilt 8" in said.getvalue()
+    assert index_file(results / "cloud").is_file() and said.getvalue() == ""
     again = io.StringIO()
-    read_index(results, stream=again)
-    assert "rebuilt 4" in again.getvalue() and "bare/a0 (missing)" in again.getvalue()  # computed again, named
+    assert len(read_index(results, stream=again)) == 8  # computed again from the records
+    assert not index_file(results / "bare").is_file() and again.getvalue() == ""
 
 
 def test_check_of_one_commit(tmp_path: Path) -> None:
