@@ -5,8 +5,10 @@ With a Kubelet attached, the double's clock follows the wall clock and:
 - a Build (webhook, ConfigChange or instantiate) goes New -> Running -> Complete for real:
   the BuildConfig's git source (a local repository; else the kubelet's `source`) is
   exported at `spec.revision.git.commit` into a folder, its "image" (a `file://` URI names
-  a repository on this machine). With podman on the
-  PATH it also runs `podman build` of that folder's Dockerfile; without, the Build says
+  a repository on this machine). With `ATLAS_DOUBLE_PODMAN_BUILD=1` and podman on the
+  PATH it also runs `podman build` of that folder's Dockerfile (opt-in: the Dockerfile's
+  default base image comes from a registry, which a machine without network, like CI's,
+  cannot reach; `scripts/podman-image.sh` builds a local one); otherwise the Build says
   (an Event) that the checkout is the image.
 - a Job that is not suspended gets a pod (the job controller), retried up to backoffLimit
   and stopped by a podFailurePolicy FailJob exit code; `run_pod` runs any pod, whatever
@@ -43,7 +45,7 @@ class Kubelet:
 
     def __init__(self, double: Any, root: Path, source: Path, python: str = sys.executable) -> None:
         self.double, self.root, self.source, self.python = double, Path(root).resolve(), Path(source).resolve(), python
-        self.podman = shutil.which("podman")
+        self.podman = shutil.which("podman") if os.environ.get("ATLAS_DOUBLE_PODMAN_BUILD") == "1" else None
         self.images: dict[str, Path] = {}  # image digest -> the folder the Build exported
         self.building: dict[str, threading.Event] = {}  # digest -> set once its Build ended
         self.procs: dict[str, subprocess.Popen] = {}
