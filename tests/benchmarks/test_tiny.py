@@ -28,13 +28,20 @@ TINY: dict[str, tuple[list[str], str]] = {
     "gpu_matrix.py": (["--tiny", "--cpu"], "matrix"),
     "history_scale.py": (["--tiny"], "history"),
     "report_scale.py": (["--tiny"], "report_over_read"),
+    "sacct_parse.py": (["--lines", "300", "--repeat", "1"], "s_per_1000_lines"),
     "sampler_overhead.py": (["--tiny"], "overhead_pct_1hz"),
     "step_overhead.py": (["--tiny"], "aten_ops_per_iter"),
     "timeline_overhead.py": (["--tiny"], "hours"),
     "train_throughput.py": (["--tiny"], "images_per_s"),
     "tree_scale.py": (["--tiny"], "compare"),
 }
-SKIP_HERE = {"gpu_proof.py": "needs a GPU; its own rehearsal test covers it"}
+SKIP_HERE = {
+    "gpu_proof.py": "needs a GPU; its own rehearsal test covers it",
+    # the GPU proof's own modules (not scripts with figures of their own): its rehearsal runs them
+    "gpu_proof_evidence.py": "a module of gpu_proof.py (tests/benchmarks/test_gpu_proof.py)",
+    "reference_stand_in.py": "a module of gpu_proof.py (tests/benchmarks/test_gpu_proof.py)",
+    "reference_timing.py": "gpu_proof.py's reference cell (tests/benchmarks/test_gpu_proof.py)",
+}
 
 
 def test_every_script_has_a_tiny_run() -> None:
