@@ -72,6 +72,10 @@ class LocalTarget(FolderTarget):
         if re.fullmatch(r"[0-9a-f]{40}", job.commit):
             env["ATLAS_GIT_SHA"] = job.commit  # the commit submitted; the recorder judges dirtiness
         env.pop("ATLAS_GIT_DIRTY", None)
+        # the timeline's accepted mark: bench asks for the process. Taken before the spawn, not
+        # after: a parent descheduled once Popen returns could read its clock after the child
+        # started, and launch (accepted -> the job's start) would come out negative.
+        spawned_time = time.time()
         with (run_dir / JOB_LOG).open("wb") as log:
             proc = subprocess.Popen(
                 command,
@@ -82,7 +86,6 @@ class LocalTarget(FolderTarget):
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
             )
-        spawned_time = time.time()  # the timeline's accepted mark: the process exists
         self._children[proc.pid] = proc
         # pid identity: checked before any signal
         self.write_submit(job, submit_time, command, spawned_time=spawned_time, **identity(proc.pid))
@@ -153,7 +156,7 @@ class LocalTarget(FolderTarget):
         }
 
     def timeline_marks(self, run_id: str, facts: dict[str, Any]) -> dict[str, dict]:
-        """accepted: the process was spawned (submit.json); no scheduler grants anything, no image is pulled."""
+        """accepted: bench asked for the process (submit.json); no scheduler grants anything, no image is pulled."""
         marks = super().timeline_marks(run_id, facts)
         accepted = mark(self.submit_info(run_id).get("spawned_time"), "bench-host", HOST_RESOLUTION_S)
         if accepted is not None:
