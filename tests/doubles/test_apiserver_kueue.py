@@ -79,7 +79,10 @@ def test_two_runs_with_quota_for_one_the_second_waits_the_first_run_time(tmp_pat
             offset = second["accepted"]["time"] - first["accepted"]["time"]
             assert abs(wait - (first_run - offset)) <= 1.5, (wait, first_run, offset)
             wls = double.store["workloads"].values()
-            assert all(any(c["type"] == "Finished" for c in w["status"]["conditions"]) for w in wls)
+            # a Workload is marked Finished once Kueue sees its Job complete: a moment after the Job
+            assert wait_for(
+                lambda wls=wls: all(any(c["type"] == "Finished" for c in w["status"]["conditions"]) for w in wls), 30
+            )
             pending = [c for w in wls for c in w["status"]["conditions"] if c["type"] == "QuotaReserved"]
             assert all(c["status"] == "True" for c in pending)
         finally:
