@@ -91,6 +91,7 @@ def apply(root: Path, item: tuple[int, str, str, float], expect: dict[tuple[str,
     phases=[Phase.explicit, Phase.reuse, Phase.generate],
     suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
+@pytest.mark.slow
 @given(st.lists(damage, min_size=1, max_size=4))
 @example([(0, "truncate", "train.jsonl", 0.5)])
 @example([(1, "truncate", "samples-node1.csv", 0.37)])

@@ -6,6 +6,8 @@ import hashlib
 import shutil
 from pathlib import Path
 
+import pytest
+
 from bench.analysis.advisor import advise
 from bench.analysis.compare import compare_runs
 from bench.cli import main
@@ -58,6 +60,7 @@ def digest(folder: Path) -> dict[str, str]:
     return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.iterdir())}
 
 
+@pytest.mark.slow
 def test_same_input_gives_identical_bytes(tmp_path: Path) -> None:
     results = make_results(tmp_path / "results")
     first = write_report(results, tmp_path / "out")
@@ -100,12 +103,14 @@ def test_report_contents(tmp_path: Path) -> None:
     assert "Tesla V100" in text
 
 
+@pytest.mark.slow
 def test_long_runs_stay_under_one_megabyte(tmp_path: Path) -> None:
     res = write_report(make_results(tmp_path / "results", duration_s=6 * 3600), tmp_path / "out")
     size = sum(p.stat().st_size for p in res.folder.iterdir())
     assert size < 1_000_000, size
 
 
+@pytest.mark.slow
 def test_index_lists_every_report_newest_first(tmp_path: Path) -> None:
     results = tmp_path / "results"
     make_results(results, sha="a" * 40, start=1.79e9)
@@ -140,6 +145,7 @@ def test_cli_report_and_compare(tmp_path: Path, capsys) -> None:
     assert "no runs under" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_a_damaged_report_folder_stays_in_the_index(tmp_path: Path) -> None:
     """A folder whose summary.json is 0 bytes (a report killed by a full disk before this
     fix) is listed with the problem, never dropped silently."""
@@ -154,6 +160,7 @@ def test_a_damaged_report_folder_stays_in_the_index(tmp_path: Path) -> None:
     assert "summary.json unreadable" in line
 
 
+@pytest.mark.slow
 def test_a_full_disk_during_a_report_is_one_error_and_keeps_the_previous_report(
     small_tmpfs: Path, tmp_path: Path
 ) -> None:
@@ -202,6 +209,7 @@ def test_two_reports_at_once_both_succeed_and_leave_one_whole_folder(tmp_path: P
     assert sorted(p.name for p in out.iterdir()) == sorted([alone.folder.name, "README.md", ".atlas.lock"])
 
 
+@pytest.mark.slow
 def test_a_report_killed_half_way_leaves_nothing_the_next_one_keeps(tmp_path: Path) -> None:
     results = make_results(tmp_path / "results")
     out = tmp_path / "out"
