@@ -172,34 +172,20 @@ def run_cell(cell: Cell, limit: float, ctx: dict[str, Any]) -> dict[str, Any]:
             out["gpu_util_percent_mean"] = sampler.result()
         return out
     if cell.kind == "atlas":
-        cmd = [
-            sys.executable,
-            str(HERE / "train_throughput.py"),
-            "--experiment",
-            cell.preset,
-            "--iters",
-            str(cell.iters),
-            "--warmup",
-            str(cell.warmup),
-        ]
-        for item in [*cell.overrides, f"runtime.compile_cache_dir={cache}"]:
-            cmd += ["--set", item]
+        cmd = _preset_command("train_throughput.py", cell, [*cell.overrides, f"runtime.compile_cache_dir={cache}"])
         return gm._run(cmd, limit, {**row, "overrides": cell.overrides}, env)
     if cell.kind == "overhead":
-        cmd = [
-            sys.executable,
-            str(HERE / "step_overhead.py"),
-            "--experiment",
-            cell.preset,
-            "--iters",
-            str(cell.iters),
-            "--warmup",
-            str(cell.warmup),
-        ]
-        for item in cell.overrides:
-            cmd += ["--set", item]
-        return gm._run(cmd, limit, row, env)
+        return gm._run(_preset_command("step_overhead.py", cell, cell.overrides), limit, row, env)
     return ev.record_cell(cell, limit, row, env, cache, ctx["out"])
+
+
+def _preset_command(script: str, cell: Any, overrides: list[str]) -> list[str]:
+    """The command line of a benchmark script that times one preset (train_throughput, step_overhead)."""
+    cmd = [sys.executable, str(HERE / script), "--experiment", cell.preset]
+    cmd += ["--iters", str(cell.iters), "--warmup", str(cell.warmup)]
+    for item in overrides:
+        cmd += ["--set", item]
+    return cmd
 
 
 class _Null:

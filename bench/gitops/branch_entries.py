@@ -11,7 +11,6 @@ an entry whose `files` break the schema keeps its figures but is never restored.
 
 from __future__ import annotations
 
-import math
 import re
 from typing import Any
 
@@ -33,7 +32,7 @@ _KNOWN = {"version", "env", "run_id", "commit", "dirty", "start", "status", "exp
 
 
 def _number(v: Any, low: float, high: float) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and low <= v <= high
+    return strict_numbers.finite(v, low, high) is not None
 
 
 def _plainly_sound(e: dict[str, Any]) -> bool:

@@ -56,6 +56,8 @@ SOURCES = ("bench-host", "slurmctld", "ansible-runner", "api-server", "kueue", "
 # microsecond but written rounded; Slurm's Submit/Start are whole seconds.
 HOST_RESOLUTION_S = 0.001
 JOB_RESOLUTION_S = 0.001
+# The workload's process start (run_start - setup_s) is read from the kernel in clock ticks.
+PROCESS_START_RESOLUTION_S = 0.01
 SLURM_RESOLUTION_S = 1.0
 EARLIEST_PUSH = 946_684_800.0  # 2000-01-01 UTC: an earlier push time (ATLAS_PUSHED_AT=1) is a mistake
 PUSHED_AT_VARIABLE = "ATLAS_PUSHED_AT"  # set by the git hook / CI: the push's time, Unix seconds or ISO 8601
@@ -320,7 +322,7 @@ def job_marks(record: dict[str, Any], log: Any) -> tuple[dict[str, Any], float |
     setup = warmups[0].get("setup_s") if warmups else None
     no_warmup = absent(f"{TRAIN_JSONL} has no warmup event: the workload's start-up is unknown")
     if run_starts and isinstance(setup, (int, float)) and not isinstance(setup, bool) and setup >= 0:
-        marks["workload_start"] = mark(float(run_starts[0]["time"]) - float(setup), "job", JOB_RESOLUTION_S)
+        marks["workload_start"] = mark(float(run_starts[0]["time"]) - float(setup), "job", PROCESS_START_RESOLUTION_S)
     marks["first_iter"] = mark(warmups[0]["time"], "job", JOB_RESOLUTION_S) if warmups else no_warmup
     marks["last_iter"] = (
         mark(trains[-1]["time"], "job", JOB_RESOLUTION_S) if trains else absent(f"{TRAIN_JSONL} has no train line")

@@ -27,6 +27,7 @@ from typing import Any
 from bench.records.contract import TRAIN_JSONL
 from bench.records.timeline import (
     JOB_RESOLUTION_S,
+    PROCESS_START_RESOLUTION_S,
     SLURM_RESOLUTION_S,
     _known,
     _null,
@@ -72,7 +73,9 @@ def job_attempt_marks(record: dict[str, Any], log: Any) -> list[dict[str, Any]]:
         marks: dict[str, Any] = {"recorder_start": mark(start, "job", JOB_RESOLUTION_S)}
         setup = warmups[0].get("setup_s") if warmups else None
         if run_starts and isinstance(setup, (int, float)) and not isinstance(setup, bool) and setup >= 0:
-            marks["workload_start"] = mark(float(run_starts[0]["time"]) - float(setup), "job", JOB_RESOLUTION_S)
+            marks["workload_start"] = mark(
+                float(run_starts[0]["time"]) - float(setup), "job", PROCESS_START_RESOLUTION_S
+            )
         marks["first_iter"] = (
             mark(warmups[0]["time"], "job", JOB_RESOLUTION_S)
             if warmups

@@ -17,11 +17,11 @@ reader (compare, report, the timeline section) shows "—", never a wrong or neg
 
 from __future__ import annotations
 
-import math
 import re
 from typing import Any
 
 from bench.records.contract import RUN_JSON
+from bench.records.strict_numbers import finite
 from bench.records.timeline import ALL_PHASES, MARKS, SPANS
 
 MAX_RESOLUTION_S = 60.0  # the coarsest clock a mark is read from (Slurm: 1 s); beyond it nothing is timed
@@ -31,11 +31,6 @@ FIRST_MARKS = ("pushed", "submitted")
 # A kind adds marks of its own (sbatch_returned, build_created, container_started, Kueue's,
 # a resumed attempt's submitted_again ...): a mark's name is an open set, held to a plain form.
 MARK_NAME = re.compile(r"[a-z][a-z0-9_]{0,39}")
-
-
-def _number(value: Any) -> float | None:
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-    return float(value) if ok else None
 
 
 def _null_phase(entry: dict[str, Any], reason: str) -> None:
@@ -58,7 +53,7 @@ def _mark_problems(marks: dict[str, Any]) -> list[str]:
             continue
         if entry.get("time") is None:
             continue
-        t, res = _number(entry.get("time")), _number(entry.get("resolution_s"))
+        t, res = finite(entry.get("time")), finite(entry.get("resolution_s"))
         if t is None or t <= 0 or res is None or not 0 <= res <= MAX_RESOLUTION_S:
             why = "its time" if t is None or t <= 0 else f"its resolution (at most {MAX_RESOLUTION_S:g} s)"
             _refuse_mark(marks, name, f"refused: {why} is not valid")
@@ -86,8 +81,8 @@ def _mark_problems(marks: dict[str, Any]) -> list[str]:
 
 def _phase_problem(entry: dict[str, Any], marks: dict[str, Any]) -> str | None:
     """Why a known phase cannot be believed, or None."""
-    start, end, seconds = (_number(entry.get(k)) for k in ("start", "end", "seconds"))
-    res = _number(entry.get("resolution_s"))
+    start, end, seconds = (finite(entry.get(k)) for k in ("start", "end", "seconds"))
+    res = finite(entry.get("resolution_s"))
     if start is None or end is None or seconds is None:
         return "its start, end or seconds is not a finite number"
     if res is None or not 0 <= res <= MAX_RESOLUTION_S:
@@ -108,7 +103,7 @@ def _phase_problem(entry: dict[str, Any], marks: dict[str, Any]) -> str | None:
             m = marks.get(mark_name)
             if not isinstance(m, dict):
                 continue  # a record that kept phases without marks: nothing to hold them to
-            mt = _number(m.get("time"))
+            mt = finite(m.get("time"))
             if mt is None and str(m.get("reason", "")).startswith("refused"):
                 return f"its {mark_name} mark was refused ({m['reason']})"
             if mt is not None and abs(mt - t) > slack:

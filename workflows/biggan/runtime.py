@@ -88,12 +88,18 @@ def configure_kernels(c: dict[str, Any], device: torch.device, compiling: bool) 
 
 
 def process_start_time() -> float:
-    """Unix time at which this process started (psutil), or now if that is unknown."""
-    try:
-        import psutil
+    """Unix time at which this process started, good to one clock tick (10 ms).
 
-        return float(psutil.Process().create_time())
-    except Exception:  # psutil missing or /proc unreadable
+    Read as its start in ticks since boot (/proc/self/stat field 22) set against
+    CLOCK_BOOTTIME now. psutil's create_time adds the boot time /proc/stat gives in whole
+    seconds, which put the start up to a second early: before the parent had spawned it,
+    and the run's launch phase came out negative. Elsewhere (no /proc): now."""
+    try:
+        after_name = Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()
+        ticks = int(after_name[19])  # field 22; the fields after the name start at field 3
+        since_boot = time.clock_gettime(time.CLOCK_BOOTTIME) - ticks / os.sysconf("SC_CLK_TCK")
+        return time.time() - since_boot
+    except (OSError, ValueError, IndexError, AttributeError):
         return time.time()
 
 
