@@ -75,8 +75,21 @@ class Reference:
     usd_per_s: float | None
 
 
+# A reference made once by a parent session (tests/chaos/test_mutants.py: a JSON file of
+# Reference's fields): the mutated copies it runs are judged against the unmutated code's run.
+REFERENCE_VARIABLE = "ATLAS_CHAOS_REFERENCE"
+
+
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory: pytest.TempPathFactory) -> Reference:
+    given = os.environ.get(REFERENCE_VARIABLE)
+    if given:
+        return Reference(**json.loads(Path(given).read_text()))
+    return make_reference(tmp_path_factory)
+
+
+def make_reference(tmp_path_factory: pytest.TempPathFactory) -> Reference:
+    """The job recorded without interruption, collected as env `local`."""
     run_dir = tmp_path_factory.mktemp("reference") / "run"
     proc = subprocess.run(recorded(run_dir), cwd=REPO, env=workload_env(), capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]

@@ -10,12 +10,16 @@ attempt (cost moving with it) passed. Each mutant is one textual change to real 
 - last attempt only: the recorder keeps no earlier attempt in `previous_attempts`;
 - wall of the last attempt only: wall time (and so cost) counts the last attempt alone.
 
-Cost: one uninterrupted reference run and one killed-and-resumed run per mutant (trial 5:
-a recorder killed after three checkpoints, so there are older ones to pick wrongly).
+Cost: one uninterrupted reference run, made once here by the unmutated tree (none of the
+mutants changes a run that is never interrupted), and one killed-and-resumed run per
+mutant (trial 5: a recorder killed after three checkpoints, so there are older ones to
+pick wrongly).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import os
 import shutil
 import subprocess
@@ -23,6 +27,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from tests.chaos.test_chaos import REFERENCE_VARIABLE, make_reference
 
 pytestmark = pytest.mark.slow
 
@@ -66,8 +72,17 @@ def scratch_copy(into: Path) -> Path:
     return into
 
 
+@pytest.fixture(scope="module")
+def reference_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The uninterrupted run, made once by this (unmutated) tree for every mutant's trial:
+    none of the mutants changes an uninterrupted run, and the truth is this tree's."""
+    path = tmp_path_factory.mktemp("chaos-reference") / "reference.json"
+    path.write_text(json.dumps(dataclasses.asdict(make_reference(tmp_path_factory))))
+    return path
+
+
 @pytest.mark.parametrize("name", sorted(MUTANTS))
-def test_each_mutant_fails_the_chaos_trial(name: str, tmp_path: Path) -> None:
+def test_each_mutant_fails_the_chaos_trial(name: str, tmp_path: Path, reference_file: Path) -> None:
     path, original, mutated = MUTANTS[name]
     scratch = scratch_copy(tmp_path / "scratch")
     text = (scratch / path).read_text()
@@ -75,6 +90,7 @@ def test_each_mutant_fails_the_chaos_trial(name: str, tmp_path: Path) -> None:
     (scratch / path).write_text(text.replace(original, mutated))
     env = dict(os.environ, ATLAS_CHAOS_TRIALS=str(int(TRIAL) + 1), ATLAS_CHAOS_SEED="16")
     env.pop("ATLAS_CHAOS_LOG", None)
+    env[REFERENCE_VARIABLE] = str(reference_file)
     env["PYTHONPATH"] = str(scratch)  # the mutated copy, not this tree (bench is installed editable)
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import copy
+import json
+import subprocess
+import sys
 from itertools import islice
 from pathlib import Path
 
@@ -10,7 +13,8 @@ import pytest
 import torch
 import torch.distributed as dist
 
-from tests.workflows.biggan.conftest import events, last, run_workload
+from tests.workflows.biggan.conftest import REPO, events, last, run_workload
+from tests.workflows.biggan.conftest import env as workload_env
 from workflows.biggan import distributed, runtime
 from workflows.biggan.config import resolve
 from workflows.biggan.data import SyntheticImages, device_batches
@@ -177,24 +181,48 @@ def test_synthetic_batches_are_made_whole_and_resume_exactly() -> None:
     assert not torch.equal(ds.batch(idx)[0], SyntheticImages(40, 32, 4, seed=1).batch(idx)[0])
 
 
+# One start of a process that compiles a two-layer model with the real inductor through the
+# workload's own path (use_cache_dir, compile_with_fallback), as a run in `argv[1]` would.
+CACHED_START = """
+import json, sys
+from pathlib import Path
+import torch
+from workflows.biggan import runtime
+from workflows.biggan.config import resolve
+
+run_dir = Path(sys.argv[1])
+state = runtime.CompileState(enabled=True, requested=True, mode="default", backend="inductor")
+state.cache_dir = runtime.use_cache_dir(resolve("smoke", ["runtime.compile=true"]), run_dir)
+model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 1))
+
+def probe(fwd):
+    fwd[0](torch.randn(4, 8)).sum().backward()
+
+runtime.compile_with_fallback([model], probe, state)
+print(json.dumps({"enabled": state.enabled, "warning": state.warning, "cache": state.cache,
+                  "cache_dir": state.cache_dir, **state.counters}))
+"""
+
+
 @pytest.mark.slow
 def test_compiler_cache_next_to_the_runs_makes_the_second_start_warm(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Real inductor on the CPU (minutes): the second run in the same folder compiles nothing."""
+    """Real inductor on the CPU, on a model small enough to compile in seconds (the workload's
+    own models take minutes cold): two processes, two runs in one results folder; the
+    second start finds every graph in the folder beside the runs and compiles nothing."""
     monkeypatch.delenv("TORCHINDUCTOR_CACHE_DIR", raising=False)  # set by inductor in this process
-    job = ("runtime.compile=true", "model.attention=0", "train.max_iters=1", "train.sample_grid=false")
     starts = []
     for name in ("first", "second"):
-        proc = run_workload(tmp_path / name, *job, timeout=900)
-        assert proc.returncode == 0, proc.stderr
-        warm = last(events(tmp_path / name), "warmup")
-        assert warm["compile"] is True, proc.stderr  # inductor worked (else a warning said why)
-        assert warm["compile_guard"] == "passed" and warm["graph_breaks"] == 0 and warm["recompiles"] == 0
-        assert warm["flops_per_g_iteration"] > 0
-        starts.append(warm)
+        proc = subprocess.run(
+            [sys.executable, "-c", CACHED_START, str(tmp_path / name)],
+            cwd=REPO, env=workload_env(), capture_output=True, text=True, timeout=600,
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        start = json.loads(proc.stdout.splitlines()[-1])
+        assert start["enabled"] and start["warning"] is None, start  # inductor worked
+        starts.append(start)
     cache = tmp_path / runtime.CACHE_DIR_NAME
-    assert starts[0]["compile_cache_dir"] == starts[1]["compile_cache_dir"] == str(cache)
-    assert any(cache.iterdir())
-    assert starts[0]["compile_cache"] == "cold" and starts[0]["compile_cache_misses"] > 0
-    assert starts[1]["compile_cache"] == "warm" and starts[1]["compile_cache_misses"] == 0
+    assert starts[0]["cache_dir"] == starts[1]["cache_dir"] == str(cache) and any(cache.iterdir())
+    assert starts[0]["cache"] == "cold" and starts[0]["cache_misses"] > 0
+    assert starts[1]["cache"] == "warm" and starts[1]["cache_misses"] == 0 and starts[1]["cache_hits"] > 0
