@@ -131,10 +131,12 @@ class Target(ABC):
         """Runs this environment knows of, optionally only those of one commit."""
 
     @abstractmethod
-    def fetch(self, run_id: str, into: Path) -> dict[str, Any]:
+    def fetch(self, run_id: str, into: Path, finished: RunStatus | None = None) -> dict[str, Any]:
         """Copy the record files of a finished run into `into` (an empty temporary folder)
         and return what the scheduler knows that the job did not (`run.json` `scheduler`
-        keys: submit/start/end time, job id; None where unknown).
+        keys: submit/start/end time, job id; None where unknown). `finished`: the status
+        the caller already read and found finished (a finished run stays finished), so a
+        kind need not ask its scheduler again (`finished_status`).
 
         Only `bench.records.place.place_run` calls it: it freezes these facts and the
         environment's into the record and places it, once. A target never writes
@@ -163,6 +165,12 @@ class Target(ABC):
         raise AtlasError(
             f"{self.env.name}: kind {self.env.kind} has no data staging: its jobs read the data path of this machine"
         )
+
+    def finished_status(self, run_id: str, known: RunStatus | None) -> RunStatus:
+        """`known` when it is this run's and finished; else the scheduler is asked (and must say finished)."""
+        if known is not None and known.run_id == run_id and known.state.finished:
+            return known
+        return self.require_finished(self.status(run_id))
 
     def require_finished(self, status: RunStatus) -> RunStatus:
         """Collect copies finished runs only: a record still being written is not one."""

@@ -181,11 +181,11 @@ class FolderTarget(Target):
         ]
         return [r for r in runs if not commit or (r.commit or "").startswith(commit)]
 
-    def fetch(self, run_id: str, into: Path) -> dict[str, Any]:
+    def fetch(self, run_id: str, into: Path, finished: RunStatus | None = None) -> dict[str, Any]:
         """Copy a finished run's record files into `into`; return the scheduler facts."""
         if (self.runs_dir / run_id).is_symlink():
             raise AtlasError(f"{self.runs_dir / run_id} is a link, not a run folder: not followed, not collected")
-        self.require_finished(self.status(run_id))
+        self.finished_status(run_id, finished)
         return self.copy_run(run_id, Path(into))
 
     def timeline_marks(self, run_id: str, facts: dict[str, Any]) -> dict[str, dict]:

@@ -444,8 +444,9 @@ class KubernetesTarget(JobStatusReader, RecordCopier, PyTorchJobRunner, Target):
         )
 
     # -- collect --------------------------------------------------------------------
-    def fetch(self, run_id: str, into: Path) -> dict[str, Any]:
-        """Copy the record off the results volume; the Job's and pods' times are returned."""
+    def fetch(self, run_id: str, into: Path, finished: RunStatus | None = None) -> dict[str, Any]:
+        """Copy the record off the results volume; the Job's and pods' times are returned.
+        The Job and its pods are read here anyway (their times), so `finished` is not needed."""
         dest = Path(into)
         job = self._find_job(run_id)
         multi = self._find_pytorchjob(run_id) if job is None else None

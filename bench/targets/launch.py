@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bench.in_job.command import job_command, workload_command
+from bench.in_job.command import job_command
 from bench.targets.base import JobSpec
 
 
@@ -67,18 +67,6 @@ def launcher(
     if rendezvous is None:
         raise ValueError("a multi-node launch needs a rendezvous (node rank, master address and port)")
     return ["-m", "torch.distributed.run", f"--nnodes={nodes}", per_node, *rendezvous.args()]
-
-
-def launch_command(
-    job: JobSpec,
-    run_dir: str,
-    nodes: int = 1,
-    gpus_per_node: int = 0,
-    python: str = "python",
-    rendezvous: Rendezvous | C10dRendezvous | None = None,
-) -> list[str]:
-    """The workload's command line for `nodes` × `gpus_per_node` (without the recorder)."""
-    return workload_command(job.experiment, run_dir, job.overrides, python, launcher(nodes, gpus_per_node, rendezvous))
 
 
 def recorded_launch(

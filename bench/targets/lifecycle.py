@@ -28,17 +28,20 @@ def current_commit() -> str:
     return git_info(REPO_ROOT).get("sha") or "nocommit"
 
 
-def collect_run(target: Target, run_id: str, results: Path, out: TextIO | None = None) -> Path:
+def collect_run(
+    target: Target, run_id: str, results: Path, out: TextIO | None = None, finished: RunStatus | None = None
+) -> Path:
     """Place one finished run into results/<env>/<run_id>/ (bench.records.place.place_run).
 
-    Collecting a run that is already there is a no-op, and says so.
+    Collecting a run that is already there is a no-op, and says so. `finished`: the run's
+    finished status when the caller has it (the target then need not ask again).
     """
     out = out or sys.stdout
     placed = place_run(
         Path(results),
         target.env,
         run_id,
-        lambda into: target.fetch(run_id, into),
+        lambda into: target.fetch(run_id, into, finished),
         lambda facts: target.timeline_marks(run_id, facts),
     )
     if not placed.new:
@@ -153,7 +156,7 @@ def run_and_collect(
     def one_batch(n: int) -> None:
         ids = [st.run_id for st in submit_runs(target, experiment, commit, n, overrides, out)]
         for run_id, st in wait(target, ids, out, timeout_s=timeout_s).items():
-            path = collect_run(target, run_id, results, out)
+            path = collect_run(target, run_id, results, out, finished=st)
             collected.append(path)
             if st.state.value != "completed":
                 failed.append(f"{run_id}: {st.state.value} ({st.detail.splitlines()[0] if st.detail else ''})")

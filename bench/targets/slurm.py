@@ -435,24 +435,11 @@ class SlurmTarget(Target):
         stats = self._run("list.yml", {"atlas_commit": commit or ""})  # one Ansible pass for all
         return [self._status_from(str(run["run_id"]), run) for run in stats.get("runs") or []]
 
-    def wait(self, run_id: str, timeout_s: float, poll_s: float = 5.0) -> RunStatus:
-        """Poll `status` until the run has finished or `timeout_s` passed (then AtlasError)."""
-        deadline = time.monotonic() + timeout_s
-        while True:
-            status = self.status(run_id)
-            if status.state.finished:
-                return status
-            if time.monotonic() > deadline:
-                raise AtlasError(
-                    f"{self.env.name}: run {run_id} still {status.state.value} after {timeout_s:.0f}s "
-                    f"({status.detail}); collect it later with `bench collect`"
-                )
-            time.sleep(poll_s)
-
-    def fetch(self, run_id: str, into: Path) -> dict[str, Any]:
+    def fetch(self, run_id: str, into: Path, finished: RunStatus | None = None) -> dict[str, Any]:
         """ansible/collect.yml copies the record files; Slurm's accounting gives the times and,
-        where the site accounts them, a second source for GPU utilisation and energy."""
-        self.require_finished(self.status(run_id))
+        where the site accounts them, a second source for GPU utilisation and energy. A
+        finished status handed in saves the status playbook (one Ansible run, seconds)."""
+        self.finished_status(run_id, finished)
         stats = self._run(
             "collect.yml",
             {

@@ -9,11 +9,13 @@ mechanics are tested in seconds; the end-to-end test uses the real repository.
 
 from __future__ import annotations
 
+import io
 import os
 import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -98,3 +100,10 @@ def head(repo: Path) -> str:
     return subprocess.run(
         ["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
     ).stdout.strip()
+
+
+def wait_finished(target: Any, run_id: str, timeout_s: float, poll_s: float = 1.0) -> Any:
+    """The run's final RunStatus, polled by bench's own wait loop (bench.targets.lifecycle.wait)."""
+    from bench.targets.lifecycle import wait
+
+    return wait(target, [run_id], out=io.StringIO(), poll_s=poll_s, timeout_s=timeout_s)[run_id]

@@ -5,10 +5,16 @@ from __future__ import annotations
 import pytest
 
 from bench.targets.base import JobSpec
-from bench.targets.launch import PYTORCHJOB_RENDEZVOUS, Rendezvous, launch_command, recorded_launch
+from bench.targets.launch import PYTORCHJOB_RENDEZVOUS, Rendezvous, recorded_launch
 
 JOB = JobSpec(run_id="r1", experiment="cifar", commit="c" * 40, overrides=("train.max_iters=5",))
 WORKLOAD = ["-m", "workflows.biggan", "--experiment", "cifar", "--run-dir", "/results/r1", "--set", "train.max_iters=5"]
+
+
+def launch_command(job: JobSpec, run_dir: str, *shape: int, **kw: object) -> list[str]:
+    """What the recorder runs: the job command's part after `bench record ... --`."""
+    cmd = recorded_launch("moc", job, run_dir, *shape, **kw)
+    return cmd[cmd.index("--") + 1 :]
 
 
 @pytest.mark.parametrize("gpus", [0, 1])

@@ -29,7 +29,15 @@ from bench.targets import target_for
 from bench.targets.base import JobSpec, RunState, new_run_id
 from bench.targets.lifecycle import collect_run
 from bench.targets.slurm import SlurmTarget, extravars_yaml
-from tests.ansible.local_slurm import REPO, RUNS, head, local_slurm, slurm_env, standin_repo  # noqa: F401
+from tests.ansible.local_slurm import (  # noqa: F401
+    REPO,
+    RUNS,
+    head,
+    local_slurm,
+    slurm_env,
+    standin_repo,
+    wait_finished,
+)
 
 pytestmark = [pytest.mark.slurm]
 
@@ -115,12 +123,17 @@ def test_completed_run_is_collected_with_scheduler_times(local_slurm, standin_re
     target = make_target(tmp_path, standin_repo, gpus_per_node=1)
     job = submit(target, standin_repo, "standin.iters=5")
     assert "#SBATCH --gres=gpu:1\n" in (RUNS / job.run_id / "job.sbatch").read_text()
-    final = target.wait(job.run_id, timeout_s=120, poll_s=1)
+    final = wait_finished(target, job.run_id, 120, 1)
     assert final.state is RunState.COMPLETED, final.detail
     assert final.commit == head(standin_repo)
     assert [r.run_id for r in target.list_runs(commit=head(standin_repo)[:8])] == [job.run_id]
 
-    dest = collect_run(target, job.run_id, tmp_path / "results")
+    # as `bench run` collects: the finished status it has is trusted, so no status playbook runs
+    playbooks: list[str] = []
+    run_events = target._run_events
+    target._run_events = lambda playbook, *a, **kw: playbooks.append(playbook) or run_events(playbook, *a, **kw)
+    dest = collect_run(target, job.run_id, tmp_path / "results", finished=final)
+    assert playbooks == ["collect.yml"], playbooks
     names = {p.name for p in dest.iterdir()}
     assert {"run.json", "train.jsonl", "job.sbatch", "slurm-jobs.tsv", f"slurm-{final.scheduler_job_id}.out"} <= names
     assert any(n.startswith("samples-") and n.endswith(".csv") for n in names)
@@ -149,7 +162,7 @@ def test_completed_run_is_collected_with_scheduler_times(local_slurm, standin_re
 def test_failed_run_is_reported_with_its_log_tail(local_slurm, standin_repo, tmp_path) -> None:
     target = make_target(tmp_path, standin_repo)
     job = submit(target, standin_repo, "standin.iters=2", "standin.exit=3")
-    final = target.wait(job.run_id, timeout_s=120, poll_s=1)
+    final = wait_finished(target, job.run_id, 120, 1)
     assert final.state is RunState.FAILED
     assert "exit code 3" in final.detail and "standin: failed at iteration 2" in final.detail
     assert (RUNS / job.run_id).is_dir()  # the tests' own work folder, removed after the session
@@ -170,7 +183,7 @@ def test_cancelled_run_does_not_resubmit_itself(local_slurm, standin_repo, tmp_p
     with pytest.raises(AtlasError, match="already has Slurm job .* RUNNING"):
         target.submit(job)  # a second job in the same run directory
     target.cancel(job.run_id)
-    final = target.wait(job.run_id, timeout_s=90, poll_s=1)
+    final = wait_finished(target, job.run_id, 90, 1)
     assert final.state is RunState.CANCELLED, final.detail
     assert final.extra["job_ids"] == final.scheduler_job_id  # no dependent job was chained
     assert (run_dir / "CANCELLED").exists()
@@ -211,7 +224,7 @@ def test_time_limit_warning_signal_checkpoints_and_the_chain_completes(local_slu
             env={**os.environ, **local_slurm},
         )  # fmt: skip
         assert warn.returncode == 0, warn.stderr
-    final = target.wait(job.run_id, timeout_s=420, poll_s=2)
+    final = wait_finished(target, job.run_id, 420, 2)
     logs = "".join(p.read_text() for p in sorted((RUNS / job.run_id).glob("slurm-*.out")))
     assert final.state is RunState.COMPLETED, f"{final.detail}\n{logs}"
     stops = [e for e in train_events(RUNS / job.run_id) if e["event"] == "run_stop"]
@@ -245,7 +258,7 @@ def test_hostile_env_name_is_refused_and_overrides_stay_literal_text(local_slurm
     )
     target = make_target(tmp_path, standin_repo, name=env_name)
     job = submit(target, standin_repo, *overrides)
-    final = target.wait(job.run_id, timeout_s=120, poll_s=1)
+    final = wait_finished(target, job.run_id, 120, 1)
     assert final.state is RunState.COMPLETED, final.detail
     assert [c for c in canaries if c.exists()] == []
     run_dir = RUNS / job.run_id
@@ -334,7 +347,7 @@ def test_a_plain_scancel_is_a_cancel_never_a_resubmission(local_slurm, standin_r
     wait_for(lambda: any(e["event"] == "run_start" for e in train_events(run_dir)), 90, "the job to start")
     job_id = target.status(job.run_id).scheduler_job_id
     subprocess.run(["scancel", job_id], env=slurm_env(), check=True, timeout=30)
-    final = target.wait(job.run_id, timeout_s=90, poll_s=1)
+    final = wait_finished(target, job.run_id, 90, 1)
     time.sleep(3)  # a resubmission, if any, would be listed by now
     final = target.status(job.run_id)
     log = (run_dir / f"slurm-{job_id}.out").read_text()
@@ -370,7 +383,7 @@ def test_a_slurm_requeue_resumes_the_same_job_with_both_logs_and_real_waits(
 
     wait_for(pending, 60, "the requeued job to be pending")
     assert _scontrol("update", f"JobId={job_id}", "StartTime=now+4").returncode == 0
-    final = target.wait(job.run_id, timeout_s=180, poll_s=1)
+    final = wait_finished(target, job.run_id, 180, 1)
     log = (run_dir / f"slurm-{job_id}.out").read_text()
     assert final.state is RunState.COMPLETED, final.detail + log
     assert final.extra["job_ids"] == job_id, log  # Slurm's requeue only: no second submission

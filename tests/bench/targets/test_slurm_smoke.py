@@ -18,7 +18,7 @@ from bench.records.timeline import timeline_problems
 from bench.targets.base import JobSpec, RunState, new_run_id
 from bench.targets.lifecycle import collect_run
 from bench.targets.slurm import SlurmTarget
-from tests.ansible.local_slurm import REPO, RUNS, head, local_slurm, slurm_env  # noqa: F401
+from tests.ansible.local_slurm import REPO, RUNS, head, local_slurm, slurm_env, wait_finished  # noqa: F401
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 
@@ -102,7 +102,7 @@ def test_warning_signal_checkpoints_and_resume_matches_uninterrupted(smoke_run: 
         time.sleep(0.5)
     # Slurm's `--signal=B:USR1@N` warning, sent now instead of N seconds before the limit.
     subprocess.run(["scancel", "--signal=USR1", "--batch", str(first)], env=slurm_env(), check=True, timeout=30)
-    final = target.wait(job.run_id, timeout_s=400, poll_s=2)
+    final = wait_finished(target, job.run_id, 400, 2)
     assert final.state is RunState.COMPLETED, final.detail
     assert len(final.extra["job_ids"].split(",")) == 2
     stops = [e for e in events(log) if e["event"] == "run_stop"]
