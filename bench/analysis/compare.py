@@ -16,14 +16,15 @@ import pandas as pd
 
 from bench.analysis.comparable import Excluded, select_comparable
 from bench.analysis.metrics import HEADLINE, METRIC_BY_KEY, METRICS, RunMetrics, run_metrics
-from bench.analysis.stats import Comparison, compare_samples, median, olympic_mean
+from bench.analysis.stats import Comparison, compare_samples, median, olympic_mean, smallest_p
 from bench.errors import AtlasError
 from bench.records.read import RunData
 
 # A difference is called clear when the 95 % bootstrap CI of the ratio excludes 1 and the
-# Mann-Whitney p is at most 0.10: the smallest p an exact test can reach with 3 vs 3 runs
-# is 0.10, so a stricter cut would never call a winner with the default 3 runs.
-SIGNIFICANT_P = 0.10
+# two-sided Mann-Whitney p is at most 0.05. Where the runs are too few for any p to reach
+# that (3 vs 3: the smallest p there is 0.10), the verdict says "not enough runs to judge"
+# and how small p could have been, never a winner (stats.smallest_p).
+SIGNIFICANT_P = 0.05
 CLOCK_RESOLUTION_S = 1.0  # Slurm accounting and Kubernetes timestamps count whole seconds
 RESOLUTION_FACTOR = 10  # below 10 ticks a median is too coarse for a ratio to mean much
 
@@ -64,8 +65,14 @@ class PairResult:
     at_resolution: bool = False  # `coarse` environments' medians are at or below the clock's resolution
 
     @property
+    def judgeable(self) -> bool:
+        """Could these runs show a difference at all: a test ran and its smallest possible p is under the cut."""
+        st = self.stats
+        return st.p_value is not None and smallest_p(st.n_a, st.n_b) <= SIGNIFICANT_P
+
+    @property
     def clear(self) -> bool:
-        return not self.coarse and is_clear(self.stats)
+        return not self.coarse and self.judgeable and is_clear(self.stats)
 
 
 @dataclass

@@ -65,6 +65,7 @@ def _write(out: Path, text: str, result, sha: str | None) -> None:
     """compare.md, runs.csv and compare.json in `out`."""
     out.mkdir(parents=True, exist_ok=True)
     (out / "compare.md").write_text(text)
+    from bench.analysis.stats import smallest_p
     from bench.render.runs_csv import write_runs_csv
 
     write_runs_csv(result.frame(), out / "runs.csv")
@@ -81,6 +82,8 @@ def _write(out: Path, text: str, result, sha: str | None) -> None:
             "ci95": [p.stats.ci_low, p.stats.ci_high],
             "mann_whitney_p": p.stats.p_value,
             "runs": [p.stats.n_a, p.stats.n_b],
+            "smallest_possible_p": smallest_p(p.stats.n_a, p.stats.n_b),
+            "clear": p.clear,
         }
         for p in result.pairs
     ]

@@ -38,14 +38,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--out", type=Path, default=Path("results/pr"), help="folder for comment.md and pr.json (default: results/pr)"
     )
+    parser.add_argument(
+        "--runs",
+        type=int,
+        default=3,
+        metavar="N",
+        help="runs of each commit per environment (default 3: the fewest a Mann-Whitney test can judge; "
+        "with fewer the comment says there were not enough runs to judge)",
+    )
     add_report_url(parser)
     add_thresholds(parser)
 
 
 def run(args: argparse.Namespace) -> int:
     from bench.analysis.regression import parse_thresholds
+    from bench.errors import ConfigError
     from bench.gitops.pr import envs_from_labels, pr_run
 
+    if args.runs < 1:
+        raise ConfigError(f"--runs must be at least 1, got {args.runs}")
     envs = tuple(args.envs) if args.envs else envs_from_labels(args.labels_json)
     pr_run(
         Path("."),
@@ -58,5 +69,6 @@ def run(args: argparse.Namespace) -> int:
         tuple(args.overrides),
         args.report_url,
         parse_thresholds(args.threshold),
+        runs=args.runs,
     )
     return 0

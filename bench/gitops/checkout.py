@@ -63,7 +63,13 @@ def checkout_at(source: Path, sha: str, branch: str | None, out: TextIO) -> Path
 
 
 def run_envs(
-    work: Path, envs: tuple[str, ...], experiment: str, overrides: tuple[str, ...], results: Path, out: TextIO
+    work: Path,
+    envs: tuple[str, ...],
+    experiment: str,
+    overrides: tuple[str, ...],
+    results: Path,
+    out: TextIO,
+    runs: int = 1,
 ) -> bool:
     """`bench run` on each environment inside the checkout `work`, records into `results`.
 
@@ -73,6 +79,7 @@ def run_envs(
     all_ok = True
     for env in envs:
         args = ["run", "--env", env, "--experiment", experiment, "--results", str(Path(results).resolve())]
+        args += ["--runs", str(runs)]
         for item in overrides:
             args += ["--set", item]
         all_ok &= bench_in(work, *args, out=out, ok=(0, 1)) == 0

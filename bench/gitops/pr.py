@@ -48,11 +48,14 @@ def pr_run(
     report_url: str | None = None,
     thresholds: dict[str, float] | None = None,
     out: TextIO = sys.stdout,
+    runs: int = 3,
 ) -> Path:
     """Run the PR's head and its merge-base on `envs`, write the comment and `pr.json` to `out_dir`.
 
     Both commits run here, one after the other, so each environment is judged against its
-    own runs only. `out_dir` is what a fork PR's job uploads for the workflow_run job.
+    own runs only; `runs` of each (3 by default: the fewest a Mann-Whitney test judges;
+    with fewer the comment says there were not enough to judge). `out_dir` is what a
+    fork PR's job uploads for the workflow_run job.
     """
     from bench.render.comment import render_pr_body
 
@@ -69,7 +72,7 @@ def pr_run(
     for sha in dict.fromkeys([head, base]):
         work = checkout_at(repo, sha, None, out)
         try:
-            if not run_envs(work, envs, experiment, overrides, results, out):
+            if not run_envs(work, envs, experiment, overrides, results, out, runs):
                 print(f"atlas: a run of {sha[:12]} did not complete; its record is compared all the same", file=out)
         finally:
             shutil.rmtree(work, ignore_errors=True)

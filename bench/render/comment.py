@@ -47,6 +47,27 @@ def _env_section(env: EnvVerdicts) -> tuple[list[str], list[str]]:
     return lines, regressions
 
 
+def _no_regression_line(judged: list[EnvVerdicts]) -> str:
+    """The headline when no regression was shown: "No regression found" only where the runs
+    could have shown one (a rank test's runs a side, no inconclusive verdict)."""
+    from bench.analysis.regression import INCONCLUSIVE, MIN_RUNS_FOR_RANK_TEST
+
+    thin = [e for e in judged if min(e.head_runs, e.base_runs) < MIN_RUNS_FOR_RANK_TEST]
+    unsure = [e for e in judged if e not in thin and any(v.status == INCONCLUSIVE for v in e.verdicts)]
+    if not thin and not unsure:
+        return "No regression found (each environment is compared with its own merge-base runs only)."
+    sides = [
+        f"{e.head_runs} run{'s' if e.head_runs != 1 else ''} a side on {md(e.env)}"
+        if e.head_runs == e.base_runs
+        else f"{e.head_runs} run(s) of the PR vs {e.base_runs} of the merge-base on {md(e.env)}"
+        for e in thin + unsure
+    ]
+    return (
+        f"**Not enough runs to judge**: {'; '.join(sides)} (a Mann-Whitney test needs {MIN_RUNS_FOR_RANK_TEST} "
+        "a side). No regression was shown, and none can be ruled out: `bench pr --runs 3` or more."
+    )
+
+
 def _outside_band_lines(runs: list, head: str) -> list[str]:
     """The PR's runs outside their environment's expected band (clusters/<env>/expected.yaml)."""
     from bench.analysis.expected import outside
@@ -89,15 +110,15 @@ def render_pr_body(
     body: list[str] = []
     regressions: list[str] = []
     runs = read_pr_runs(results, envs)
-    for env in compare_pr(runs, head, base, thresholds):  # select and judge: not here
+    judged = compare_pr(runs, head, base, thresholds)  # select and judge: not here
+    for env in judged:
         lines, found = _env_section(env)
         body += lines
         regressions += found
-    head_line = (
-        (f"**{len(regressions)} regression(s)**: " + "; ".join(regressions))
-        if regressions
-        else "No regression found (each environment is compared with its own merge-base runs only)."
-    )
+    if regressions:
+        head_line = f"**{len(regressions)} regression(s)**: " + "; ".join(regressions)
+    else:
+        head_line = _no_regression_line(judged)
     lines = [f"## Benchmark: `{code(head[:12])}` vs merge-base `{code(base[:12])}`", "", head_line, "", *body]
     lines += _outside_band_lines(runs, head)
     lines += _timeline_lines(runs, head)

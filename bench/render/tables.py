@@ -12,7 +12,7 @@ from bench.analysis.comparable import Excluded
 from bench.analysis.compare import CLOCK_RESOLUTION_S, RESOLUTION_FACTOR, SIGNIFICANT_P, CompareResult
 from bench.analysis.instrument import mixed_compile_note
 from bench.analysis.metrics import METRIC_BY_KEY, METRICS, Metric, RunMetrics, fmt
-from bench.analysis.stats import Comparison
+from bench.analysis.stats import Comparison, smallest_p
 from bench.render.escape import code, md
 
 
@@ -53,7 +53,8 @@ def verdicts(result: CompareResult) -> list[str]:
 
     One direction rule: the ratio is env ÷ baseline, the change is said that way round,
     and the interval printed is that ratio's. One "wins" rule: Mann–Whitney p at most
-    SIGNIFICANT_P AND an interval that excludes 1 (and values finer than a clock tick).
+    SIGNIFICANT_P AND an interval that excludes 1 (and values finer than a clock tick);
+    runs too few for any p to reach SIGNIFICANT_P say so, with their counts.
     """
     out: list[str] = []
     for p in result.pairs:
@@ -85,8 +86,11 @@ def verdicts(result: CompareResult) -> list[str]:
             verdict = (
                 f"not comparable: {', '.join(p.coarse)}'s values sit at the clock's {CLOCK_RESOLUTION_S:g} s resolution"
             )
-        elif st.p_value is None:
-            verdict = f"no test: too few runs ({st.n_a} vs {st.n_b}; need 3 each)"
+        elif not p.judgeable:
+            verdict = (
+                f"not enough runs to judge (n = {st.n_a} vs {st.n_b}; the smallest possible p is "
+                f"{fmt(smallest_p(st.n_a, st.n_b), 2)}, a difference needs p ≤ {SIGNIFICANT_P:g})"
+            )
         elif p.clear and metric.higher_is_better is not None:
             better = p.env_a if (st.ratio > 1) == metric.higher_is_better else p.env_b
             verdict = f"{md(better)} wins (p ≤ {SIGNIFICANT_P:g} and the interval excludes 1)"

@@ -80,7 +80,12 @@ def test_compare_two_envs_finds_the_faster_one(tmp_path: Path) -> None:
     assert ips.stats.ci_low > 1 and ips.stats.p_value == pytest.approx(0.1)
     text = "\n".join(verdicts(result))
     assert "images/s, whole job (steady, median): satori vs moc: " in text and "% faster" in text
-    assert "satori wins (p ≤ 0.1 and the interval excludes 1)" in text
+    # 3 runs a side cannot reach p <= 0.05 (the smallest p there is 0.10): no winner is named
+    assert "not enough runs to judge (n = 3 vs 3; the smallest possible p is 0.10" in text and "wins" not in text
+    four = compare_runs(find_runs(two_envs(tmp_path / "four", runs=4)))
+    (ips4,) = [p for p in four.pairs if p.metric == "images_per_s"]
+    assert ips4.stats.p_value == pytest.approx(2 / 70) and ips4.clear
+    assert "satori wins (p ≤ 0.05 and the interval excludes 1)" in "\n".join(verdicts(four))
 
 
 def test_runs_of_another_config_are_excluded_unless_allowed(tmp_path: Path) -> None:

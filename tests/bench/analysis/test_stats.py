@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import math
 
-from bench.analysis.stats import compare_samples, median, olympic_mean
+import pytest
+
+from bench.analysis.stats import compare_samples, median, olympic_mean, smallest_p
 
 
 def test_median_and_olympic_mean_skip_missing_values():
@@ -25,3 +27,12 @@ def test_too_few_runs_or_a_zero_baseline_give_no_test():
     assert compare_samples([1.0], [2.0]).p_value is None
     assert compare_samples([1.0, 2.0], [0.0, 0.0]).ratio is None
     assert compare_samples([], [1.0]).n_a == 0
+
+
+@pytest.mark.parametrize(("n_a", "n_b"), [(3, 3), (3, 4), (4, 4), (3, 5), (5, 5), (2, 6)])
+def test_smallest_p_is_what_the_exact_test_gives_two_samples_apart(n_a: int, n_b: int) -> None:
+    from scipy.stats import mannwhitneyu
+
+    apart = mannwhitneyu(list(range(n_a)), list(range(100, 100 + n_b)), alternative="two-sided", method="exact")
+    assert smallest_p(n_a, n_b) == pytest.approx(apart.pvalue)
+    assert smallest_p(3, 3) == pytest.approx(0.10) and smallest_p(1, 1) == 1.0 and smallest_p(0, 5) == 1.0

@@ -61,6 +61,8 @@ def test_pr_run_measures_head_and_merge_base_and_writes_the_comment(tmp_path: Pa
         "https://example.org/runs/1",
         "--threshold",
         "images_per_s=50%",
+        "--runs",
+        "1",
     ]
     for item in SHORT:
         args += ["--set", item]
@@ -71,6 +73,8 @@ def test_pr_run_measures_head_and_merge_base_and_writes_the_comment(tmp_path: Pa
     body = (tmp_path / "pr" / "comment.md").read_text()
     assert f"`{head[:12]}` vs merge-base `{base[:12]}`" in body
     assert "### local" in body and "1 run(s) of the PR, 1 of the merge-base" in body
+    # one run a side can show no regression: the headline says so, never "No regression found"
+    assert "**Not enough runs to judge**: 1 run a side on local" in body and "No regression found" not in body
     assert "| images/s" in body
     assert "images_per_s 50%" in body  # the threshold reached the verdicts
     assert body.rstrip().endswith("https://example.org/runs/1")

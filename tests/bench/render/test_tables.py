@@ -11,9 +11,9 @@ from bench.records.synthetic import RunSpec, write_run
 from bench.render.tables import pairs_table, runs_table, summary_table, verdicts
 
 
-def result(tmp_path: Path):
+def result(tmp_path: Path, runs: int = 3):
     for env, ips in (("a", 100.0), ("b", 130.0)):
-        for i in range(3):
+        for i in range(runs):
             write_run(tmp_path, RunSpec(env=env, run_id=f"{env}{i}", images_per_s=ips, seed=i))
     return compare_runs(find_runs(tmp_path))
 
@@ -31,4 +31,7 @@ def test_tables_follow_the_catalogue(tmp_path: Path):
 def test_verdicts_name_the_winner_with_the_numbers(tmp_path: Path):
     (line,) = [v for v in verdicts(result(tmp_path)) if v.startswith("images/s")]
     assert line.startswith("images/s, whole job (steady, median): b vs a: 3") and "% faster (ratio 1.3" in line
-    assert "b wins (p ≤ 0.1 and the interval excludes 1)" in line and "Mann–Whitney p = 0.10" in line
+    assert "Mann–Whitney p = 0.10" in line and "wins" not in line
+    assert "not enough runs to judge (n = 3 vs 3; the smallest possible p is 0.10, a difference needs p ≤ 0.05)" in line
+    (line,) = [v for v in verdicts(result(tmp_path / "four", runs=4)) if v.startswith("images/s")]
+    assert "b wins (p ≤ 0.05 and the interval excludes 1)" in line and "Mann–Whitney p = 0.029" in line
