@@ -9,6 +9,7 @@ one experiment and one `config_sha256` from a clean tree; every other run is lis
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -159,3 +160,36 @@ def is_clear(st: Comparison) -> bool:
         and st.ci_high is not None
         and (st.ci_low > 1 or st.ci_high < 1)
     )
+
+
+def ordered_pairs(result: CompareResult) -> list[PairResult]:
+    """The Summary's order: clear differences first, then those the runs could judge, each
+    by size (|log ratio|, so 0.5× and 2× weigh the same); a fixed list would bury the
+    largest difference (submit to result 3.3×) under small in-job ones."""
+
+    def size(p: PairResult) -> float:
+        r = p.stats.ratio
+        return abs(math.log(r)) if r is not None and r > 0 and math.isfinite(r) else -1.0
+
+    return sorted(result.pairs, key=lambda p: (not p.clear, not p.judgeable, -size(p)))
+
+
+@dataclass(frozen=True)
+class PhaseGap:
+    """How much longer (median seconds; negative: shorter) env_a spends in one phase than env_b."""
+
+    phase: str
+    seconds: float
+
+
+def phase_gaps(result: CompareResult, env_a: str, env_b: str) -> list[PhaseGap]:
+    """The timeline phases both environments know, largest difference of medians first."""
+    from bench.records.timeline import ALL_PHASES
+
+    a, b = result.summaries[env_a].median, result.summaries[env_b].median
+    gaps = [
+        PhaseGap(phase, a[key] - b[key])
+        for phase in ALL_PHASES
+        if a.get(key := f"phase_{phase}_s") is not None and b.get(key) is not None
+    ]
+    return sorted(gaps, key=lambda g: -abs(g.seconds))

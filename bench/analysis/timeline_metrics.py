@@ -149,6 +149,7 @@ def catalogue(metric: Callable[..., Any], derived: Callable[..., Any], higher: s
             lower,
             derived(_span("submitted", "submit_to_result_s"), "run.json timeline: submitted -> collected"),
             in_runs_table=True,
+            headline=True,
         ),
         metric(
             "push_to_result_s",
@@ -156,6 +157,7 @@ def catalogue(metric: Callable[..., Any], derived: Callable[..., Any], higher: s
             "s",
             lower,
             derived(_span("pushed", "push_to_result_s"), "run.json timeline: pushed (ATLAS_PUSHED_AT) -> collected"),
+            headline=True,
         ),
         metric(
             "platform_overhead_s",
@@ -163,6 +165,7 @@ def catalogue(metric: Callable[..., Any], derived: Callable[..., Any], higher: s
             "s",
             lower,
             derived(platform_overhead, "submit to result minus the train phase"),
+            headline=True,
         ),
         metric(
             "images_per_s_train_phase",

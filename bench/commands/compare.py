@@ -25,7 +25,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from bench.analysis.instrument import mixed_compile_note
     from bench.analysis.select_compare import select_and_compare
-    from bench.render.tables import excluded_table, pairs_table, runs_table, summary_table, verdicts
+    from bench.render.tables import (
+        end_to_end_lines,
+        excluded_table,
+        pairs_table,
+        runs_table,
+        summary_table,
+        verdicts,
+    )
 
     selected = select_and_compare(
         args.results,
@@ -42,7 +49,9 @@ def run(args: argparse.Namespace) -> int:
             for x in [
                 f"# Comparison at commit {sha[:12] if sha else 'unknown'}: "
                 f"experiment {result.experiment or 'unknown'}, {len(result.runs)} of {len(runs)} run(s) compared",
-                "\n".join(f"- {v}" for v in verdicts(result) or mixed_compile_note(result.runs)),
+                "\n".join(
+                    f"- {v}" for v in [*end_to_end_lines(result), *verdicts(result)] or mixed_compile_note(result.runs)
+                ),
                 summary_table(result),
                 pairs_table(result),
                 runs_table(result),

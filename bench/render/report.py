@@ -41,6 +41,7 @@ from bench.render.escape import code, md
 from bench.render.index import SUMMARY_JSON, write_index
 from bench.render.runs_csv import write_runs_csv
 from bench.render.tables import (
+    end_to_end_lines,
     excluded_table,
     identity_table,
     pairs_table,
@@ -279,7 +280,8 @@ def _readme(name: str, sha: str | None, runs: list[RunData], result: CompareResu
         first_start=_utc(min(starts)) if starts else "unknown",
         last_start=_utc(max(starts)) if starts else "unknown",
         results=code(results.name),
-        summary=verdicts(result) or [*mixed_compile_note(result.runs), *_single_env_summary(result)],
+        summary=[*end_to_end_lines(result), *verdicts(result)]
+        or [*mixed_compile_note(result.runs), *_single_env_summary(result)],
         pairs_table=pairs_table(result),
         pairs_env=code(", ".join(e for e in result.envs if e != result.baseline)),
         baseline=code(result.baseline),
