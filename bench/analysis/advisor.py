@@ -2,7 +2,9 @@
 
 Rules are deliberately simple and stated with the numbers they used, so a reader can
 disagree: GPU below 50 % busy; GPU idle while the CPU allowance is saturated (input
-bound); memory headroom against the limit; CPU threads per GPU.
+bound); memory headroom against the limit; CPU threads per GPU. Runs that shared a busy
+host (bench.analysis.contention) give no thread or memory advice: their CPU and memory
+say as much about the other work as about the job.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import math
 
 from bench.analysis.compare import CompareResult
+from bench.analysis.contention import contended
 from bench.analysis.instrument import instrument_notes
 from bench.analysis.metrics import RunMetrics, fmt
 from bench.analysis.stats import median
@@ -52,36 +55,52 @@ def advise(result: CompareResult) -> dict[str, list[str]]:
                     f"{fmt(cpu_frac * 100)} % used ({fmt(cpu / 100)} of {fmt(limit)} cores): "
                     "give the job more CPU cores or move preprocessing off the CPU."
                 )
-        rss, mem_limit = _med(runs, "peak_rss_gb"), _med(runs, "mem_limit_gb")
-        peak = "peak host memory (whole machine)" if any(r.from_host("peak_rss_gb") for r in runs) else "peak RSS"
-        if rss is not None and mem_limit:
-            frac = rss / mem_limit
-            if frac >= MEM_TIGHT:
-                notes.append(
-                    f"memory is tight: {peak} {fmt(rss)} GB is {fmt(frac * 100)} % of the "
-                    f"{fmt(mem_limit)} GB limit; raise the memory request to avoid OOM kills."
-                )
-            elif frac <= MEM_LOOSE:
-                notes.append(
-                    f"memory headroom: {peak} {fmt(rss)} GB is {fmt(frac * 100)} % of the "
-                    f"{fmt(mem_limit)} GB available; a smaller memory request would do."
-                )
-            else:
-                notes.append(f"memory headroom: {peak} {fmt(rss)} GB is {fmt(frac * 100)} % of {fmt(mem_limit)} GB.")
         gmem, gtot = _med(runs, "gpu_mem_peak_gb"), _med(runs, "gpu_mem_total_gb")
         if gmem is not None and gtot:
             notes.append(f"GPU memory: peak {fmt(gmem)} GiB of {fmt(gtot)} GiB per GPU ({fmt(gmem / gtot * 100)} %).")
-        if cpu is not None and limit:
-            used = cpu / 100.0
-            per = max(gpus, 1)
-            suggest = max(1, min(int(limit // per), math.ceil(used / per * 1.25)))
-            who = "the host (whole machine)" if any(r.from_host("cpu_mean_pct") for r in runs) else "the job"
-            notes.append(
-                f"CPU threads: {who} used {fmt(used)} of {fmt(limit)} cores on average; "
-                f"suggest {suggest} CPU thread(s) per {'GPU' if gpus else 'process'} "
-                f"(torch.set_num_threads / data-loader workers) with {int(limit // per)} available per "
-                f"{'GPU' if gpus else 'process'}."
-            )
+        notes.extend(_resource_notes(runs, gpus))
         notes.extend(instrument_notes(runs, result.runs))
         out[env] = notes
     return out
+
+
+def _resource_notes(runs: list[RunMetrics], gpus: int) -> list[str]:
+    """Memory and CPU-thread advice from the runs whose host was not busy with other work."""
+    quiet = [r for r in runs if contended(r) is None]
+    if not quiet:
+        return [
+            f"no CPU thread or memory advice: all {len(runs)} run(s) shared a busy host "
+            "(see *Runs on a busy host*); rerun on a quiet machine"
+        ]
+    notes = []
+    cpu, limit = _med(quiet, "cpu_mean_pct"), _med(quiet, "cpu_limit_cores")
+    rss, mem_limit = _med(quiet, "peak_rss_gb"), _med(quiet, "mem_limit_gb")
+    peak = "peak host memory (whole machine)" if any(r.from_host("peak_rss_gb") for r in quiet) else "peak RSS"
+    if rss is not None and mem_limit:
+        frac = rss / mem_limit
+        if frac >= MEM_TIGHT:
+            notes.append(
+                f"memory is tight: {peak} {fmt(rss)} GB is {fmt(frac * 100)} % of the "
+                f"{fmt(mem_limit)} GB limit; raise the memory request to avoid OOM kills."
+            )
+        elif frac <= MEM_LOOSE:
+            notes.append(
+                f"memory headroom: {peak} {fmt(rss)} GB is {fmt(frac * 100)} % of the "
+                f"{fmt(mem_limit)} GB available; a smaller memory request would do."
+            )
+        else:
+            notes.append(f"memory headroom: {peak} {fmt(rss)} GB is {fmt(frac * 100)} % of {fmt(mem_limit)} GB.")
+    if cpu is not None and limit:
+        used = cpu / 100.0
+        per = max(gpus, 1)
+        suggest = max(1, min(int(limit // per), math.ceil(used / per * 1.25)))
+        who = "the host (whole machine)" if any(r.from_host("cpu_mean_pct") for r in quiet) else "the job"
+        notes.append(
+            f"CPU threads: {who} used {fmt(used)} of {fmt(limit)} cores on average; "
+            f"suggest {suggest} CPU thread(s) per {'GPU' if gpus else 'process'} "
+            f"(torch.set_num_threads / data-loader workers) with {int(limit // per)} available per "
+            f"{'GPU' if gpus else 'process'}."
+        )
+    if len(quiet) < len(runs):
+        notes.append(f"thread and memory advice from {len(quiet)} of {len(runs)} runs: the others shared a busy host.")
+    return notes

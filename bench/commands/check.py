@@ -3,11 +3,13 @@ only moves forward, the config hash, the files a record names, plausible units, 
 MFU above 100 % of the GPUs' peak (the compile section's counts are then wrong).
 
 Prints one line per problem (`results/<env>/<run_id>: problem`) and exits 1 when there
-is any, 0 when every record is sound. Records are read one at a time, so a tree of any
-size is checked in constant memory; `--env` and `--commit` check a part of it. Where this
-repository holds a results branch, each history entry whose git object is missing or
-corrupt in this clone is listed too (`bench history` and `bench report` leave that entry
-out and go on). `bench report` runs the same checks and lists the problems in the report.
+is any, 0 when every record is sound. A sound record of a run whose host was busy with
+other work (bench.analysis.contention) gets a `warning:` line, which is not a problem.
+Records are read one at a time, so a tree of any size is checked in constant memory;
+`--env` and `--commit` check a part of it. Where this repository holds a results branch,
+each history entry whose git object is missing or corrupt in this clone is listed too
+(`bench history` and `bench report` leave that entry out and go on). `bench report` runs
+the same checks and lists the problems in the report.
 """
 
 from __future__ import annotations
@@ -31,7 +33,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from bench.analysis.contention import contended
     from bench.analysis.fastpath import mfu_over_limit
+    from bench.analysis.metrics import run_metrics
     from bench.errors import AtlasError
     from bench.records.read import iter_runs
 
@@ -55,6 +59,9 @@ def run(args: argparse.Namespace) -> int:
         for problem in found:
             print(f"{run.path}: {problem}")
             problems += 1
+        busy = None if found else contended(run_metrics(run))  # a sound record of a run that shared its host
+        if busy:
+            print(f"{run.path}: warning: {busy}")
     print(f"{checked} run record(s) checked, {bad} with problems ({problems} problem(s))")
     branch = branch_problems(Path("."))
     for line in branch:

@@ -36,6 +36,7 @@ class RunSpec:
     gpu_util: float = 80.0
     sm_active: float | None = None  # DCGM_FI_PROF_SM_ACTIVE (0-1); None: the catalogue's value
     cpu_pct: float = 150.0
+    host_cpu_pct: float = 70.0  # the whole machine's CPU (% of all its cores), the job's share included
     seed: int = 0
     config_sha256: str = CONFIG_SHA
     queue_wait_s: float = 0.0
@@ -129,7 +130,7 @@ def _write_samples(run_dir: Path, spec: RunSpec, rng: np.random.Generator) -> tu
             "time": t,
             "proc_cpu_percent": np.clip(rng.normal(spec.cpu_pct, 10, n), 0, None),
             "proc_rss_bytes": 2e9 + np.linspace(0, 5e8, n),
-            "host_cpu_percent": np.clip(rng.normal(70, 5, n), 0, 100),
+            "host_cpu_percent": np.clip(rng.normal(spec.host_cpu_pct, 5, n), 0, 100),
         }
     )
     gpu_info = []

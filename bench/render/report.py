@@ -26,6 +26,7 @@ import pandas as pd
 from bench.analysis.advisor import advise
 from bench.analysis.changepoints import change_points
 from bench.analysis.compare import CompareResult
+from bench.analysis.contention import contended
 from bench.analysis.crosscheck import cross_check_runs
 from bench.analysis.history import chart_points, merge, series
 from bench.analysis.identity import identity_rows, scaling_rows
@@ -280,6 +281,7 @@ def _readme(name: str, sha: str | None, runs: list[RunData], result: CompareResu
         first_start=_utc(min(starts)) if starts else "unknown",
         last_start=_utc(max(starts)) if starts else "unknown",
         results=code(results.name),
+        busy=[(code(f"{m.env}/{m.run_id}"), md(why, 600)) for m in result.runs if (why := contended(m))],
         summary=[*end_to_end_lines(result), *verdicts(result)]
         or [*mixed_compile_note(result.runs), *_single_env_summary(result)],
         pairs_table=pairs_table(result),

@@ -19,6 +19,18 @@ Runs started {{ first_start }} – {{ last_start }} (UTC). Written by `bench rep
 {% else -%}
 - Nothing to compare: no run produced figures (see *Data problems*).
 {% endfor %}
+{%- if busy %}
+
+## Runs on a busy host
+
+These runs shared their machine with other work (host CPU at least 90 % busy while the
+job used under half of its cores): their figures are not the platform's alone, and the
+advisor leaves them out.
+
+{% for run, why in busy -%}
+- `{{ run }}`: {{ why }}
+{% endfor %}
+{%- endif %}
 {%- if expected %}
 
 ## Outside the expected band
