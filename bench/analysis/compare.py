@@ -48,7 +48,7 @@ class EnvSummary:
     statuses: dict[str, int]
     median: dict[str, float | None] = field(default_factory=dict)
     olympic: dict[str, float | None] = field(default_factory=dict)
-    # metric key -> its clock's resolution, where the median is at or below it ("< 1 s"):
+    # metric key -> its clock's resolution, where the median is at or below it ("≤ 1 s"):
     # no ratio or test is computed against such a value.
     below: dict[str, float] = field(default_factory=dict)
 

@@ -468,7 +468,7 @@ class RunMetrics:
         return {**ident, **self.values, **sources, "cost_note": self.cost_note}
 
     def at_resolution(self, key: str) -> float | None:
-        """The clock resolution when this figure is at or below it (shown "< 1 s"), else None."""
+        """The clock resolution when this figure is at or below it (shown "≤ 1 s"), else None."""
         res, value = self.resolutions.get(key), self.values.get(key)
         return res if res is not None and value is not None and value <= res else None
 

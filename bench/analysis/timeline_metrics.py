@@ -4,7 +4,7 @@ Time from submit (and from the push) to the placed result, the platform's overhe
 (everything but `train`), each phase's seconds, steady-state images/s (the `train` phase
 only, after warm-up) and the queue wait. Every figure that is a span between two marks
 records its clock resolution (`RunContext.resolutions`): a value at or below it is shown
-as "< 1 s" and no ratio or test is computed against it (bench.analysis.compare).
+as "≤ 1 s" and no ratio or test is computed against it (bench.analysis.compare).
 """
 
 from __future__ import annotations

@@ -120,7 +120,7 @@ def summary_bars(
     below: dict[str, dict[str, float]] | None = None,
 ) -> bool:
     """metric -> env -> per-run values; bar = median, whiskers = min..max. A bar too low to
-    see is written on: "< 1" where the median is at or below its clock's resolution
+    see is written on: "≤ 1" where the median is at or below its clock's resolution
     (`below`: metric -> env -> resolution), "0" where it is zero, so no value reads as missing."""
     metrics = [m for m in values if any(len(v) for v in values[m].values())]
     if not metrics:
@@ -143,7 +143,7 @@ def summary_bars(
         ax.bar(range(len(envs)), meds, yerr=[lo, hi], capsize=3, color=[f"C{i}" for i in range(len(envs))])
         for i, e in enumerate(envs):
             res = (below or {}).get(m, {}).get(e)
-            text = f"< {res:g}" if res is not None else "0" if meds[i] == 0 and values[m][e] else None
+            text = f"≤ {res:g}" if res is not None else "0" if meds[i] == 0 and values[m][e] else None
             if text:
                 ax.annotate(text, (i, 0), ha="center", va="bottom", fontsize="small")
         ax.set_xticks(range(len(envs)), envs, fontsize="small")

@@ -41,9 +41,9 @@ def change_words(metric: Metric, ratio: float) -> str:
 
 
 def shown(value: float | None, metric: Metric, resolution: float | None = None, unit: bool = False) -> str:
-    """A figure for people: "< 1 s" at or below its clock's `resolution`, else `fmt`."""
+    """A figure for people: "≤ 1 s" at or below its clock's `resolution`, else `fmt`."""
     if value is not None and resolution is not None and value <= resolution:
-        return f"< {resolution:g} {metric.unit}"
+        return f"≤ {resolution:g} {metric.unit}"
     return fmt(value, metric.digits) + (f" {metric.unit}" if unit and value is not None else "")
 
 
@@ -193,7 +193,7 @@ def pairs_table(result: CompareResult) -> str:
         )
     if any(p.at_resolution for p in result.pairs):
         rows.append("")
-        rows.append("† a median at or below its clock's resolution (shown as < 1 s): no ratio or test is computed.")
+        rows.append("† a median at or below its clock's resolution (shown as ≤ 1 s): no ratio or test is computed.")
     if any(p.coarse and not p.at_resolution for p in result.pairs):
         rows.append("")
         rows.append(

@@ -1,6 +1,6 @@
 """The report's "Where the time goes": each environment's phases from the runs' timelines,
 queue waits measured the same way on every kind, and a value at or below its clock's
-resolution shown as "< 1 s" with no ratio or test against it."""
+resolution shown as "≤ 1 s" with no ratio or test against it."""
 
 from __future__ import annotations
 
@@ -35,8 +35,8 @@ def test_the_section_shows_every_phase_with_its_source_and_the_chart(tmp_path: P
     assert (res.folder / "timeline.png").is_file()
     section = text.split("## Where the time goes", 1)[1].split("\n## ", 1)[0]
     assert "| local | queue | — | — | unknown: no scheduler: the process starts at once |" in section
-    assert "| local-slurm | queue | < 1 s | 0–0 | slurmctld |" in section
-    assert "| local-slurm | deliver | < 1 s | 1.00–1.00 | bench-host → slurmctld |" in section  # 1 s at 1 s
+    assert "| local-slurm | queue | ≤ 1 s | 0–0 | slurmctld |" in section
+    assert "| local-slurm | deliver | ≤ 1 s | 1.00–1.00 | bench-host → slurmctld |" in section  # 1 s at 1 s
     assert "| local | train |" in section and "| job |" in section
     assert "| local | **submit to result** |" in section
     assert "| local | stage | — | — | unknown: no staging step: the job reads this machine's files |" in section
@@ -55,9 +55,9 @@ def test_a_queue_wait_at_the_clocks_resolution_gets_no_ratio_and_no_test(tmp_pat
     assert pair.stats.ci_low is None and not pair.clear
     assert "| queue wait † | b-slurm | a-slurm | — | — | — | 3 vs 3 |" in pairs_table(result)
     assert any(
-        v.startswith("queue wait: b-slurm vs a-slurm: < 1 s vs < 1 s (median; at or below") for v in verdicts(result)
+        v.startswith("queue wait: b-slurm vs a-slurm: ≤ 1 s vs ≤ 1 s (median; at or below") for v in verdicts(result)
     )
-    assert "| queue wait | s | < 1 s | < 1 s | < 1 s | < 1 s |" in summary_table(result)
+    assert "| queue wait | s | ≤ 1 s | ≤ 1 s | ≤ 1 s | ≤ 1 s |" in summary_table(result)
 
 
 def test_one_line_per_environment_for_the_pr_comment(tmp_path: Path) -> None:
