@@ -110,6 +110,12 @@ reason, never 0; a value at or below its clock's resolution reads "≤ 1 s".
 ![Where the time goes](timeline.png)
 {% endif %}
 {{ timeline_table }}
+{%- if timeline_trace %}
+
+Every run's phases, one track per run, open in a trace viewer:
+[timeline.trace.json](timeline.trace.json) (Trace Event Format; load it in
+https://ui.perfetto.dev or chrome://tracing).
+{%- endif %}
 {%- endif %}
 
 ## Runs

@@ -21,6 +21,7 @@ from bench.records.read import RunData
 from bench.records.timeline import ALL_PHASES, BETWEEN_ATTEMPTS, phase_entry
 from bench.render.escape import md
 from bench.render.tables import shown
+from bench.render.trace import write_trace
 
 # One colour per phase, everywhere (matplotlib's tab10 order, fixed; the phases between a
 # resumed run's attempts in shades of red and grey).
@@ -186,6 +187,7 @@ def timeline_chart(result: CompareResult, path: Path, runs: list[RunData] | None
 
 
 def section(result: CompareResult, runs: list[RunData], folder: Path) -> dict[str, Any]:
-    """What the report template needs: the table, and whether timeline.png was drawn."""
+    """What the report template needs: the table, and whether timeline.png and the trace were written."""
     drawn = timeline_chart(result, folder / "timeline.png", runs)
-    return {"timeline_table": timeline_table(result, runs), "timeline_chart": drawn}
+    traced = write_trace(runs, folder)
+    return {"timeline_table": timeline_table(result, runs), "timeline_chart": drawn, "timeline_trace": traced}
