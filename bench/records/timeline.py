@@ -1,6 +1,7 @@
 """One timeline per run: where the time between `bench run` and the placed record went.
 
-A run's life is cut into phases, in order: deliver (bench's submit -> the scheduler has
+A run's life is cut into phases, in order: trigger (the push -> bench's submit, when the
+run came from a push), deliver (bench's submit -> the scheduler has
 the job), queue (accepted -> resources granted), stage (data staging), pull (image pull),
 launch (granted -> the workload's process starts), warmup (process start -> first
 training iteration), train (first -> last iteration), finish (last iteration -> exit)
@@ -35,7 +36,9 @@ PHASES = ("deliver", "queue", "stage", "pull", "launch", "warmup", "train", "fin
 # A resumed run's phases between two attempts (bench/records/timeline_attempts.py), and
 # every phase a timeline may hold, in the order they are drawn.
 BETWEEN_ATTEMPTS = ("preempted", "requeue", "resubmit")
-ALL_PHASES = PHASES[:7] + BETWEEN_ATTEMPTS + PHASES[7:]
+# A run that came from a push (ATLAS_PUSHED_AT) has a `trigger` phase first: push -> bench's submit.
+TRIGGER = "trigger"
+ALL_PHASES = (TRIGGER, *PHASES[:7], *BETWEEN_ATTEMPTS, *PHASES[7:])
 MARKS = (
     "pushed",
     "submitted",
@@ -64,6 +67,7 @@ PUSHED_AT_VARIABLE = "ATLAS_PUSHED_AT"  # set by the git hook / CI: the push's t
 
 # The phase's (start mark, end mark); launch is computed apart (it starts at the latest of several).
 SPANS: dict[str, tuple[str, str]] = {
+    TRIGGER: ("pushed", "submitted"),
     "deliver": ("submitted", "accepted"),
     "queue": ("accepted", "granted"),
     "stage": ("granted", "staged"),
@@ -181,8 +185,13 @@ def _pulled_first(marks: dict[str, Any], granted: Any, staged: Any) -> Any:
 
 
 def phases_from_marks(marks: dict[str, Any]) -> list[dict[str, Any]]:
-    """The phases, in order, each a span between two marks or null with the reason it is unknown."""
-    out = []
+    """The phases, in order, each a span between two marks or null with the reason it is
+    unknown; `trigger` (push -> submit) first where the run came from a push."""
+    out = (
+        [_span(TRIGGER, *(marks[m] for m in SPANS[TRIGGER]))]
+        if _known(marks, "pushed") and _known(marks, "submitted")
+        else []
+    )
     for phase in PHASES:
         if phase == "launch":
             out.append(_launch(marks))

@@ -163,8 +163,8 @@ def attempt_phases(
         if i == last:
             marks["collected"] = run_marks.get("collected")
         cut = [p for p in phases_from_marks({k: v for k, v in marks.items() if v is not None})]
-        if i > 0:  # deliver is the first attempt's; staging and pulls again only where they happened
-            cut = [p for p in cut if p["phase"] != "deliver"]
+        if i > 0:  # trigger and deliver are the first attempt's; staging and pulls again only where they happened
+            cut = [p for p in cut if p["phase"] not in ("trigger", "deliver")]
             cut = [p for p in cut if p["phase"] not in ("stage", "pull") or p["seconds"] is not None]
         if i < last:  # this attempt ended preempted: no finish, no collect
             cut = [p for p in cut if p["phase"] not in ("finish", "collect")]

@@ -26,7 +26,7 @@ from bench.render.trace import write_trace
 # One colour per phase, everywhere (matplotlib's tab10 order, fixed; the phases between a
 # resumed run's attempts in shades of red and grey).
 PHASE_COLOURS = dict(
-    zip(ALL_PHASES, ("C0", "C1", "C6", "C3", "C4", "C5", "C2", "#d62728", "#ff9896", "#c7c7c7", "C7", "C9"))
+    zip(ALL_PHASES, ("C8", "C0", "C1", "C6", "C3", "C4", "C5", "C2", "#d62728", "#ff9896", "#c7c7c7", "C7", "C9"))
 )
 
 

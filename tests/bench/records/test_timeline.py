@@ -69,6 +69,23 @@ def test_phases_in_order_each_from_its_marks() -> None:
     assert total == pytest.approx(150.0 - 100.0)
 
 
+def test_a_pushed_run_starts_with_its_trigger_phase_and_the_phases_tile_push_to_result() -> None:
+    marks = {**slurm_like_marks(), "pushed": mark(96.0, "bench-host", 0.001)}
+    phases = phases_from_marks(marks)
+    assert [p["phase"] for p in phases] == ["trigger", *PHASES]
+    assert phases[0] | {} == {
+        "phase": "trigger",
+        "start": 96.0,
+        "end": 100.0,
+        "seconds": 4.0,
+        "source": "bench-host",
+        "resolution_s": 0.001,
+    }
+    assert sum(p["seconds"] for p in phases if p["seconds"] is not None) == pytest.approx(150.0 - 96.0)
+    assert timeline_problems(build_timeline(marks)) == []
+    assert phases_from_marks(slurm_like_marks())[0]["phase"] == "deliver"  # no push: no trigger
+
+
 def test_a_kind_without_a_scheduler_launches_from_accepted_and_says_why_queue_is_null() -> None:
     marks = {
         "submitted": mark(10.0, "bench-host", 0.001),
