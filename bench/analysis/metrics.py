@@ -321,6 +321,22 @@ def _derived(fn: Callable[[RunContext], float | None], source: str, series=None)
 HOST_CPU = {"host_column": "host_cpu_percent", "per_core": True}
 
 
+def _trained(ctx: RunContext) -> bool:
+    """Whether the record has the workload's own log (a run_start): an import from sar and
+    nvidia-smi has none, so how many attempts it took and what work was lost are unknown."""
+    return bool(ctx.run.train.of("run_start"))
+
+
+def _attempts(ctx: RunContext) -> float | None:
+    if not _trained(ctx) and not ctx.meta.get("previous_attempts"):
+        return None
+    return float(len(attempt_spans(ctx.meta, ctx.run.samples))) or None
+
+
+def _lost_iters(ctx: RunContext) -> float | None:
+    return float(lost_iterations(ctx.run.train)) if _trained(ctx) else None
+
+
 METRICS: tuple[Metric, ...] = (
     Metric(
         "time_to_train_s", "time to train", "s", LOWER,
@@ -393,9 +409,9 @@ METRICS: tuple[Metric, ...] = (
            _derived(lambda ctx: startup_s(ctx.run.train, restarts=True),
                     "train.jsonl warmup.warmup_s of resumed starts (compile cache warm), median")),
     Metric("wall_s", "job wall time", "s", LOWER, _derived(_wall, "every attempt's start_time -> end_time")),
-    Metric("attempts", "attempts", "jobs", "", _derived(lambda ctx: float(len(attempt_spans(ctx.meta, ctx.run.samples)))
-           or None, "run.json previous_attempts + this one"), in_runs_table=True, digits=2),
-    Metric("lost_iters", "lost work", "iterations", LOWER, _derived(lambda ctx: float(lost_iterations(ctx.run.train)),
+    Metric("attempts", "attempts", "jobs", "", _derived(_attempts, "run.json previous_attempts + this one"),
+           in_runs_table=True, digits=2),
+    Metric("lost_iters", "lost work", "iterations", LOWER, _derived(_lost_iters,
            "train.jsonl: iterations trained again after a resume"), in_runs_table=True),
     # facts the advisor and cost read; in runs.csv, not in the summary table
     Metric("images_seen", "images seen", "images", "", _derived(lambda ctx: images_seen(ctx.run.train), "train.jsonl"),

@@ -139,3 +139,22 @@ def test_host_cpu_utilisation_is_shown_beside_percent_of_a_core(tmp_path: Path) 
     row = next(line for line in text.splitlines() if line.startswith("| host CPU utilisation mean |"))
     assert "| % of the host |" in row and "(host)" not in row
     assert (res.folder / "host_cpu.png").is_file()
+
+
+def test_an_import_has_no_attempts_or_lost_work_figures(tmp_path: Path) -> None:
+    """Nothing in sar or nvidia-smi says how many attempts a job took or what work it lost:
+    unknown (empty in runs.csv), never 1 and 0."""
+    from bench.analysis.metrics import run_metrics
+
+    results = tmp_path / "results"
+    run_dir = imported(
+        results, "satori", "r1", "--format", "sar", SAMPLES / "sar-u-r-12h.txt",
+        "nvidia-smi:" + str(SAMPLES / "nvidia-smi-units.csv"),
+    )  # fmt: skip
+    m = run_metrics(load_run(run_dir))
+    assert m.attempts is None and m.lost_iters is None
+    runs = pd.read_csv(write_report(results, tmp_path / "out").folder / "runs.csv")
+    assert runs["attempts"].isna().all() and runs["lost_iters"].isna().all()
+    write_run(tmp_path / "own", RunSpec("local", "r1"))  # the workload's own log: one attempt, nothing lost
+    m = run_metrics(load_run(tmp_path / "own" / "local" / "r1"))
+    assert m.attempts == 1.0 and m.lost_iters == 0.0
