@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from bench.analysis.metrics import RunMetrics
+from bench.analysis.stats import median
 from bench.records.read import RunData
 from bench.records.shape import recorded_shape
 
@@ -25,6 +26,10 @@ def _get(meta: dict[str, Any], *path: str) -> Any:
             return None
         node = node.get(key)
     return node
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
 
 
 FIELDS: tuple[tuple[str, Callable[[dict[str, Any]], Any]], ...] = (
@@ -86,3 +91,25 @@ def scaling_rows(metrics: list[RunMetrics]) -> list[tuple[str, int, float, float
             ips = median(by_gpus[n])
             out.append((env, n, ips, ips / n, ips / (n * one) if one else float("nan")))
     return out
+
+
+def machine(runs: list[RunData], metrics: list[RunMetrics], env: str) -> dict[str, Any]:
+    """What one environment's runs ran on, for the reports index: CPU model, logical cores,
+    GPU names and the host's CPU load during the runs (median of the runs' means). Two
+    reports of one environment on different machines are not a regression or a speed-up."""
+    mine = [r for r in runs if r.env == env]
+
+    def distinct(get: Callable[[dict[str, Any]], Any]) -> list[Any]:
+        return sorted({v for r in mine if (v := get(r.meta)) not in (None, "", [])}, key=str)
+
+    loads = [m.host_cpu_util_pct for m in metrics if m.env == env and m.host_cpu_util_pct is not None]
+    return {
+        "cpu": distinct(lambda meta: _get(meta, "hardware", "cpu_model")),
+        "cores": distinct(lambda meta: _get(meta, "hardware", "cpu_cores_logical")),
+        "gpus": distinct(
+            lambda meta: ", ".join(
+                sorted(str(g.get("name")) for g in _list(_get(meta, "hardware", "gpus")) if isinstance(g, dict))
+            )
+        ),
+        "host_cpu_pct": None if (load := median(loads)) is None else round(load, 1),
+    }

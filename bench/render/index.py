@@ -45,6 +45,7 @@ def write_index(out: Path) -> Path:
                     "problems": md(f"{SUMMARY_JSON} {reason}: run bench report for this commit again"),
                     "images_per_s": [],
                     "has_history": False,
+                    "machines": {},
                 }
             )
             continue
@@ -60,8 +61,10 @@ def write_index(out: Path) -> Path:
                     for e, v in sorted((s.get("images_per_s") or {}).items())
                 ],
                 "has_history": (folder / "history.png").is_file(),
+                "machines": s.get("machines") if isinstance(s.get("machines"), dict) else {},
             }
         )
+    _describe_machines(entries)
     latest = next((f"{e['folder']}/history.png" for e in entries if e["has_history"]), None)
     text = (
         jinja2.Environment(keep_trailing_newline=True).from_string(INDEX).render(reports=entries, latest_history=latest)
@@ -72,6 +75,33 @@ def write_index(out: Path) -> Path:
     write_text_atomic(path, text.rstrip() + "\n")
     os.chmod(path, 0o644)  # like every report file: for everyone to read (mkstemp makes 0600)
     return path
+
+
+def _identity(m: object) -> tuple[str, ...] | None:
+    """What makes a machine the same machine: CPU model, logical cores, GPUs (not its load)."""
+    if not isinstance(m, dict):
+        return None
+    return tuple(str(m.get(k)) for k in ("cpu", "cores", "gpus"))
+
+
+def _describe_machines(entries: list[dict]) -> None:
+    """Each entry's `machine` cell: per environment its CPU, cores, GPUs and host load during
+    the runs, marked where it differs from the next older report's machine for that
+    environment (newest first: a change of machine is no regression, nor a speed-up)."""
+    for i, entry in enumerate(entries):
+        older = next((e["machines"] for e in entries[i + 1 :] if e["machines"]), {})
+        cells = []
+        for env, m in sorted(entry["machines"].items()):
+            if not isinstance(m, dict):
+                continue
+            cpu = ", ".join(map(str, m.get("cpu") or [])) or "CPU unknown"
+            cores = "/".join(map(str, m.get("cores") or [])) or "?"
+            gpus = "; ".join(map(str, m.get("gpus") or [])) or "no GPU"
+            load = m.get("host_cpu_pct")
+            text = f"{env}: {cpu}, {cores} cores, {gpus}" + (f", host CPU {fmt(load)} %" if load is not None else "")
+            changed = env in older and _identity(older[env]) != _identity(m)
+            cells.append(md(text, 300) + (" (**another machine** than the report below)" if changed else ""))
+        entry["machine"] = "<br>".join(cells) or "—"
 
 
 def report_folders(out: Path) -> list[Path]:

@@ -29,7 +29,7 @@ from bench.analysis.compare import CompareResult
 from bench.analysis.contention import contended
 from bench.analysis.crosscheck import cross_check_runs
 from bench.analysis.history import chart_points, merge, series
-from bench.analysis.identity import identity_rows, scaling_rows
+from bench.analysis.identity import identity_rows, machine, scaling_rows
 from bench.analysis.instrument import mixed_compile_note
 from bench.analysis.metrics import HEADLINE, METRIC_BY_KEY, fmt
 from bench.analysis.run_index import IndexedRun
@@ -401,6 +401,7 @@ def _write_folder(
         "images_per_s": {e: result.summaries[e].median["images_per_s"] for e in result.envs},
         "time_to_train_s": {e: result.summaries[e].median["time_to_train_s"] for e in result.envs},
         "first_start": min(starts) if starts else None,
+        "machines": {e: machine(chosen, result.runs, e) for e in result.envs},
     }
     (folder / SUMMARY_JSON).write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
     os.chmod(folder, 0o755)  # mkdtemp makes 0700; a report folder is for everyone to read

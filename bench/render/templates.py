@@ -194,13 +194,17 @@ Written by `bench report` (one folder per compared commit, newest first) and com
 Each folder's `README.md` has the tables, charts, advisor notes and provenance; this index is
 regenerated from the folders' `summary.json` each time a report is written.
 
-| report | commit | environments | runs | median images/s | problems |
-|---|---|---|---:|---|---:|
+The machine column says what each environment ran on and how busy its host was: figures
+of two reports on different machines (marked) are not a regression or a speed-up.
+
+| report | commit | environments | runs | median images/s | problems | machine |
+|---|---|---|---:|---|---:|---|
 {% for r in reports -%}
 | [{{ r.folder }}]({{ r.folder }}/README.md) | `{{ r.commit }}` | {{ r.envs|join(', ') }} | {{ r.runs }} | \
-{% for env, v in r.images_per_s %}{{ env }}: {{ v }}{% if not loop.last %}, {% endif %}{% endfor %} | {{ r.problems }} |
+{% for env, v in r.images_per_s %}{{ env }}: {{ v }}{% if not loop.last %}, {% endif %}{% endfor %} | \
+{{ r.problems }} | {{ r.machine }} |
 {% else -%}
-| (none yet) | | | | | |
+| (none yet) | | | | | | |
 {% endfor %}
 {%- if latest_history %}
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import shutil
 from pathlib import Path
 
@@ -219,3 +220,29 @@ def test_a_report_killed_half_way_leaves_nothing_the_next_one_keeps(tmp_path: Pa
     (stale / "README.md").write_text("half")
     write_report(results, out)
     assert not stale.exists()
+
+
+def test_the_index_names_each_reports_machine_and_marks_a_change(tmp_path: Path) -> None:
+    results = tmp_path / "results"
+    make_results(results, sha="a" * 40, start=1.79e9)
+    make_results(results, sha="b" * 40, start=1.79e9 + 86400 * 3)
+    for run_json in results.glob("*/*/run.json"):  # the newer commit ran on another CPU
+        meta = json.loads(run_json.read_text())
+        if meta["git"]["sha"].startswith("b"):
+            meta["hardware"]["cpu_model"] = "Other CPU"
+            run_json.write_text(json.dumps(meta))
+    out = tmp_path / "out"
+    write_report(results, out, commit="aaaa")
+    new = write_report(results, out)
+    summary = json.loads((new.folder / "summary.json").read_text())
+    assert summary["machines"]["satori"]["cpu"] == ["Other CPU"] and summary["machines"]["satori"]["cores"] == [8]
+    rows = {
+        line.split("|")[1].strip(): line
+        for line in (out / "README.md").read_text().splitlines()
+        if line.startswith("| [")
+    }
+    newer = next(v for k, v in rows.items() if "bbbbbbb" in k)
+    older = next(v for k, v in rows.items() if "aaaaaaa" in k)
+    assert "satori: Other CPU, 8 cores" in newer and "host CPU 70" in newer
+    assert newer.count("(**another machine** than the report below)") == 2  # both environments moved
+    assert "Synthetic CPU" in older and "another machine" not in older
