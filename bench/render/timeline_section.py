@@ -18,7 +18,7 @@ from bench.analysis.compare import CompareResult
 from bench.analysis.metrics import METRIC_BY_KEY, RunMetrics, fmt
 from bench.analysis.stats import median
 from bench.records.read import RunData
-from bench.records.timeline import ALL_PHASES, BETWEEN_ATTEMPTS, phase_entry
+from bench.records.timeline import ALL_PHASES, BETWEEN_ATTEMPTS, TRIGGER, phase_entry
 from bench.render.escape import md
 from bench.render.tables import shown
 from bench.render.trace import write_trace
@@ -82,8 +82,8 @@ def timeline_table(result: CompareResult, runs: list[RunData]) -> str:
         for phase in ALL_PHASES:
             metric = METRIC_BY_KEY[_key(phase)]
             value = summary.median.get(metric.key)
-            if phase in BETWEEN_ATTEMPTS and not _ran(runs, env, phase):
-                continue  # only a resumed run has them
+            if phase in (TRIGGER, *BETWEEN_ATTEMPTS) and not _ran(runs, env, phase):
+                continue  # only a pushed run has a trigger, only a resumed run the phases between attempts
             source, reason = _sources(runs, env, phase)
             where = md(source) if value is not None else f"unknown: {md(reason, 200)}"
             text = shown(value, metric, summary.below.get(metric.key), unit=True)

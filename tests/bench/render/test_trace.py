@@ -19,7 +19,9 @@ def test_the_trace_has_one_track_per_run_and_its_slices_tile_submit_to_collected
         for i in range(2):
             write_run(results, RunSpec(env, f"{env}{i}", seed=i, queue_wait_s=queue, timeline=True, start=1.79e9 + i))
     report = write_report(results, tmp_path / "reports")
-    assert "[timeline.trace.json](timeline.trace.json)" in report.readme.read_text()
+    readme = report.readme.read_text()
+    assert "[timeline.trace.json](timeline.trace.json)" in readme
+    assert "| a | deliver |" in readme and "| trigger |" not in readme  # no run came from a push: no trigger row
     data = json.loads((report.folder / TRACE_FILE).read_text())
     assert isinstance(data, dict) and isinstance(data["traceEvents"], list)
     names = {(e["pid"], e["tid"]): e["args"]["name"] for e in data["traceEvents"] if e["ph"] == "M"}
