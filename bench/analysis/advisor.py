@@ -70,7 +70,7 @@ def _resource_notes(runs: list[RunMetrics], gpus: int) -> list[str]:
     if not quiet:
         return [
             f"no CPU thread or memory advice: all {len(runs)} run(s) shared a busy host "
-            "(see *Runs on a busy host*); rerun on a quiet machine"
+            "(listed under Runs on a busy host); rerun on a quiet machine"
         ]
     notes = []
     cpu, limit = _med(quiet, "cpu_mean_pct"), _med(quiet, "cpu_limit_cores")
