@@ -126,9 +126,8 @@ def main() -> None:
         args.iters, args.rounds, modes = 5, 1, ["bare", "record_1hz"]
     results: dict[str, list[float]] = {m: [] for m in modes}
     with tempfile.TemporaryDirectory() as tmp:
-        order = modes
         for r in range(args.rounds):
-            for mode in order[r % len(order) :] + order[: r % len(order)]:  # rotate who goes first
+            for mode in modes[r % len(modes) :] + modes[: r % len(modes)]:  # rotate who goes first
                 results[mode].append(run_once(mode, args.iters, Path(tmp), r))
     med = {m: float(np.median(v)) for m, v in results.items()}
     paired = {

@@ -20,6 +20,7 @@ from bench.analysis.metrics import HEADLINE, METRIC_BY_KEY, METRICS, RunMetrics,
 from bench.analysis.stats import Comparison, compare_samples, median, olympic_mean, smallest_p
 from bench.errors import AtlasError
 from bench.records.read import RunData
+from bench.records.timeline import ALL_PHASES
 
 # A difference is called clear when the 95 % bootstrap CI of the ratio excludes 1 and the
 # two-sided Mann-Whitney p is at most 0.05. Where the runs are too few for any p to reach
@@ -184,8 +185,6 @@ class PhaseGap:
 
 def phase_gaps(result: CompareResult, env_a: str, env_b: str) -> list[PhaseGap]:
     """The timeline phases both environments know, largest difference of medians first."""
-    from bench.records.timeline import ALL_PHASES
-
     a, b = result.summaries[env_a].median, result.summaries[env_b].median
     gaps = [
         PhaseGap(phase, a[key] - b[key])

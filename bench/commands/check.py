@@ -33,9 +33,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from bench.analysis.contention import contended
+    from bench.analysis.contention import contended_run
     from bench.analysis.fastpath import mfu_over_limit
-    from bench.analysis.metrics import run_metrics
     from bench.errors import AtlasError
     from bench.records.read import iter_runs
 
@@ -59,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
         for problem in found:
             print(f"{run.path}: {problem}")
             problems += 1
-        busy = None if found else contended(run_metrics(run))  # a sound record of a run that shared its host
+        busy = None if found else contended_run(run)  # a sound record of a run that shared its host
         if busy:
             print(f"{run.path}: warning: {busy}")
     print(f"{checked} run record(s) checked, {bad} with problems ({problems} problem(s))")

@@ -187,11 +187,8 @@ def _pulled_first(marks: dict[str, Any], granted: Any, staged: Any) -> Any:
 def phases_from_marks(marks: dict[str, Any]) -> list[dict[str, Any]]:
     """The phases, in order, each a span between two marks or null with the reason it is
     unknown; `trigger` (push -> submit) first where the run came from a push."""
-    out = (
-        [_span(TRIGGER, *(marks[m] for m in SPANS[TRIGGER]))]
-        if _known(marks, "pushed") and _known(marks, "submitted")
-        else []
-    )
+    pushed, submitted = (_known(marks, m) for m in SPANS[TRIGGER])
+    out = [_span(TRIGGER, pushed, submitted)] if pushed and submitted else []
     for phase in PHASES:
         if phase == "launch":
             out.append(_launch(marks))
