@@ -76,6 +76,23 @@ def _cell_number(value: object) -> float:
     return number if np.isfinite(number) else float("nan")
 
 
+def _all_rows_have(raw: bytes, body_at: int, rows: int, commas: int) -> bool:
+    """Whether each of the `rows` newline-ended lines from `body_at` on holds exactly `commas`
+    commas (so none is blank or shifts the columns), counted with numpy: 10^5 rows in
+    milliseconds where a Python loop over the lines takes a tenth of a second."""
+    if rows == 0:
+        return True
+    if commas == 0:  # one column: a blank line would pass the count; the line-by-line path decides
+        return False
+    body = np.frombuffer(raw, dtype=np.uint8)[body_at:]
+    ends = np.flatnonzero(body == 0x0A)
+    if len(ends) < rows:
+        return False
+    ends = ends[:rows]  # not the cut-off line after the last newline
+    before_end = np.searchsorted(np.flatnonzero(body[: ends[-1]] == 0x2C), ends)  # commas before each newline
+    return bool((np.diff(before_end, prepend=0) == commas).all())
+
+
 def read_samples(path: Path) -> tuple[pd.DataFrame | None, list[str]]:
     """One samples CSV as numbers. Named and dropped: a cut-off last row, rows with the wrong
     number of cells (they would shift every column), cells that are not finite numbers."""
@@ -87,20 +104,24 @@ def read_samples(path: Path) -> tuple[pd.DataFrame | None, list[str]]:
         return None, [f"{name} unreadable ({type(exc).__name__}: {str(exc)[:120]})"]
     if not raw:
         return None, [f"{name} is empty (no samples)"]
-    lines = raw.split(b"\n")
-    header, body = lines[0], lines[1:]
-    if raw.endswith(b"\n"):
-        body = body[:-1]
-    elif body:
-        body = body[:-1]
+    header_end = raw.find(b"\n")
+    header = raw if header_end < 0 else raw[:header_end]
+    complete = raw[: raw.rfind(b"\n") + 1]  # the newline-ended lines; after them, a cut-off row
+    if header_end >= 0 and not raw.endswith(b"\n"):
         problems.append(f"{name}: last row is incomplete (job killed while writing?); dropped")
     cells = header.count(b",")
-    good = [line for line in body if line.count(b",") == cells and line.strip()]
-    wrong = sum(1 for line in body if line.strip()) - len(good)
-    if wrong:
-        problems.append(f"{name}: {wrong} row(s) with the wrong number of cells (not {cells + 1}); dropped")
+    rows = max(complete.count(b"\n") - 1, 0)
+    if _all_rows_have(complete, len(header) + 1, rows, cells):  # the usual case: the file as it is
+        text = complete or header + b"\n"
+    else:
+        body = complete.split(b"\n")[1:-1]
+        good = [line for line in body if line.count(b",") == cells and line.strip()]
+        wrong = sum(1 for line in body if line.strip()) - len(good)
+        if wrong:
+            problems.append(f"{name}: {wrong} row(s) with the wrong number of cells (not {cells + 1}); dropped")
+        text = b"\n".join([header, *good]) + b"\n"
     try:
-        df = pd.read_csv(io.BytesIO(b"\n".join([header, *good]) + b"\n"), index_col=False, low_memory=False)
+        df = pd.read_csv(io.BytesIO(text), index_col=False, low_memory=False)
     except (ValueError, pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
         return None, [*problems, f"{name} unreadable ({type(exc).__name__}: {str(exc)[:120]})"]
     if "time" not in df.columns:

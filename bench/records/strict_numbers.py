@@ -64,6 +64,38 @@ def loads(data: bytes | str, max_bytes: int = MAX_JSON_BYTES, max_depth: int = M
         raise ValueError(f"not UTF-8 ({exc.reason})") from None
 
 
+_NUMBER_CHARS = frozenset(b"0123456789.+-eE")
+
+
+def needs_strict_parse(data: bytes) -> bool:
+    """Whether json's own parser could read `data` differently from `loads`' hooks: a NaN or
+    an Infinity, an exponent of three digits (1e400 overflows) or a run of 19 digits (an
+    integer too long) in a number. Found with numpy over the bytes; a candidate counts only
+    where it is a number (after `:`, `,` or `[`), not text such as a sha256 in hex."""
+    if b"NaN" in data or b"Infinity" in data:
+        return True
+    import numpy as np
+
+    arr = np.frombuffer(data, dtype=np.uint8)
+    digit = (arr >= 0x30) & (arr <= 0x39)
+    edge = np.flatnonzero(np.diff(np.concatenate(([0], digit.view(np.int8), [0]))))
+    starts, ends = edge[0::2], edge[1::2]
+    candidates = starts[ends - starts >= 19].tolist()
+    letter_e = (arr[:-3] | 0x20) == ord("e")
+    three = digit[1:-2] & digit[2:-1] & digit[3:]
+    signed = np.zeros_like(letter_e)
+    signed[:-1] = ((arr[1:-3] == ord("+")) | (arr[1:-3] == ord("-"))) & digit[2:-2] & digit[3:-1] & digit[4:]
+    candidates += np.flatnonzero(letter_e & (three | signed)).tolist()
+    for at in candidates:
+        while at > 0 and data[at - 1] in _NUMBER_CHARS:
+            at -= 1
+        while at > 0 and data[at - 1] in b" \t\r\n":
+            at -= 1
+        if at == 0 or data[at - 1] in b":,[":
+            return True
+    return False
+
+
 def finite(value: Any, low: float | None = None, high: float | None = None) -> float | None:
     """`value` as a float when it is a real number within [low, high]; else None."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
