@@ -17,7 +17,7 @@ from pathlib import Path
 
 from bench.analysis.comparable import own_reason
 from bench.analysis.compare import CompareResult, compare_runs
-from bench.analysis.run_index import IndexedRun, read_index, run_dirs
+from bench.analysis.run_index import IndexedRun, load_records, read_index, run_dirs
 from bench.errors import AtlasError
 from bench.records.read import RunData, find_runs
 from bench.records.select import same_commit, select_runs
@@ -80,7 +80,7 @@ def select_and_compare(
     if index is None:
         index = read_indexed(results, envs, "run `bench run` or `bench collect` first")
     sha, chosen = select_runs(index, commit, only, Path(results))
-    runs = [r.load() for r in chosen]
+    runs = load_records(chosen)
     result = compare_runs(runs, allow_different=allow_different, baseline=baseline, allow_dirty=allow_dirty)
     return Selected(sha, runs, index, result)
 
