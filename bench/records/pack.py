@@ -12,16 +12,17 @@ the columnar form, and anything that does not round-trip (quoted cells, ragged r
 
 from __future__ import annotations
 
-import functools
 import json
 import lzma
 
 import numpy as np
 
+from bench.records import decimal_cells
+
 COLUMNS_SUFFIX = ".cols.xz"  # samples CSV, column by column
 XZ_SUFFIX = ".xz"  # any other large file
 RAW_LIMIT = 256 << 10  # smaller files are kept as they are (run.json stays readable in a browser)
-_FORMAT = "atlas-columns/1"
+_FORMAT = "atlas-columns/2"  # 1: deltas as i4/i8, kind "decimal" (still read)
 _PRESET = 6
 
 
@@ -35,78 +36,36 @@ def _unshuffle(data: bytes, dtype: str, n: int) -> np.ndarray:
     return np.frombuffer(data, dtype=np.uint8).reshape(dt.itemsize, n).T.copy().view(dt).reshape(n)
 
 
-def _decimals(cells: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
-    """(mantissas, decimals) of a column of cells read as decimals (checked by the caller)."""
-    dot = np.char.find(cells, ".")
-    dec = np.where(dot >= 0, np.char.str_len(cells) - dot - 1, 0)
-    if dec.size and (dec.max() > 18 or dec.min() < 0):
-        return None
-    try:
-        mant = np.char.replace(cells, ".", "").astype(np.int64)
-    except (ValueError, OverflowError):
-        return None
-    return mant, dec
+def _narrow(values: np.ndarray) -> np.ndarray:
+    """Deltas zigzag-coded (0, -1, 1, -2 ... as 0, 1, 2, 3 ...) in the fewest bytes: a
+    small negative step is then a small number, not a run of 0xFF bytes, and a column
+    that moves by little keeps one or two byte planes instead of eight."""
+    zigzag = ((values << 1) ^ (values >> 63)).view(np.uint64)
+    top = int(zigzag.max(initial=0))
+    dtype = next(d for d in ("u1", "u2", "u4", "u8") if top < 1 << (8 * np.dtype(d).itemsize))
+    return zigzag.astype(dtype)
 
 
-def _format(mant: np.ndarray, dec: np.ndarray) -> np.ndarray:
-    """The cells back from mantissas and decimals: `-12.50` is (-1250, 2)."""
-    absm, out = np.abs(mant), np.empty(mant.size, dtype=object)
-    for d in np.unique(dec):
-        sel = dec == d
-        a = absm[sel]
-        if d == 0:
-            text = a.astype(str)
-        else:
-            p = 10 ** int(d)
-            text = np.char.add(np.char.add((a // p).astype(str), "."), np.char.zfill((a % p).astype(str), int(d)))
-        out[sel] = np.where(mant[sel] < 0, np.char.add("-", text), text)
-    return out.astype(str) if out.size else np.array([], dtype=str)
-
-
-def _encode_column(cells: np.ndarray) -> tuple[dict, list[bytes]]:
-    parsed = _decimals(cells)
-    if parsed is not None:
-        mant, dec = parsed
-        if np.array_equal(_format(mant, dec), cells):  # prints back exactly, else kept as text
-            delta = np.diff(mant, prepend=0)
-            dtype = "i4" if np.abs(delta).max(initial=0) < 2**31 else "i8"
-            return {"kind": "decimal", "dtype": dtype}, [
-                _shuffle(delta.astype(dtype)),
-                dec.astype(np.uint8).tobytes(),
-            ]
-    return {"kind": "text"}, ["\n".join(cells.tolist()).encode("ascii")]
-
-
-def _columns(raw: bytes) -> tuple[str, list[np.ndarray], bool] | None:
-    """(header line, columns of cells, trailing newline) for a plain rectangular ASCII CSV."""
-    if b'"' in raw or b"\r" in raw or not raw.isascii():
-        return None
-    text = raw.decode("ascii")
-    trailing = text.endswith("\n")
-    lines = (text[:-1] if trailing else text).split("\n")
-    if len(lines) < 2:
-        return None
-    header, rows = lines[0], [line.split(",") for line in lines[1:]]
-    width = header.count(",") + 1
-    if any(len(r) != width for r in rows):
-        return None
-    grid = np.array(rows, dtype=str)
-    if grid.dtype.itemsize > 4 * 40:  # a cell over 40 characters is no sample value
-        return None
-    return header, [grid[:, j] for j in range(width)], trailing
+def _unzigzag(values: np.ndarray) -> np.ndarray:
+    z = values.astype(np.uint64)
+    return (z >> np.uint64(1)).view(np.int64) ^ -(z & np.uint64(1)).view(np.int64)
 
 
 def encode_columns(raw: bytes) -> bytes | None:
     """The columnar xz form of a CSV, or None when it would not give back `raw` exactly."""
-    parts = _columns(raw)
-    if parts is None:
+    g = decimal_cells.grid(raw)
+    if g is None:
         return None
-    header, columns, trailing = parts
-    meta: dict = {"format": _FORMAT, "rows": int(columns[0].size), "header": header, "trailing_newline": trailing}
+    meta: dict = {"format": _FORMAT, "rows": g.rows, "header": g.header.decode("ascii")}
+    meta["trailing_newline"], meta["columns"] = g.trailing_newline, []
     blocks: list[bytes] = []
-    meta["columns"] = []
-    for cells in columns:
-        desc, data = _encode_column(cells)
+    for j in range(g.width):
+        parsed = decimal_cells.parse_column(g, j)
+        if parsed is None:
+            desc, data = {"kind": "text"}, [g.text(j).joined()]
+        else:
+            deltas = _narrow(np.diff(parsed[0], prepend=0))
+            desc, data = {"kind": "zigzag", "dtype": deltas.dtype.str[1:]}, [_shuffle(deltas), parsed[1].tobytes()]
         desc["sizes"] = [len(b) for b in data]
         meta["columns"].append(desc)
         blocks += data
@@ -149,14 +108,18 @@ def decode_columns(packed: bytes) -> bytes:
         for length in map(int, desc["sizes"]):
             blocks.append(data[pos : pos + length])
             pos += length
-        if desc["kind"] == "decimal":
-            mant = np.cumsum(_unshuffle(blocks[0], desc["dtype"], n).astype(np.int64))
-            columns.append(_format(mant, np.frombuffer(blocks[1], dtype=np.uint8).astype(np.int64)))
-        else:
-            columns.append(np.array(blocks[0].decode("ascii").split("\n"), dtype=str))
-    rows = functools.reduce(lambda a, b: np.char.add(np.char.add(a, ","), b), columns)
-    out = "\n".join([meta["header"], *rows.tolist()])
-    return (out + "\n" if meta["trailing_newline"] else out).encode("ascii")
+        if desc["kind"] == "text":
+            cells = decimal_cells.TextColumn.split(blocks[0])
+            if cells.starts.size != n:
+                raise ValueError(f"a text column holds {cells.starts.size} cells, not the header's {n} rows")
+            columns.append(cells)
+            continue
+        if len(blocks[0]) != n * np.dtype(desc["dtype"]).itemsize or len(blocks[1]) != n:
+            raise ValueError(f"a decimal column's blocks do not hold the header's {n} rows")
+        deltas = _unshuffle(blocks[0], desc["dtype"], n)
+        deltas = _unzigzag(deltas) if desc["kind"] == "zigzag" else deltas.astype(np.int64)
+        columns.append((np.cumsum(deltas), np.frombuffer(blocks[1], dtype=np.uint8)))
+    return decimal_cells.assemble(meta["header"].encode("ascii"), columns, n, meta["trailing_newline"])
 
 
 def is_samples(name: str) -> bool:

@@ -51,3 +51,46 @@ def test_large_other_files_are_xz_and_small_ones_raw():
     assert pack("run.json", b"{}") == ("run.json", b"{}")
     with pytest.raises(ValueError):
         unpack("run.json", "run.json.zip", b"")
+
+
+def _format_1(rows: list[tuple[int, int]], header: str = "time") -> bytes:
+    """A packed samples file as format 1 wrote it (one decimal column: i4 deltas, shuffled)."""
+    import json
+
+    import numpy as np
+
+    mant = np.array([m for m, _ in rows], dtype=np.int64)
+    deltas = np.diff(mant, prepend=0).astype("<i4")
+    blocks = [deltas.view(np.uint8).reshape(-1, 4).T.tobytes(), bytes(d for _, d in rows)]
+    meta = {
+        "format": "atlas-columns/1",
+        "rows": len(rows),
+        "header": header,
+        "trailing_newline": True,
+        "columns": [{"kind": "decimal", "dtype": "i4", "sizes": [len(b) for b in blocks]}],
+    }
+    head = json.dumps(meta).encode()
+    return lzma.compress(len(head).to_bytes(8, "little") + head + b"".join(blocks))
+
+
+def test_a_format_1_file_on_the_results_branch_still_restores():
+    packed = _format_1([(1234567, 1), (-5, 2), (0, 0), (123, 3)])
+    assert decode_columns(packed) == b"time\n123456.7\n-0.05\n0\n0.123\n"
+
+
+def test_random_decimals_come_back_byte_for_byte():
+    """Cells of every sign, width and number of decimals, with some a column can't hold."""
+    import numpy as np
+
+    rng = np.random.default_rng(7)
+    cells = []
+    for _ in range(3000):
+        digits = str(int(rng.integers(0, 10 ** int(rng.integers(1, 18)))))
+        decimals = int(rng.integers(0, min(len(digits), 9) + 1))
+        text = digits if decimals == 0 else (digits[:-decimals] or "0") + "." + digits[-decimals:].rjust(decimals, "0")
+        cells.append(("-" if rng.random() < 0.3 and text.strip("0.") else "") + text)
+    text = ("t,a\n" + "".join(f"{i},{c}\n" for i, c in enumerate(cells))).encode()
+    packed = encode_columns(text)
+    assert packed is not None and decode_columns(packed) == text
+    kept_as_text = text + b"1,1.\n"  # "1." does not print back from an integer: column a is text
+    assert decode_columns(encode_columns(kept_as_text)) == kept_as_text
