@@ -48,13 +48,14 @@ def pr_run(
     report_url: str | None = None,
     thresholds: dict[str, float] | None = None,
     out: TextIO = sys.stdout,
-    runs: int = 3,
+    runs: int = 4,
 ) -> Path:
     """Run the PR's head and its merge-base on `envs`, write the comment and `pr.json` to `out_dir`.
 
     Both commits run here, one after the other, so each environment is judged against its
-    own runs only; `runs` of each (3 by default: the fewest a Mann-Whitney test judges;
-    with fewer the comment says there were not enough to judge). `out_dir` is what a
+    own runs only; `runs` of each (`bench pr` sizes it from the environments' measured
+    spread, bench.analysis.sample_size; with fewer than 3 the comment says there were not
+    enough to judge). `out_dir` is what a
     fork PR's job uploads for the workflow_run job.
     """
     from bench.render.comment import render_pr_body
