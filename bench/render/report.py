@@ -39,10 +39,10 @@ from bench.records.read import RunData
 from bench.render import charts, timeline_section
 from bench.render.busy import busy_list, busy_summary_lines, busy_table
 from bench.render.escape import code, md
+from bench.render.headline import end_to_end_lines
 from bench.render.index import SUMMARY_JSON, write_index
 from bench.render.runs_csv import write_runs_csv
 from bench.render.tables import (
-    end_to_end_lines,
     excluded_table,
     identity_table,
     pairs_table,
