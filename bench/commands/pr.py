@@ -52,9 +52,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_thresholds(parser)
 
 
-def choose_runs(results: Path, envs: tuple[str, ...], experiment: str) -> int:
+def choose_runs(results: Path, envs: tuple[str, ...], experiment: str) -> tuple[int, str]:
     """The default `--runs`: from the spread of the environments' earlier runs in `results`
-    (bench.analysis.sample_size), printed with its reason."""
+    (bench.analysis.sample_size), printed; (runs, why) for the comment."""
     import sys
 
     from bench.analysis.run_index import read_index
@@ -64,7 +64,7 @@ def choose_runs(results: Path, envs: tuple[str, ...], experiment: str) -> int:
     entries = [r.entry for r in read_index(Path(results), known, sys.stderr)] if known else []
     choice = default_runs(envs, spreads(entries, experiment))
     print(f"atlas: {choice.why}", flush=True)
-    return choice.runs
+    return choice.runs, choice.why
 
 
 def run(args: argparse.Namespace) -> int:
@@ -75,8 +75,9 @@ def run(args: argparse.Namespace) -> int:
     if args.runs is not None and args.runs < 1:
         raise ConfigError(f"--runs must be at least 1, got {args.runs}")
     envs = tuple(args.envs) if args.envs else envs_from_labels(args.labels_json)
+    runs_note = ""
     if args.runs is None:
-        args.runs = choose_runs(args.results, envs, args.experiment)
+        args.runs, runs_note = choose_runs(args.results, envs, args.experiment)
     pr_run(
         Path("."),
         args.pr,
@@ -89,5 +90,6 @@ def run(args: argparse.Namespace) -> int:
         args.report_url,
         parse_thresholds(args.threshold),
         runs=args.runs,
+        runs_note=runs_note,
     )
     return 0

@@ -129,3 +129,19 @@ def test_bench_pr_sizes_its_runs_from_the_earlier_runs_in_the_results_tree(tmp_p
     # a run twice as fast in one commit: 10 runs cannot find 10 %, and it says so
     write_run(scattered, RunSpec("local", "r99", sha="a" * 40, images_per_s=200.0, seed=99))
     assert "10 runs a side (the most)" in _pr_choice(scattered, cwd)
+
+
+def test_the_pr_comment_says_why_it_ran_as_many_runs_as_it_did(tmp_path: Path) -> None:
+    from bench.analysis.run_index import read_index
+    from bench.analysis.sample_size import spreads
+    from bench.render.comment import render_pr_body
+    from bench.render.escape import md
+
+    base, head = "a" * 40, "b" * 40
+    for c, sha in enumerate((base, head)):
+        for i in range(4):
+            write_run(tmp_path, RunSpec("local", f"{c}{i}", sha=sha, start=1_790_000_000 + 1000 * c + 100 * i, seed=i))
+    choice = default_runs(["local"], spreads([r.entry for r in read_index(tmp_path, ["local"])], "smoke"))
+    assert choice.runs == 4 and choice.can_detect  # synthetic runs scatter about 1 %
+    body = render_pr_body(tmp_path, head, base, ["local"], runs_note=choice.why)
+    assert body.rstrip().splitlines()[-1] == f"Runs: {md(choice.why, 600)}."
