@@ -25,8 +25,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from bench.analysis.instrument import mixed_compile_note
     from bench.analysis.select_compare import select_and_compare
+    from bench.render.headline import end_to_end_lines
     from bench.render.tables import (
-        end_to_end_lines,
         excluded_table,
         pairs_table,
         runs_table,

@@ -48,13 +48,15 @@ def pr_run(
     report_url: str | None = None,
     thresholds: dict[str, float] | None = None,
     out: TextIO = sys.stdout,
-    runs: int = 3,
+    runs: int = 4,
+    runs_note: str = "",
 ) -> Path:
     """Run the PR's head and its merge-base on `envs`, write the comment and `pr.json` to `out_dir`.
 
     Both commits run here, one after the other, so each environment is judged against its
-    own runs only; `runs` of each (3 by default: the fewest a Mann-Whitney test judges;
-    with fewer the comment says there were not enough to judge). `out_dir` is what a
+    own runs only; `runs` of each (`bench pr` sizes it from the environments' measured
+    spread, bench.analysis.sample_size; with fewer than 3 the comment says there were not
+    enough to judge; `runs_note` says why, in the comment). `out_dir` is what a
     fork PR's job uploads for the workflow_run job.
     """
     from bench.render.comment import render_pr_body
@@ -79,7 +81,7 @@ def pr_run(
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / COMMENT_MD).write_text(
-        render_pr_body(results, head, base, list(envs), thresholds, report_url=report_url)
+        render_pr_body(results, head, base, list(envs), thresholds, report_url=report_url, runs_note=runs_note)
     )
     (out_dir / PR_JSON).write_text(
         json.dumps(

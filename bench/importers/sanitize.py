@@ -29,6 +29,8 @@ HOST_RANGES: dict[str, tuple[float, float]] = {
     "host_cpu_percent": (0.0, 100.5),
     "host_mem_used_bytes": (0.0, 1e18),
     "host_mem_total_bytes": (1.0, 1e18),
+    "host_cpu_steal_percent": (0.0, 100.5),
+    "host_cpu_iowait_percent": (0.0, 100.5),
     "host_net_rx_bytes_per_s": (0.0, 1e15),
     "host_net_tx_bytes_per_s": (0.0, 1e15),
     "cgroup_cpu_limit_cores": (1e-3, 1e6),

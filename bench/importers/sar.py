@@ -12,7 +12,8 @@ and each row starts with the time of day at the end of its interval (values are 
 over the interval). Mapping onto the record:
 
 - `host_cpu_percent` = 100 − %idle − %iowait of the `all` row (psutil, which the
-  recorder uses, also counts iowait as idle);
+  recorder uses, also counts iowait as idle); `host_cpu_iowait_percent` and
+  `host_cpu_steal_percent` = its %iowait and %steal;
 - `host_mem_used_bytes` = kbmemused × 1024 (sysstat: total − free − buffers − cache −
   slab); `host_mem_total_bytes` = kbmemused ÷ %memused, the only total sar prints;
 - `host_net_rx/tx_bytes_per_s` = rxkB/s, txkB/s × 1024 summed over interfaces but `lo`.
@@ -86,7 +87,12 @@ def _row_values(kind: str, cols: list[str], tokens: list[str], path: Path, no: i
         iowait = number(v["%iowait"], path, no, "%iowait") if "%iowait" in v else 0.0
         busy = 100.0 - idle - iowait  # out of 0..100 (idle 150, nan): dropped by sanitize, never read as 0
         busy = busy if busy == busy else math.inf  # nan -> inf: counted as not finite there, not lost unnamed
-        return {"host_cpu_percent": 0.0 if -0.5 < busy < 0 else round(busy, 3)}
+        out = {"host_cpu_percent": 0.0 if -0.5 < busy < 0 else round(busy, 3)}
+        if "%iowait" in v:
+            out["host_cpu_iowait_percent"] = iowait
+        if "%steal" in v:
+            out["host_cpu_steal_percent"] = number(v["%steal"], path, no, "%steal")
+        return out
     if kind == "mem":
         used = number(v["kbmemused"], path, no, "kbmemused") * 1024
         out = {"host_mem_used_bytes": used}

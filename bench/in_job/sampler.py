@@ -117,10 +117,12 @@ class Sampler:
             cpu, rss, count = None, None, 0
         try:
             vm = psutil.virtual_memory()
-            host = (psutil.cpu_percent(None), vm.total - vm.available, vm.total)
+            times = psutil.cpu_times_percent(None)  # one more read of /proc/stat
+            waits = (getattr(times, "steal", None), getattr(times, "iowait", None))  # Linux only
+            host = (psutil.cpu_percent(None), vm.total - vm.available, vm.total, *waits)
         except Exception as exc:
             self.gpu.fault("host", exc)
-            host = (None, None, None)
+            host = (None, None, None, None, None)
         try:
             cg_used = self.cgroup.memory_used()
         except Exception as exc:
@@ -162,7 +164,8 @@ class Sampler:
 
     def start(self) -> None:
         self._open()
-        psutil.cpu_percent(None)  # prime host CPU % so the first row is meaningful
+        psutil.cpu_percent(None)  # prime host CPU % (and steal, iowait) so the first row is meaningful
+        psutil.cpu_times_percent(None)
         self.tree.sample()
         self._thread = threading.Thread(target=self._loop, name="bench-sampler", daemon=True)
         self._thread.start()

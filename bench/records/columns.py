@@ -48,6 +48,15 @@ HOST_CATALOGUE: tuple[Column, ...] = (
     Column("host_cpu_percent", "%", "psutil", GAUGE, 0.0, 100.5, 70.0, "host CPU %"),
     Column("host_mem_used_bytes", "B", "psutil", GAUGE, 0.0, None, 8e9, "host memory bytes"),
     Column("host_mem_total_bytes", "B", "psutil", GAUGE, None, None, 64e9, "host memory total bytes"),
+    # Time the host's CPUs were taken by the hypervisor (steal) or idle waiting for I/O
+    # (iowait), % of all logical CPUs: a busy neighbour shows here where host CPU % cannot
+    # (bench.analysis.contention).
+    Column(
+        "host_cpu_steal_percent", "%", "psutil", GAUGE, 0.0, 100.5, 0.0, "host CPU steal %", metric="host_steal_pct"
+    ),
+    Column(
+        "host_cpu_iowait_percent", "%", "psutil", GAUGE, 0.0, 100.5, 0.0, "host CPU iowait %", metric="host_iowait_pct"
+    ),
     Column("cgroup_cpu_limit_cores", "cores", "cgroup", GAUGE, None, None, 4.0, "cgroup CPU quota (empty: none)"),
     Column("cgroup_mem_limit_bytes", "B", "cgroup", GAUGE, None, None, 16e9, "cgroup memory limit (empty: none)"),
     Column("cgroup_mem_used_bytes", "B", "cgroup", GAUGE, None, None, 3e9, "cgroup memory used"),

@@ -37,6 +37,8 @@ class RunSpec:
     sm_active: float | None = None  # DCGM_FI_PROF_SM_ACTIVE (0-1); None: the catalogue's value
     cpu_pct: float = 150.0
     host_cpu_pct: float = 70.0  # the whole machine's CPU (% of all its cores), the job's share included
+    steal_pct: float = 0.0  # the host's CPU time taken by the hypervisor, % of all its cores
+    iowait_pct: float = 0.0  # the host's CPU time idle waiting for I/O, % of all its cores
     seed: int = 0
     config_sha256: str = CONFIG_SHA
     queue_wait_s: float = 0.0
@@ -133,6 +135,8 @@ def _write_samples(run_dir: Path, spec: RunSpec, rng: np.random.Generator) -> tu
             "host_cpu_percent": np.clip(rng.normal(spec.host_cpu_pct, 5, n), 0, 100),
         }
     )
+    cols["host_cpu_steal_percent"] = np.full(n, spec.steal_pct)  # not drawn: no drawn number moves
+    cols["host_cpu_iowait_percent"] = np.full(n, spec.iowait_pct)
     gpu_info = []
     for g in range(spec.gpus):
         vals = {col.name: _default(col, t, spec.interval_s) for col in GPU_CATALOGUE}

@@ -102,10 +102,12 @@ def render_pr_body(
     envs: list[str] | None = None,
     thresholds: dict[str, float] | None = None,
     report_url: str | None = None,
+    runs_note: str = "",
 ) -> str:
     """Markdown: per environment, the PR's runs vs the merge-base's runs, with verdicts.
 
     Verdicts compare each environment with its own runs at the base commit only.
+    `runs_note`: why `bench pr` ran as many runs as it did (bench.analysis.sample_size).
     """
     body: list[str] = []
     regressions: list[str] = []
@@ -127,6 +129,8 @@ def render_pr_body(
         f"A regression is a change past the threshold (5 %{'; ' + custom if custom else ''}) that is also "
         "significant (Mann-Whitney U with >= 3 runs a side, else a bootstrap interval excluding zero)."
     )
+    if runs_note:
+        lines += ["", f"Runs: {md(runs_note, 600)}."]
     if report_url:
         lines += ["", f"Full report, charts and run records: {report_url}"]
     return "\n".join(lines).rstrip() + "\n"

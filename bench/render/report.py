@@ -26,7 +26,6 @@ import pandas as pd
 from bench.analysis.advisor import advise
 from bench.analysis.changepoints import change_points
 from bench.analysis.compare import CompareResult
-from bench.analysis.contention import contended
 from bench.analysis.crosscheck import cross_check_runs
 from bench.analysis.history import chart_points, merge, series
 from bench.analysis.identity import identity_rows, machine, scaling_rows
@@ -38,11 +37,12 @@ from bench.analysis.stats import BOOTSTRAP_RESAMPLES
 from bench.atomic_files import disk_full_error, is_disk_full, locked, replace_dir, sweep_temp_dirs, temp_dir
 from bench.records.read import RunData
 from bench.render import charts, timeline_section
+from bench.render.busy import busy_list, busy_summary_lines, busy_table
 from bench.render.escape import code, md
+from bench.render.headline import end_to_end_lines
 from bench.render.index import SUMMARY_JSON, write_index
 from bench.render.runs_csv import write_runs_csv
 from bench.render.tables import (
-    end_to_end_lines,
     excluded_table,
     identity_table,
     pairs_table,
@@ -281,8 +281,9 @@ def _readme(name: str, sha: str | None, runs: list[RunData], result: CompareResu
         first_start=_utc(min(starts)) if starts else "unknown",
         last_start=_utc(max(starts)) if starts else "unknown",
         results=code(results.name),
-        busy=[(code(f"{m.env}/{m.run_id}"), md(why, 600)) for m in result.runs if (why := contended(m))],
-        summary=[*end_to_end_lines(result), *verdicts(result)]
+        busy=busy_list(result),
+        busy_table=busy_table(result),
+        summary=[*end_to_end_lines(result), *busy_summary_lines(result), *verdicts(result)]
         or [*mixed_compile_note(result.runs), *_single_env_summary(result)],
         pairs_table=pairs_table(result),
         pairs_env=code(", ".join(e for e in result.envs if e != result.baseline)),

@@ -15,7 +15,6 @@ from bench.analysis.compare import (
     SIGNIFICANT_P,
     CompareResult,
     ordered_pairs,
-    phase_gaps,
 )
 from bench.analysis.instrument import mixed_compile_note
 from bench.analysis.metrics import METRIC_BY_KEY, METRICS, Metric, RunMetrics, fmt
@@ -107,32 +106,6 @@ def verdicts(result: CompareResult) -> list[str]:
             verdict = f"not a clear difference (needs p ≤ {SIGNIFICANT_P:g} and an interval excluding 1)"
         out.append(f"{head}: {change} ({'; '.join(sure)}) — {verdict}.")
     return mixed_compile_note(result.runs) + out if out else out
-
-
-def _more(seconds: float) -> str:
-    return "more" if seconds > 0 else "less"
-
-
-def end_to_end_lines(result: CompareResult) -> list[str]:
-    """The Summary's first lines: per environment against the baseline, the whole trip
-    (push, else submit, to the placed result) and the phases that differ most."""
-    out = []
-    for env in result.envs:
-        base = result.baseline
-        if env == base or base is None:
-            continue
-        a, b = result.summaries[env].median, result.summaries[base].median
-        key = "push_to_result_s" if a.get("push_to_result_s") and b.get("push_to_result_s") else "submit_to_result_s"
-        if not a.get(key) or not b.get(key):
-            continue
-        words = "push" if key == "push_to_result_s" else "submit"
-        gaps = [g for g in phase_gaps(result, env, base)[:2] if abs(g.seconds) >= 0.001]
-        where = " and ".join(f"{fmt(abs(g.seconds))} s {_more(g.seconds)} in {g.phase}" for g in gaps)
-        out.append(
-            f"End to end: {md(env)} takes {fmt(a[key])} s from {words} to result, {md(base)} {fmt(b[key])} s "
-            f"({fmt(a[key] / b[key])}× the time; medians)" + (f": {md(env)} spends {where}." if where else ".")
-        )
-    return out
 
 
 HOST_NOTE = (

@@ -24,12 +24,20 @@ Runs started {{ first_start }} – {{ last_start }} (UTC). Written by `bench rep
 ## Runs on a busy host
 
 These runs shared their machine with other work (host CPU at least 90 % busy while the
-job used under half of its cores): their figures are not the platform's alone, and the
-advisor leaves them out.
+job used under half of its cores, or at least 10 % of the CPU time stolen by the
+hypervisor, or at least 20 % spent waiting on I/O): their figures are not the platform's
+alone, and the advisor leaves them out.
 
 {% for run, why in busy -%}
 - `{{ run }}`: {{ why }}
 {% endfor %}
+{%- if busy_table %}
+
+The headline figures of those environments with every compared run and with the quiet
+runs only (the Summary and the tables below use every run):
+
+{{ busy_table }}
+{% endif %}
 {%- endif %}
 {%- if expected %}
 

@@ -55,6 +55,8 @@ def test_rows_are_flushed_while_running_and_gpu_less_header(tmp_path: Path) -> N
     df = pd.read_csv(csv)
     assert df["time"].is_monotonic_increasing and df["time"].iloc[0] > 1.6e9
     assert pd.isna(df["proc_rss_bytes"].iloc[-1])  # last row: the job is gone
+    waits = df[["host_cpu_steal_percent", "host_cpu_iowait_percent"]]  # psutil's, on Linux
+    assert waits.notna().all().all() and ((waits >= 0) & (waits <= 100.5)).all().all()
     assert sampler.faults == []
 
 
