@@ -41,6 +41,7 @@ from bench.render import charts, timeline_section
 from bench.render.chart_notes import history_note, series_note
 from bench.render.escape import code, md
 from bench.render.index import SUMMARY_JSON, write_index
+from bench.render.labels import series_title
 from bench.render.runs_csv import write_runs_csv
 from bench.render.tables import (
     end_to_end_lines,
@@ -223,8 +224,7 @@ def _draw_charts(
         drawn = {e: next(r for r in order[e] if r.run_id == run_id) for e, run_id in used.items()}
         host = {e for e, r in drawn.items() if charts.from_host(r, key)}
         lines = {f"{e} (host)" if e in host else e: xy for e, xy in lines.items()}
-        if host:
-            title = f"{title}; lines marked (host): the whole machine"
+        title = series_title(key, title, len(host), len(lines))
         if not charts.timeseries_chart(lines, key, folder / f"{key}.png", title=title):
             missing.append(title)
             continue
@@ -381,7 +381,7 @@ def _write_folder(
             missing_charts=missing,
             problems=problems,
             dirty=any(_dirty(r) for r in chosen),
-            identity_table=identity_table(identity_rows(chosen, result.envs), result.envs),  # the compared runs
+            identity_table=identity_table(identity_rows(chosen, result.envs, result.runs), result.envs),
             expected=[md(f.describe(), 600) for f in _outside_band(chosen, result)],
             changes=_change_lines(entries, result),
             **timeline_section.section(result, chosen, folder),  # after _draw_charts, which clears *.png
