@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from bench.cli import main
-from bench.gitops.results_branch import archive, read_entries
+from bench.gitops.results_branch import archive
 from bench.gitops.results_local import keep_locally
 from bench.records.synthetic import RunSpec, write_run
 from bench.render.report import write_report
