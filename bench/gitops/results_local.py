@@ -28,8 +28,13 @@ def _origin_has(root: Path, remote: str, branch: str) -> bool | str:
         proc = subprocess.run(
             ["git", "ls-remote", "--heads", remote, f"refs/heads/{branch}"],
             cwd=root,
+            stdin=subprocess.DEVNULL,
             capture_output=True,
-            env={**os.environ, "GIT_TERMINAL_PROMPT": "0"},  # never a password prompt for a hint
+            env={  # never a password or host-key prompt for a hint
+                "GIT_SSH_COMMAND": "ssh -o BatchMode=yes",
+                **os.environ,
+                "GIT_TERMINAL_PROMPT": "0",
+            },
             timeout=_LS_REMOTE_TIMEOUT_S,
         )
     except subprocess.TimeoutExpired:
