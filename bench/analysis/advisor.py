@@ -74,9 +74,11 @@ def _resource_notes(runs: list[RunMetrics], gpus: int) -> list[str]:
         ]
     notes = []
     cpu, limit = _med(quiet, "cpu_mean_pct"), _med(quiet, "cpu_limit_cores")
-    rss, mem_limit = _med(quiet, "peak_rss_gb"), _med(quiet, "mem_limit_gb")
-    peak = "peak host memory (whole machine)" if any(r.from_host("peak_rss_gb") for r in quiet) else "peak RSS"
-    if rss is not None and mem_limit:
+    rss, mem_limit, machine = _med(quiet, "peak_rss_gb"), _med(quiet, "mem_limit_gb"), _med(quiet, "host_mem_gb")
+    peak = "peak host memory used (whole machine)" if any(r.from_host("peak_rss_gb") for r in quiet) else "peak RSS"
+    if rss is not None and not mem_limit and machine:
+        notes.append(_machine_memory_note(peak, rss, machine))
+    elif rss is not None and mem_limit:
         frac = rss / mem_limit
         if frac >= MEM_TIGHT:
             notes.append(
@@ -104,3 +106,18 @@ def _resource_notes(runs: list[RunMetrics], gpus: int) -> list[str]:
     if len(quiet) < len(runs):
         notes.append(f"thread and memory advice from {len(quiet)} of {len(runs)} runs: the others shared a busy host.")
     return notes
+
+
+def _machine_memory_note(peak: str, rss: float, machine: float) -> str:
+    """Memory against the machine's where the job had no memory limit (a bare process; an import,
+    whose record does not say): nothing was requested, so no smaller request is advised."""
+    frac = rss / machine
+    if frac >= MEM_TIGHT:
+        return (
+            f"memory is tight: {peak} {fmt(rss)} GB is {fmt(frac * 100)} % of the machine's {fmt(machine)} GB "
+            "(no memory limit recorded); a machine with more memory or a smaller batch avoids OOM kills."
+        )
+    return (
+        f"memory: {peak} {fmt(rss)} GB is {fmt(frac * 100)} % of the machine's {fmt(machine)} GB; no memory "
+        "limit recorded (a bare process, or an import that does not say), so there is no request to size."
+    )

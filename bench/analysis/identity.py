@@ -16,7 +16,7 @@ from typing import Any
 from bench.analysis.metrics import RunMetrics
 from bench.analysis.stats import median
 from bench.records.read import RunData
-from bench.records.shape import recorded_shape
+from bench.records.shape import Shape, recorded_shape
 
 
 def _get(meta: dict[str, Any], *path: str) -> Any:
@@ -32,8 +32,9 @@ def _list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
+SHAPE = "shape (nodes × GPUs)"
 FIELDS: tuple[tuple[str, Callable[[dict[str, Any]], Any]], ...] = (
-    ("shape (nodes × GPUs)", lambda m: recorded_shape(m).label if recorded_shape(m) else None),
+    (SHAPE, lambda m: recorded_shape(m).label if recorded_shape(m) else None),
     ("config sha256", lambda m: m.get("config_sha256")),
     ("code sha", lambda m: _get(m, "git", "sha")),
     ("image digest", lambda m: _get(m, "image", "digest")),
@@ -41,8 +42,28 @@ FIELDS: tuple[tuple[str, Callable[[dict[str, Any]], Any]], ...] = (
 )
 
 
-def identity_rows(runs: list[RunData], envs: list[str]) -> list[tuple[str, str, list[str]]]:
-    """(field, verdict, one cell per env): verdict `identical` or `differs` (or `not recorded`)."""
+DERIVED = " (not recorded: from the GPUs and hosts in the record)"
+
+
+def run_shape(meta: dict[str, Any], m: RunMetrics | None) -> str | None:
+    """The shape a run had: run.json's, else the one its figures are normalised by (the GPUs and
+    hosts in the record, as `tables.shape_note` reads them), marked as not recorded; None: unknown."""
+    shape = recorded_shape(meta)
+    if shape is not None:
+        return shape.label
+    if m is None or m.gpus_per_node is None:
+        return None
+    nodes = int(m.nodes or 1)
+    return Shape(nodes, int(m.gpus_per_node)).label + DERIVED
+
+
+def identity_rows(
+    runs: list[RunData], envs: list[str], metrics: list[RunMetrics] | None = None
+) -> list[tuple[str, str, list[str]]]:
+    """(field, verdict, one cell per env): verdict `identical` or `differs` (or `not recorded`).
+    With the runs' `metrics`, a shape run.json lacks is the one the figures were normalised by,
+    so this row and the report's sentence on different shapes never contradict each other."""
+    by_run = {(m.env, m.run_id): m for m in metrics or []}
     rows = []
     for label, get in FIELDS:
         per_env: list[list[str]] = []
@@ -50,12 +71,12 @@ def identity_rows(runs: list[RunData], envs: list[str]) -> list[tuple[str, str, 
             values: list[str] = []
             for r in runs:
                 if r.env == env and r.meta:
-                    v = get(r.meta)
+                    v = get(r.meta) if label != SHAPE else run_shape(r.meta, by_run.get((r.env, r.run_id)))
                     text = "—" if v in (None, "") else str(v)
                     if text not in values:
                         values.append(text)
             per_env.append(values or ["—"])
-        known = {v for vs in per_env for v in vs if v != "—"}
+        known = {v.removesuffix(DERIVED) for vs in per_env for v in vs if v != "—"}
         missing = any("—" in vs for vs in per_env)
         if not known:
             verdict = "not recorded"
@@ -71,7 +92,7 @@ def identity_rows(runs: list[RunData], envs: list[str]) -> list[tuple[str, str, 
 
 
 def _short(label: str, value: str) -> str:
-    return value[:12] if label != "shape (nodes × GPUs)" and value != "—" and len(value) > 12 else value
+    return value[:12] if label != SHAPE and value != "—" and len(value) > 12 else value
 
 
 def scaling_rows(metrics: list[RunMetrics]) -> list[tuple[str, int, float, float, float]]:

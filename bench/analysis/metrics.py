@@ -265,11 +265,16 @@ def _cpu_limit(ctx: RunContext) -> float | None:
 
 
 def _mem_limit_gb(ctx: RunContext) -> float | None:
-    limit = _f(ctx.section("hardware", "cgroup").get("memory_limit_bytes")) or _f(
-        ctx.section("hardware").get("memory_bytes")
-    )
-    limit = limit or Samples("host_mem_total_bytes", "max", "max").value(ctx)  # e.g. imports: the host total
+    """The job's own memory limit (its cgroup's: what a request sets); a bare process and an
+    import have none, and the machine's memory is no request: unknown, as the CPU allowance."""
+    limit = _f(ctx.section("hardware", "cgroup").get("memory_limit_bytes"))
     return limit / 1e9 if limit else None
+
+
+def _host_mem_gb(ctx: RunContext) -> float | None:
+    """The machine's memory: run.json hardware.memory_bytes, else the samples' host total (imports)."""
+    total = _f(ctx.section("hardware").get("memory_bytes")) or Samples("host_mem_total_bytes", "max", "max").value(ctx)
+    return total / 1e9 if total else None
 
 
 def _gpu_energy_wh(df: pd.DataFrame, gpu: str) -> float | None:
@@ -418,8 +423,10 @@ METRICS: tuple[Metric, ...] = (
            in_summary=False),
     Metric("cpu_limit_cores", "CPU allowance", "cores", "", _derived(_cpu_limit, "run.json hardware (cgroup, cores)"),
            in_summary=False),
-    Metric("mem_limit_gb", "memory limit", "GB", "", _derived(_mem_limit_gb, "run.json hardware (cgroup, host)"),
+    Metric("mem_limit_gb", "memory limit", "GB", "", _derived(_mem_limit_gb, "run.json hardware.cgroup"),
            in_summary=False),
+    Metric("host_mem_gb", "machine memory", "GB", "",
+           _derived(_host_mem_gb, "run.json hardware.memory_bytes, else host_mem_total_bytes"), in_summary=False),
     Metric("gpus", "GPUs", "GPUs", "",
            _derived(_gpus, "run.json shape.gpus, else the GPUs sampled, else hardware.gpus"), in_summary=False),
     Metric("nodes", "nodes", "nodes", "", _derived(_nodes, "run.json shape.nodes, else hosts"), in_summary=False),

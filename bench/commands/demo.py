@@ -1,6 +1,8 @@
 """The main job on one machine: run the smoke experiment several times on every local
 environment that is available here (env.yaml `local: true`; each one skipped is named
-with its reason), then compare and report into reports/, and print the report's path."""
+with its reason), keep the runs on the local `results` branch (`bench archive --local`, so
+`bench history` works afterwards), then compare and report into reports/, and print the
+report's path."""
 
 from __future__ import annotations
 
@@ -77,7 +79,13 @@ def run(args: argparse.Namespace) -> int:
     from bench.analysis.run_index import index_placed
 
     index_placed(sorted(collected))  # each run's index entry, written once at placement
-    res = write_report(args.results, args.out, envs=used, only=collected, allow_dirty=True)
+    from bench.gitops.results_local import keep_locally
+
+    # On the local results branch of the clone holding results/ (never pushed), so `bench history`
+    # works after the demo and the report's history chart has every commit the branch keeps.
+    kept = keep_locally(args.results)
+    print(kept.line)
+    res = write_report(args.results, args.out, envs=used, only=collected, allow_dirty=True, history=kept.entries)
     print(f"report: {res.readme}")
     print(f"index:  {res.index}")
     return 0

@@ -57,10 +57,9 @@ def load(args: argparse.Namespace) -> tuple[list[dict], str]:
     root = toplevel(args.repo_dir)
     ref = results_ref(root, args.branch) if root else None
     if ref is None:
-        raise ConfigError(
-            f"no {args.branch} branch in {args.repo_dir} (fetch it: git fetch origin {args.branch}:{args.branch}), "
-            "or read a folder with --results DIR"
-        )
+        from bench.gitops.results_local import no_branch_advice
+
+        raise ConfigError(no_branch_advice(args.repo_dir, args.branch))
     problems: list[str] = []
     entries = read_entries(root, ref, args.env, problems)
     for line in problems[:20]:  # named, never used: the figures they held are unknown

@@ -69,7 +69,7 @@ RULES: tuple[Rule, ...] = (
         open_low=True,
         integer=True,
     ),
-    Rule(("hardware", "memory_bytes"), 0.0, MAX_BYTES, "memory (bytes)", ("mem_limit_gb",), open_low=True),
+    Rule(("hardware", "memory_bytes"), 0.0, MAX_BYTES, "memory (bytes)", ("host_mem_gb",), open_low=True),
     Rule(("scheduler", "queue_wait_s"), 0.0, 1e9, "queue wait (s)", ("queue_wait_s",)),
     Rule(("scheduler", "queue_wait_total_s"), 0.0, 1e9, "queue wait over every attempt (s)", ("queue_wait_s",)),
 )

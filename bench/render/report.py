@@ -38,9 +38,11 @@ from bench.atomic_files import disk_full_error, is_disk_full, locked, replace_di
 from bench.records.read import RunData
 from bench.render import charts, timeline_section
 from bench.render.busy import busy_list, busy_summary_lines, busy_table
+from bench.render.chart_notes import history_note, series_note
 from bench.render.escape import code, md
 from bench.render.headline import end_to_end_lines
 from bench.render.index import SUMMARY_JSON, write_index
+from bench.render.labels import series_title
 from bench.render.runs_csv import write_runs_csv
 from bench.render.tables import (
     excluded_table,
@@ -80,7 +82,7 @@ def _chart_order(runs: list[RunData], result: CompareResult) -> dict[str, list[R
         for r in (r for r in runs if r.env == env):
             v = ips.get((env, r.run_id))
             far = abs(v - centre) if v is not None and centre is not None else float("inf")
-            ranked.append((r is not first, far, r.run_id, r))
+            ranked.append((r is not first and centre is not None, far, r.run_id, r))  # none rated: by run id
         out[env] = [t[-1] for t in sorted(ranked, key=lambda t: t[:3])]
     return out
 
@@ -204,12 +206,16 @@ def _change_lines(entries: list[dict], result: CompareResult) -> list[str]:
 
 
 def _draw_charts(
-    folder: Path, runs: list[RunData], result: CompareResult, entries: list[dict]
+    folder: Path, runs: list[RunData], result: CompareResult, entries: list[dict], branch_read: bool = False
 ) -> tuple[list[dict[str, str]], list[str]]:
     """Every chart of the catalogue that has data, the summary bars and the history: (drawn, missing)."""
     for old in folder.glob("*.png"):
         old.unlink()
     order = _chart_order(runs, result)
+    # what the captions say: each env's runs with their images/s, and its median-images/s run (if any)
+    rep, ips = _representative(runs, result), {(m.env, m.run_id): m.images_per_s for m in result.runs}
+    rated = {e: [(r.run_id, ips.get((e, r.run_id))) for r in rs] for e, rs in order.items()}
+    median_runs = {e: r.run_id if (r := rep.get(e)) and ips.get((e, r.run_id)) is not None else None for e in order}
     chart_list, missing = [], []
     for key, metric in charts.SERIES.items():
         title = metric.timeseries.title
@@ -218,19 +224,11 @@ def _draw_charts(
         drawn = {e: next(r for r in order[e] if r.run_id == run_id) for e, run_id in used.items()}
         host = {e for e, r in drawn.items() if charts.from_host(r, key)}
         lines = {f"{e} (host)" if e in host else e: xy for e, xy in lines.items()}
-        if host:
-            title = f"{title}; lines marked (host): the whole machine"
+        title = series_title(key, title, len(host), len(lines))
         if not charts.timeseries_chart(lines, key, folder / f"{key}.png", title=title):
             missing.append(title)
             continue
-        note = (
-            "One line per environment (mean per time bucket; the band spans the bucket's min–max), "
-            "from its run with the median images/s that recorded this series: "
-            + ", ".join(f"{md(e)}: `{code(r)}`" for e, r in sorted(used.items()))
-            + "."
-        )
-        if lacking:
-            note += " Missing: " + "; ".join(f"{md(e)} (none of its compared runs recorded it)" for e in lacking) + "."
+        note = series_note(used, rated, median_runs, lacking)
         chart_list.append({"title": title, "file": f"{key}.png", "note": note})
     bars = {
         k: {env: [v for m in result.runs if m.env == env and (v := getattr(m, k)) is not None] for env in result.envs}
@@ -247,8 +245,10 @@ def _draw_charts(
                 "note": "Median per environment; whiskers span the fastest to the slowest run.",
             }
         )
-    if charts.history_chart(chart_points(entries, result.envs), folder / "history.png"):
-        chart_list.append({"title": "History of images/s across commits", "file": "history.png", "note": ""})
+    points = chart_points(entries, result.envs)
+    if charts.history_chart(points, folder / "history.png"):
+        note = history_note(points, branch_read)
+        chart_list.append({"title": "History of images/s across commits", "file": "history.png", "note": note})
     return chart_list, missing
 
 
@@ -369,7 +369,7 @@ def _write_folder(
 ) -> None:
     """Every file of one report, into the hidden `folder` (the caller renames it into place)."""
     entries = _history_entries(index, result.envs, history)
-    chart_list, missing = _draw_charts(folder, chosen, result, entries)
+    chart_list, missing = _draw_charts(folder, chosen, result, entries, history is not None)
     problems = _problems(runs, sha)
     (folder / "README.md").write_text(
         _readme(
@@ -382,7 +382,7 @@ def _write_folder(
             missing_charts=missing,
             problems=problems,
             dirty=any(_dirty(r) for r in chosen),
-            identity_table=identity_table(identity_rows(chosen, result.envs), result.envs),  # the compared runs
+            identity_table=identity_table(identity_rows(chosen, result.envs, result.runs), result.envs),
             expected=[md(f.describe(), 600) for f in _outside_band(chosen, result)],
             changes=_change_lines(entries, result),
             **timeline_section.section(result, chosen, folder),  # after _draw_charts, which clears *.png

@@ -20,6 +20,7 @@ from bench.analysis.instrument import mixed_compile_note
 from bench.analysis.metrics import METRIC_BY_KEY, METRICS, Metric, RunMetrics, fmt
 from bench.analysis.stats import Comparison, smallest_p
 from bench.render.escape import code, md
+from bench.render.labels import measured_label
 
 
 def _words(metric: Metric) -> tuple[str, str]:
@@ -133,7 +134,7 @@ def summary_table(result: CompareResult) -> str:
             mark = host_mark([r for r in result.runs if r.env == e], m.key) if s.median[m.key] is not None else ""
             res = s.below.get(m.key)
             cells.append(f"{shown(s.median[m.key], m, res)}{mark} | {shown(s.olympic[m.key], m, res)}{mark}")
-        rows.append(f"| {m.label} | {m.unit} | " + " | ".join(cells) + " |")
+        rows.append(f"| {measured_label(m.key, result.runs)} | {m.unit} | " + " | ".join(cells) + " |")
     if any(r.from_host(k) for r in result.runs for k in r.origins):
         rows.extend(["", HOST_NOTE])
     return "\n".join(rows)
@@ -141,7 +142,7 @@ def summary_table(result: CompareResult) -> str:
 
 def runs_table(result: CompareResult) -> str:
     cols = [m.key for m in METRICS if m.in_runs_table]
-    head = "| env | run | status | " + " | ".join(METRIC_BY_KEY[c].label for c in cols) + " |"
+    head = "| env | run | status | " + " | ".join(measured_label(c, result.runs) for c in cols) + " |"
     rows = [head, "|---|---|---|" + "---:|" * len(cols)]
     for r in result.runs:
         vals = " | ".join(shown(getattr(r, c), METRIC_BY_KEY[c], r.at_resolution(c)) + host_mark([r], c) for c in cols)

@@ -40,6 +40,8 @@ def test_demo_runs_records_and_reports(tmp_path: Path, capsys: pytest.CaptureFix
     assert code == 0, out
     assert "skip broken: unknown target kind 'nosuchkind'" in out
     assert "far" not in out.replace("far/", "")
+    # results outside any git repository: nothing kept on a results branch, and the demo says so
+    assert f"runs not kept on a results branch: {tmp_path / 'results'} is not inside a git repository" in out
     report = next((tmp_path / "reports").glob("*/README.md"))
     assert f"report: {report}" in out
     text = report.read_text()

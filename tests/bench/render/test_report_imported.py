@@ -42,15 +42,15 @@ def test_host_columns_are_used_and_labelled(tmp_path: Path) -> None:
     )
     res = write_report(results, tmp_path / "out")
     text = res.readme.read_text()
-    cpu_row = next(line for line in text.splitlines() if line.startswith("| CPU mean |"))
-    rss_row = next(line for line in text.splitlines() if line.startswith("| peak RSS |"))
+    cpu_row = next(line for line in text.splitlines() if line.startswith("| host CPU mean (whole machine) |"))
+    rss_row = next(line for line in text.splitlines() if line.startswith("| peak host memory used (whole machine) |"))
     assert "(host)" in cpu_row and "(host)" in rss_row and "—" not in cpu_row
     assert "(host): the whole machine's CPU or used memory" in text
-    assert "![Process-tree CPU; lines marked (host): the whole machine](cpu.png)" in text
+    assert "![Host CPU (whole machine)](cpu.png)" in text and "![Host memory used (whole machine)](memory.png)" in text
     assert (res.folder / "cpu.png").is_file() and (res.folder / "memory.png").is_file()
     not_drawn = [line for line in text.splitlines() if line.startswith("Not drawn")]
     assert not any("CPU" in line or "resident memory" in line for line in not_drawn)
-    assert "peak host memory (whole machine)" in text  # the advisor says what it measured
+    assert "memory: peak host memory used (whole machine) 44.1 GB" in text  # the advisor says what it measured
     runs = pd.read_csv(res.folder / "runs.csv")
     smi = pd.read_csv(SAMPLES / "nvidia-smi-units.csv", skipinitialspace=True)
     job = smi[smi["index"].isin([0, 1])]["utilization.gpu [%]"].str.rstrip(" %").astype(float)
