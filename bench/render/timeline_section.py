@@ -145,7 +145,7 @@ def resumed_runs(runs: list[RunData]) -> list[tuple[str, list[dict[str, Any]]]]:
     return out
 
 
-def _bar(result: CompareResult, runs: list[RunData], env: str) -> tuple[str, list[tuple[str, float]], list[str]]:
+def median_bar(result: CompareResult, runs: list[RunData], env: str) -> tuple[str, list[tuple[str, float]], list[str]]:
     """(y label, the phases drawn in order, what the kind has none of) for one environment:
     its median run's phases (they add up to its total), else the medians of the phases."""
     chosen = ts.median_run(result.runs, env)
@@ -177,7 +177,7 @@ def timeline_chart(result: CompareResult, path: Path, runs: list[RunData] | None
 
     envs = list(result.envs)
     resumed = resumed_runs(runs or [])
-    bars = [_bar(result, runs or [], env) for env in envs]
+    bars = [median_bar(result, runs or [], env) for env in envs]
     labels = [label for label, _, _ in bars] + [label for label, _ in resumed]
     fig, ax = plt.subplots(figsize=(9, 2.4 + 0.6 * len(labels)))
     drawn: set[str] = set()
