@@ -105,7 +105,8 @@ Cost model per environment:
 From bench's submit to the record placed in results, per environment: the median of each
 phase of the runs' timelines, its spread over the runs and the clock it was read from (a
 phase that crosses two clocks names both). A phase no clock saw is unknown, with the
-reason, never 0; a value at or below its clock's resolution reads "≤ 1 s".
+reason, never 0; one the kind does not have says so ("no scheduler"); times are rounded
+to their clock, and a value at or below its clock's resolution reads "≤ 1 s".
 {% if timeline_chart %}
 ![Where the time goes](timeline.png)
 
