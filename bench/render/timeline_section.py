@@ -15,7 +15,7 @@ from typing import Any
 
 from bench.analysis import time_sums as ts
 from bench.analysis.compare import CompareResult
-from bench.analysis.metrics import METRIC_BY_KEY, RunMetrics, fmt
+from bench.analysis.metrics import METRIC_BY_KEY, RunMetrics
 from bench.analysis.stats import median
 from bench.records.read import RunData
 from bench.records.timeline import ALL_PHASES, BETWEEN_ATTEMPTS, TRIGGER, phase_entry
@@ -125,10 +125,12 @@ def env_lines(metrics: list[RunMetrics]) -> list[str]:
         mine = [m for m in metrics if m.env == env]
         total = median([m.values.get("submit_to_result_s") for m in mine])
         medians = {p: median([m.values.get(_key(p)) for m in mine]) for p in ALL_PHASES}
-        parts = [f"{p} {fmt(v)} s" for p, v in medians.items() if v is not None]
+        known = {p: v for p, v in medians.items() if v is not None}
+        parts = [f"{p} {seconds_text(v, ts.env_clock(mine, env, _key(p)))}" for p, v in known.items()]
         if total is None and not parts:
             continue
-        head = f"submit → result {fmt(total)} s: " if total is not None else ""
+        clock = ts.env_clock(mine, env, "submit_to_result_s")
+        head = f"submit → result {seconds_text(total, clock)}: " if total is not None else ""
         lines.append(f"{md(env)}: {head}{', '.join(parts)}")
     return lines
 

@@ -24,7 +24,7 @@ from bench.render import charts
 from bench.render.report import write_report
 from bench.render.tables import runs_table, summary_table
 from bench.render.time_words import seconds_text
-from bench.render.timeline_section import median_bar
+from bench.render.timeline_section import env_lines, median_bar
 
 SHA = "a" * 40
 # (duration_s, queue wait) of three Slurm runs: the phase medians (train of one run, queue
@@ -151,3 +151,11 @@ def test_a_queue_wait_on_a_whole_second_clock_is_whole_seconds_in_the_tables(rep
     rows = [r for r in runs_table(result).splitlines() if r.startswith("| local-slurm |")]
     cells = {r.split(" | ")[1]: r for r in rows}
     assert "| 30 |" in cells["s0"] and "| 14 |" in cells["s2"]  # not "30.0" or "14.0" from a 1 s clock
+
+
+def test_the_pr_comments_phase_line_follows_the_clock(report) -> None:
+    _, _, folder = report
+    result = compare_runs(find_runs(folder.parent.parent / "results"))
+    (line,) = [ln for ln in env_lines(result.runs) if ln.startswith("local-slurm:")]
+    assert "queue 14 s" in line and "queue 14.0" not in line  # the median of 30, 2 and 14 s, read in whole seconds
+    assert "deliver ≤ 1 s" in line
