@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from bench.analysis import fastpath as fp
+from bench.analysis import time_sums as ts
 from bench.analysis import timeline_metrics as tm
 from bench.analysis.attempts import attempt_spans, per_attempt, wall_over_attempts
 from bench.analysis.cost import record_cost
@@ -345,7 +346,8 @@ def _lost_iters(ctx: RunContext) -> float | None:
 METRICS: tuple[Metric, ...] = (
     Metric(
         "time_to_train_s", "time to train", "s", LOWER,
-        _derived(lambda ctx: time_to_train(ctx.run.train)[0], "train.jsonl run_start -> run_stop segments"),
+        _derived(ts.sum_metric("time_to_train_s", lambda ctx: time_to_train(ctx.run.train)[0]),
+                 ts.SUM_BY_KEY["time_to_train_s"].formula()),
         headline=True, in_runs_table=True,
     ),
     Metric(
@@ -408,12 +410,14 @@ METRICS: tuple[Metric, ...] = (
         _derived(tm.queue_wait, tm.QUEUE_SOURCE),
         headline=True, in_runs_table=True,
     ),
-    Metric("startup_s", "start-up (first start)", "s", LOWER, _derived(lambda ctx: startup_s(ctx.run.train),
-           "train.jsonl warmup.warmup_s: process start -> first iteration (compile cold)"), in_runs_table=True),
-    Metric("restart_startup_s", "start-up (restarts)", "s", LOWER,
+    Metric("startup_s", "start-up", "s", LOWER, _derived(ts.sum_metric("startup_s"),
+           ts.SUM_BY_KEY["startup_s"].formula()), in_runs_table=True),
+    # Neither phases nor sums of phases: in runs.csv, not the report's tables (cost and GPU-hours read wall_s)
+    Metric("restart_startup_s", "warmup_s of resumed starts (train.jsonl, median)", "s", LOWER,
            _derived(lambda ctx: startup_s(ctx.run.train, restarts=True),
-                    "train.jsonl warmup.warmup_s of resumed starts (compile cache warm), median")),
-    Metric("wall_s", "job wall time", "s", LOWER, _derived(_wall, "every attempt's start_time -> end_time")),
+                    "train.jsonl warmup.warmup_s of resumed starts (compile cache warm), median"), in_summary=False),
+    Metric("wall_s", "job wall time (cost basis)", "s", LOWER,
+           _derived(_wall, "every attempt's start_time -> end_time"), in_summary=False),
     Metric("attempts", "attempts", "jobs", "", _derived(_attempts, "run.json previous_attempts + this one"),
            in_runs_table=True, digits=2),
     Metric("lost_iters", "lost work", "iterations", LOWER, _derived(_lost_iters,

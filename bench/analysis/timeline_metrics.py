@@ -1,10 +1,11 @@
 """Figures from each run's timeline (run.json `timeline`, bench/records/timeline.py).
 
-Time from submit (and from the push) to the placed result, the platform's overhead
-(everything but `train`), each phase's seconds, steady-state images/s (the `train` phase
-only, after warm-up) and the queue wait. Every figure that is a span between two marks
+Each phase's seconds, the queue wait (the queue phase), the named sums of phases
+(submit to result, push to result, platform overhead: bench.analysis.time_sums) and
+steady-state images/s (the `train` phase only, after warm-up). Every timed figure
 records its clock resolution (`RunContext.resolutions`): a value at or below it is shown
-as "≤ 1 s" and no ratio or test is computed against it (bench.analysis.compare).
+as "≤ 1 s" and no ratio or test is computed against it (bench.analysis.compare); a phase
+the kind does not have is noted ("no scheduler", `RunContext.notes`), never read as 0.
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from bench.records.timeline import ALL_PHASES, phase_entry, span_between
+from bench.analysis import time_sums as ts
+from bench.records.timeline import ALL_PHASES, phase_entry
 from bench.records.trainlog import images_series, segments
 
 QUEUE_SOURCE = (
@@ -40,6 +42,7 @@ def phase_value(ctx: Any, phase: str, key: str) -> float | None:
     entry = phase_entry(ctx.meta.get("timeline"), phase)
     if entry is None:
         return None
+    ts.phase_lacks(ctx, phase, key)
     return _resolved(ctx, key, _number(entry.get("seconds")), entry.get("resolution_s"))
 
 
@@ -47,29 +50,11 @@ def queue_wait(ctx: Any) -> float | None:
     """The timeline's queue phase, the same cut on every kind (a bare process has none).
     A record collected before timelines: its scheduler section (every attempt's wait)."""
     if isinstance(ctx.meta.get("timeline"), dict):
-        return phase_value(ctx, "queue", "queue_wait_s")
+        return phase_value(ctx, "queue", "queue_wait_s")  # "no scheduler" noted where the kind has none
     sched = ctx.section("scheduler")
     total = _number(sched.get("queue_wait_total_s"))
     value = total if total is not None else _number(sched.get("queue_wait_s"))
     return _resolved(ctx, "queue_wait_s", value, sched.get("queue_wait_resolution_s"))
-
-
-def _span(first: str, key: str) -> Callable[[Any], float | None]:
-    def value(ctx: Any) -> float | None:
-        span = span_between(ctx.meta.get("timeline"), first, "collected")
-        return None if span is None else _resolved(ctx, key, span[0], span[1])
-
-    return value
-
-
-def platform_overhead(ctx: Any) -> float | None:
-    """Submit -> result minus the train phase: deliver, queue, staging, pull, launch,
-    warm-up, finish and collection, known or not."""
-    total, train = ctx["submit_to_result_s"], ctx["phase_train_s"]
-    if total is None or train is None:
-        return None
-    res = ctx.resolutions.get("submit_to_result_s", 0.0) + ctx.resolutions.get("phase_train_s", 0.0)
-    return _resolved(ctx, "platform_overhead_s", total - train, res)
 
 
 def train_phase_rates(log: Any, timeline: Any) -> np.ndarray:
@@ -147,7 +132,7 @@ def catalogue(metric: Callable[..., Any], derived: Callable[..., Any], higher: s
             "submit to result",
             "s",
             lower,
-            derived(_span("submitted", "submit_to_result_s"), "run.json timeline: submitted -> collected"),
+            derived(ts.sum_metric("submit_to_result_s"), ts.SUM_BY_KEY["submit_to_result_s"].formula()),
             in_runs_table=True,
             headline=True,
         ),
@@ -156,15 +141,15 @@ def catalogue(metric: Callable[..., Any], derived: Callable[..., Any], higher: s
             "push to result",
             "s",
             lower,
-            derived(_span("pushed", "push_to_result_s"), "run.json timeline: pushed (ATLAS_PUSHED_AT) -> collected"),
+            derived(ts.sum_metric("push_to_result_s"), ts.SUM_BY_KEY["push_to_result_s"].formula()),
             headline=True,
         ),
         metric(
             "platform_overhead_s",
-            "platform overhead (all but train)",
+            "platform overhead",
             "s",
             lower,
-            derived(platform_overhead, "submit to result minus the train phase"),
+            derived(ts.sum_metric("platform_overhead_s"), ts.SUM_BY_KEY["platform_overhead_s"].formula()),
             headline=True,
         ),
         metric(

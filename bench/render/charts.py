@@ -118,10 +118,12 @@ def summary_bars(
     labels: dict[str, str],
     path: Path,
     below: dict[str, dict[str, float]] | None = None,
+    lacked: dict[str, dict[str, str]] | None = None,
 ) -> bool:
     """metric -> env -> per-run values; bar = median, whiskers = min..max. A bar too low to
     see is written on: "≤ 1" where the median is at or below its clock's resolution
-    (`below`: metric -> env -> resolution), "0" where it is zero, so no value reads as missing."""
+    (`below`: metric -> env -> resolution), "0" where it is zero, so no value reads as missing;
+    an empty slot where the kind has no such phase says so (`lacked`: metric -> env -> "no scheduler")."""
     metrics = [m for m in values if any(len(v) for v in values[m].values())]
     if not metrics:
         return False
@@ -144,6 +146,8 @@ def summary_bars(
         for i, e in enumerate(envs):
             res = (below or {}).get(m, {}).get(e)
             text = f"≤ {res:g}" if res is not None else "0" if meds[i] == 0 and values[m][e] else None
+            if not values[m][e] and (lacked or {}).get(m, {}).get(e):
+                text = lacked[m][e].replace(" ", "\n", 1)  # type: ignore[index]  # "no\nscheduler": fits one bar
             if text:
                 ax.annotate(text, (i, 0), ha="center", va="bottom", fontsize="small")
         ax.set_xticks(range(len(envs)), envs, fontsize="small")

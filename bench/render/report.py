@@ -34,6 +34,7 @@ from bench.analysis.metrics import HEADLINE, METRIC_BY_KEY, fmt
 from bench.analysis.run_index import IndexedRun
 from bench.analysis.select_compare import select_and_compare
 from bench.analysis.stats import BOOTSTRAP_RESAMPLES
+from bench.analysis.time_sums import env_lacked
 from bench.atomic_files import disk_full_error, is_disk_full, locked, replace_dir, sweep_temp_dirs, temp_dir
 from bench.records.read import RunData
 from bench.render import charts, timeline_section
@@ -237,7 +238,8 @@ def _draw_charts(
     labels = {k: f"{METRIC_BY_KEY[k].label} ({METRIC_BY_KEY[k].unit})" for k in HEADLINE}
     summaries = result.summaries
     below = {k: {e: summaries[e].below[k] for e in result.envs if k in summaries[e].below} for k in HEADLINE}
-    if charts.summary_bars(bars, labels, folder / "summary.png", below):
+    lacked = {k: {e: x for e in result.envs if (x := env_lacked(result.runs, e, k))} for k in HEADLINE}
+    if charts.summary_bars(bars, labels, folder / "summary.png", below, lacked):
         chart_list.append(
             {
                 "title": "Summary: median per environment, whiskers min–max",

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 
+from bench.analysis import time_sums as ts
 from bench.analysis.comparable import Excluded
 from bench.analysis.compare import (
     CLOCK_RESOLUTION_S,
@@ -21,6 +22,7 @@ from bench.analysis.metrics import METRIC_BY_KEY, METRICS, Metric, RunMetrics, f
 from bench.analysis.stats import Comparison, smallest_p
 from bench.render.escape import code, md
 from bench.render.labels import measured_label
+from bench.render.time_words import seconds_text
 
 
 def _words(metric: Metric) -> tuple[str, str]:
@@ -40,10 +42,22 @@ def change_words(metric: Metric, ratio: float) -> str:
     return f"{fmt(pct, 2)} % {up if ratio > 1 else down}"
 
 
-def shown(value: float | None, metric: Metric, resolution: float | None = None, unit: bool = False) -> str:
-    """A figure for people: "≤ 1 s" at or below its clock's `resolution`, else `fmt`."""
+def shown(
+    value: float | None,
+    metric: Metric,
+    resolution: float | None = None,
+    unit: bool = False,
+    clock: float | None = None,
+    lacked: str | None = None,
+) -> str:
+    """A figure for people: "≤ 1 s" at or below its clock's `resolution`, a time rounded to
+    its `clock`, "no scheduler" (`lacked`) where the kind has no such phase, else `fmt`."""
+    if value is None and lacked:
+        return lacked
     if value is not None and resolution is not None and value <= resolution:
         return f"≤ {resolution:g} {metric.unit}"
+    if value is not None and clock is not None and metric.unit == "s":
+        return seconds_text(value, clock, unit)
     return fmt(value, metric.digits) + (f" {metric.unit}" if unit and value is not None else "")
 
 
@@ -132,8 +146,15 @@ def summary_table(result: CompareResult) -> str:
         for e in result.envs:
             s = result.summaries[e]
             mark = host_mark([r for r in result.runs if r.env == e], m.key) if s.median[m.key] is not None else ""
-            res = s.below.get(m.key)
-            cells.append(f"{shown(s.median[m.key], m, res)}{mark} | {shown(s.olympic[m.key], m, res)}{mark}")
+            res, clock, lack = (
+                s.below.get(m.key),
+                ts.env_clock(result.runs, e, m.key),
+                ts.env_lacked(result.runs, e, m.key),
+            )
+            cells.append(
+                f"{shown(s.median[m.key], m, res, False, clock, lack)}{mark} | "
+                f"{shown(s.olympic[m.key], m, res, False, clock, lack)}{mark}"
+            )
         rows.append(f"| {measured_label(m.key, result.runs)} | {m.unit} | " + " | ".join(cells) + " |")
     if any(r.from_host(k) for r in result.runs for k in r.origins):
         rows.extend(["", HOST_NOTE])
@@ -145,7 +166,11 @@ def runs_table(result: CompareResult) -> str:
     head = "| env | run | status | " + " | ".join(measured_label(c, result.runs) for c in cols) + " |"
     rows = [head, "|---|---|---|" + "---:|" * len(cols)]
     for r in result.runs:
-        vals = " | ".join(shown(getattr(r, c), METRIC_BY_KEY[c], r.at_resolution(c)) + host_mark([r], c) for c in cols)
+        vals = " | ".join(
+            shown(getattr(r, c), METRIC_BY_KEY[c], r.at_resolution(c), False, r.resolutions.get(c), ts.lacked(r, c))
+            + host_mark([r], c)
+            for c in cols
+        )
         rows.append(f"| {md(r.env)} | {md(r.run_id)} | {md(r.status or '—')} | {vals} |")
     return "\n".join(rows)
 

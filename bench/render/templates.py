@@ -113,11 +113,27 @@ Cost model per environment:
 From bench's submit to the record placed in results, per environment: the median of each
 phase of the runs' timelines, its spread over the runs and the clock it was read from (a
 phase that crosses two clocks names both). A phase no clock saw is unknown, with the
-reason, never 0; a value at or below its clock's resolution reads "≤ 1 s".
+reason, never 0; one the kind does not have says so ("no scheduler"); times are rounded
+to their clock, and a value at or below its clock's resolution reads "≤ 1 s".
 {% if timeline_chart %}
 ![Where the time goes](timeline.png)
+
+{{ timeline_caption }}
 {% endif %}
 {{ timeline_table }}
+{%- for line in timeline_medians %}
+
+{{ line }}
+{%- endfor %}
+{%- if timeline_sums %}
+
+Every other time figure in this report is a named sum of these phases, from the phases
+of the same run (here each environment's median run, so the numbers add up; a phase the
+kind has none of adds nothing):
+{% for line in timeline_sums %}
+- {{ line }}
+{%- endfor %}
+{%- endif %}
 {%- if timeline_trace %}
 
 Every run's phases, one track per run, open in a trace viewer:

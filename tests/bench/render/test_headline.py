@@ -37,7 +37,7 @@ def test_the_summary_opens_with_the_whole_trip_its_interval_and_the_phase_that_d
     assert "Energy per result" not in line  # no GPUs: no energy measured
     # the differences follow, largest and clearest first: the whole trip leads, images/s (equal) trails
     lines = verdicts(res)
-    assert lines[0].startswith("platform overhead (all but train): b vs a: 182 % longer") and "a wins" in lines[0]
+    assert lines[0].startswith("platform overhead: b vs a: 182 % longer") and "a wins" in lines[0]
     assert lines[1].startswith("submit to result: b vs a") and "a wins" in lines[1]
     assert [x.split(":")[0] for x in lines].index("images/s, whole job (steady, median)") > 0
 

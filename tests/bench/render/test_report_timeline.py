@@ -34,12 +34,16 @@ def test_the_section_shows_every_phase_with_its_source_and_the_chart(tmp_path: P
     assert "## Where the time goes" in text and "![Where the time goes](timeline.png)" in text
     assert (res.folder / "timeline.png").is_file()
     section = text.split("## Where the time goes", 1)[1].split("\n## ", 1)[0]
-    assert "| local | queue | — | — | unknown: no scheduler: the process starts at once |" in section
-    assert "| local-slurm | queue | ≤ 1 s | 0–0 | slurmctld |" in section
-    assert "| local-slurm | deliver | ≤ 1 s | 1.00–1.00 | bench-host → slurmctld |" in section  # 1 s at 1 s
+    # a phase the kind does not have is named, not "—" (unknown) and not 0
+    assert "| local | queue | no scheduler | — | the kind has none: the process starts at once |" in section
+    assert "| local-slurm | queue | ≤ 1 s | ≤ 1 | slurmctld |" in section
+    # precision follows the clock: a 1 s clock's spread is "≤ 1", not "1.00–1.00" or "0.500–0.500"
+    assert "| local-slurm | deliver | ≤ 1 s | ≤ 1 | bench-host → slurmctld |" in section  # 1 s at 1 s
+    assert "| local-slurm | launch | ≤ 1 s | ≤ 1 | slurmctld → job |" in section
+    assert "| local | launch | 0.500 s | 0.500–0.500 | bench-host → job |" in section  # a 1 ms clock keeps its digits
     assert "| local | train |" in section and "| job |" in section
     assert "| local | **submit to result** |" in section
-    assert "| local | stage | — | — | unknown: no staging step: the job reads this machine's files |" in section
+    assert "| local | stage | no staging step | — | the kind has none: the job reads this machine's files |" in section
     assert "| local | warmup | 7.00 s | 7.00–7.00 | job |" in section
 
 
