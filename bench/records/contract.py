@@ -36,6 +36,9 @@ STATUS_CANCELLED = "cancelled"  # `bench cancel` or a plain scancel: never resub
 # Marker file in a run folder: the run was cancelled (`bench cancel` on any target, or a
 # plain scancel seen by the Slurm batch script); nothing resubmits it, its record says cancelled.
 CANCEL_MARK = "CANCELLED"
+# A fetch may return this key beside the scheduler's facts: what it refused to copy
+# (bench.records.place names them in the record).
+SKIPPED = "skipped_files"
 FINISHED_OK = (STATUS_SUCCESS, STATUS_MAX_SECONDS)  # the run did what it was asked
 # What a failed exit code means, for status lines.
 EXIT_WORDS = {

@@ -24,7 +24,7 @@ from bench import __version__
 from bench.atomic_files import disk_full_error, is_disk_full, locked, sweep_temp_dirs, write_json_atomic
 from bench.envs import Environment
 from bench.errors import AtlasError
-from bench.records.contract import RUN_JSON, SCHEMA_VERSION, TRAIN_JSONL, queue_wait_s
+from bench.records.contract import RUN_JSON, SCHEMA_VERSION, SKIPPED, TRAIN_JSONL, queue_wait_s
 from bench.records.inside_tree import require_inside
 from bench.records.jobfiles import JobFileRefused, read_bytes, sweep
 from bench.records.rebuild import rebuild_lost_final_write
@@ -32,8 +32,6 @@ from bench.records.sampling import first_start
 from bench.records.schema import schema_problems
 from bench.records.timeline import collected_timeline, marks_log, submit_time_in_job
 
-# A fetch may return this key beside the scheduler's facts: what it refused to copy.
-SKIPPED = "skipped_files"
 RUN_JSON_MAX_BYTES = 16 << 20
 
 

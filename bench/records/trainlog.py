@@ -7,15 +7,17 @@ A killed job leaves a last line without its newline, and a resumed run holds sev
 from __future__ import annotations
 
 import json
+import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from bench.records import strict_numbers
 from bench.records.jobfiles import read_bytes
 from bench.records.strict_numbers import LATEST_TIME, finite
+
+if TYPE_CHECKING:  # numpy is imported where a figure is computed: `bench status` reads logs without it
+    import numpy as np
 
 
 @dataclass
@@ -186,6 +188,8 @@ def time_to_train(log: TrainLog) -> tuple[float | None, list[str]]:
 def steady_images_per_s(log: TrainLog, warmup_fraction: float = 0.2) -> np.ndarray:
     """images/s of `train` lines after warm-up: the first line and the first
     `warmup_fraction` of each segment's lines are dropped (compile, cache fill)."""
+    import numpy as np
+
     values: list[float] = []
     for _, _, trains in segments(log):
         rates = [t.get("images_per_s") for t in trains]
@@ -212,7 +216,7 @@ def startup_s(log: TrainLog, restarts: bool = False) -> float | None:
     and a restart finds the compiler cache warm."""
     values = [e["warmup_s"] for e in log.of("warmup") if finite(e.get("warmup_s")) and e["warmup_s"] >= 0]
     if restarts:
-        return float(np.median(values[1:])) if len(values) > 1 else None
+        return float(statistics.median(values[1:])) if len(values) > 1 else None
     return float(values[0]) if values else None
 
 
@@ -223,6 +227,8 @@ def outcome(log: TrainLog) -> str | None:
 
 def images_series(log: TrainLog, t0: float | None) -> tuple[np.ndarray, np.ndarray]:
     """(seconds since t0, images/s) of every train line, for charts."""
+    import numpy as np
+
     trains = log.of("train")
     if not trains:
         return np.empty(0), np.empty(0)

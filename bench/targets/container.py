@@ -23,9 +23,8 @@ from typing import Any, ClassVar
 
 from bench.envschema import QUANTITY, STR
 from bench.errors import AtlasError, ConfigError
-from bench.records.contract import EXIT_WORDS, RUN_JSON
+from bench.records.contract import EXIT_WORDS, RUN_JSON, SKIPPED
 from bench.records.jobfiles import copy_record
-from bench.records.place import SKIPPED
 from bench.records.timeline import absent, mark
 from bench.targets import register
 from bench.targets.base import JobSpec, RunState, RunStatus

@@ -31,7 +31,6 @@ from bench.records.contract import (
     exit_succeeded,
 )
 from bench.records.jobfiles import read_json, write_bytes
-from bench.records.rebuild import final_stop
 from bench.records.timeline import HOST_RESOLUTION_S, absent, mark, pushed_at
 from bench.targets.base import JobSpec, RunState, RunStatus, Target
 
@@ -111,6 +110,8 @@ class FolderTarget(Target):
         if state == EXIT_RUNNING:
             if alive:
                 return RunStatus(run_id, RunState.RUNNING, progress, job_id, commit)
+            from bench.records.rebuild import final_stop  # reads train.jsonl (numpy): not for `bench status`
+
             stop = final_stop(run_dir, record.get("start_time"))
             if stop is not None:  # the recorder's final write was lost; the workload's log says how it ended
                 ok = stop.get("status") in FINISHED_OK

@@ -28,7 +28,7 @@ from typing import Any, ClassVar
 from bench.declared_shape import check_shape
 from bench.envschema import OPT_STR, POSITIVE, STR
 from bench.errors import AtlasError, ConfigError
-from bench.records.place import SKIPPED
+from bench.records.contract import SKIPPED
 from bench.records.shape import Shape, declared_shape
 from bench.records.timeline import pushed_at
 from bench.targets import pytorchjob as kf

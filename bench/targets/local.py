@@ -24,9 +24,8 @@ from typing import Any, ClassVar
 from bench.envs import REPO_ROOT
 from bench.envschema import POSITIVE, STR
 from bench.errors import AtlasError, ConfigError
-from bench.records.contract import EXIT_RUNNING, RUN_JSON, TRAIN_JSONL
+from bench.records.contract import EXIT_RUNNING, RUN_JSON, SKIPPED, TRAIN_JSONL
 from bench.records.jobfiles import copy_record, read_json
-from bench.records.place import SKIPPED
 from bench.records.timeline import HOST_RESOLUTION_S, absent, mark
 from bench.targets import register
 from bench.targets.base import JobSpec, RunState, RunStatus

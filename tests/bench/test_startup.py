@@ -46,6 +46,12 @@ def test_start_up_imports_no_heavy_library(args: tuple[str, ...]) -> None:
     assert not heavy, f"`python {' '.join(args)}` imports {', '.join(heavy)} at start-up"
 
 
+def test_status_reads_its_runs_without_numpy() -> None:
+    """`bench status` reads run folders and logs, never a figure: not even numpy (read-only)."""
+    names = imported("-m", "bench", "status", "--env", "local")
+    assert not (set(HEAVY) | {"numpy"}) & names, sorted((set(HEAVY) | {"numpy"}) & names)
+
+
 def test_the_trace_would_see_pandas() -> None:
     """The check above can fail: a command that does read records shows pandas."""
     assert "pandas" in imported("-c", "import bench.records.read")
