@@ -371,7 +371,8 @@ def _write_folder(
 ) -> None:
     """Every file of one report, into the hidden `folder` (the caller renames it into place)."""
     entries = _history_entries(index, result.envs, history)
-    chart_list, missing = _draw_charts(folder, chosen, result, entries, history is not None)
+    with charts.drawn_in_parallel():
+        chart_list, missing = _draw_charts(folder, chosen, result, entries, history is not None)
     problems = _problems(runs, sha)
     (folder / "README.md").write_text(
         _readme(
