@@ -18,6 +18,7 @@ import pandas as pd
 from bench.analysis.comparable import Excluded, select_comparable
 from bench.analysis.metrics import HEADLINE, METRIC_BY_KEY, METRICS, RunMetrics, run_metrics
 from bench.analysis.stats import Comparison, compare_samples, median, olympic_mean, smallest_p
+from bench.analysis.threads import map_runs
 from bench.errors import AtlasError
 from bench.records.read import RunData
 from bench.records.timeline import ALL_PHASES
@@ -115,7 +116,7 @@ def compare_runs(
     runs = selection.runs
     hashes = config_hashes(runs)
     envs = sorted({r.env for r in runs})
-    metrics = sorted((run_metrics(r) for r in runs), key=lambda m: (m.env, m.run_id))
+    metrics = sorted(map_runs(run_metrics, runs), key=lambda m: (m.env, m.run_id))
     summaries: dict[str, EnvSummary] = {}
     for env in envs:
         mine = [m for m in metrics if m.env == env]

@@ -61,15 +61,10 @@ class IndexedRun:
 
 
 def load_records(chosen: list[IndexedRun]) -> list[RunData]:
-    """Each chosen run's whole record, in order, read by a thread per core: the CSV and JSON
-    parsers and numpy release the GIL for most of a long record's read, so on 2 cores six
-    48-hour records load in about two thirds of the time one after another takes."""
-    if len(chosen) < 2:
-        return [r.load() for r in chosen]
-    from concurrent.futures import ThreadPoolExecutor
+    """Each chosen run's whole record, in order, a thread per core (bench.analysis.threads)."""
+    from bench.analysis.threads import map_runs
 
-    with ThreadPoolExecutor(max_workers=min(len(chosen), os.cpu_count() or 1, 8)) as pool:
-        return list(pool.map(IndexedRun.load, chosen))
+    return map_runs(IndexedRun.load, chosen)
 
 
 def load_record(run_dir: Path, env: str) -> RunData:
