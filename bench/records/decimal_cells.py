@@ -170,20 +170,18 @@ def _print(mant: np.ndarray, dec: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def assemble(header: bytes, columns: list, rows: int, trailing_newline: bool) -> bytes:
-    """The CSV from its columns, each (mantissa, decimals) or a TextColumn; rows are built
-    a chunk at a time, the cells placed by their offsets in the row."""
+    """The CSV from its columns, each (mantissa, decimals) or a TextColumn: a block of rows
+    at a time, every cell's characters and its delimiter side by side in one matrix, whose
+    used bytes, read row by row, are the text."""
     out = [header + b"\n"]
-    for a in range(0, rows, CHUNK):
-        b = a + CHUNK
-        parts = [c.matrix(a, b) if isinstance(c, TextColumn) else _print(c[0][a:b], c[1][a:b]) for c in columns]
-        lengths = np.stack([n for _, n in parts], axis=1) + 1  # each cell and its delimiter
-        ends = np.cumsum(lengths.ravel()).reshape(lengths.shape)
-        starts = ends - lengths
-        chunk = np.full(int(ends[-1, -1]), COMMA, dtype=np.uint8)
-        chunk[ends[:, -1] - 1] = NEWLINE
-        for j, (ch, n) in enumerate(parts):
-            keep = np.arange(ch.shape[1])[None, :] < n[:, None]
-            chunk[(starts[:, j, None] + np.arange(ch.shape[1]))[keep]] = ch[keep]
-        out.append(chunk.tobytes())
+    step = max(CHUNK // 8, 1)  # rows x (all cells' widths): a few MB a block
+    for a in range(0, rows, step):
+        b = min(a + step, rows)
+        blocks, used = [], []
+        for j, c in enumerate(columns):
+            ch, n = c.matrix(a, b) if isinstance(c, TextColumn) else _print(c[0][a:b], c[1][a:b])
+            blocks += [ch, np.full((b - a, 1), NEWLINE if j == len(columns) - 1 else COMMA, dtype=np.uint8)]
+            used += [np.arange(ch.shape[1]) < n[:, None], np.ones((b - a, 1), dtype=bool)]
+        out.append(np.concatenate(blocks, axis=1)[np.concatenate(used, axis=1)].tobytes())
     text = b"".join(out)
     return text if trailing_newline else text[:-1]
