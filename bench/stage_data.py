@@ -132,13 +132,13 @@ def path_problems(data: dict[str, Any], kind: str | None) -> list[str]:
 
 def check_data(settings: dict[str, Any], where: str) -> list[str]:
     """Problems of the values in env.yaml's `data:` section (absent is fine); which keys
-    may appear is bench.envschema's allow-list."""
+    may appear is bench.environments.schema's allow-list."""
     data = settings.get("data")
     if data is None:
         return []
     if not isinstance(data, dict):
         return [f"{where}: data must be a mapping ({', '.join(DATA_KEYS)})"]
-    errors = []  # unknown keys: the kind's schema (bench.envschema) names them
+    errors = []  # unknown keys: the kind's schema (bench.environments.schema) names them
     for key in DATA_KEYS:
         if key != "size" and data.get(key) is not None and not isinstance(data[key], str):
             errors.append(f"{where}: data.{key} must be a string or null, got {data[key]!r}")

@@ -156,10 +156,10 @@ def import_env(name: str):  # -> Environment
     """The environment the run is placed under: clusters/<name>/ when it is defined there
     (its facts are frozen into the record as collection freezes them), else a bare one
     of kind `imported` whose hardware and cost are unknown."""
-    from bench.envs import CLUSTERS_DIR, Environment, load_env
+    from bench.environments.load import CLUSTERS_DIR, Environment, load_env
 
     if (CLUSTERS_DIR / name / "env.yaml").is_file():
-        return load_env(name, CLUSTERS_DIR)  # its numbers checked as validate checks them (bench.env_numbers)
+        return load_env(name, CLUSTERS_DIR)  # its numbers checked as validate checks them (bench.environments.numbers)
     return Environment(name, "imported", CLUSTERS_DIR / name, {})
 
 

@@ -22,7 +22,7 @@ import pandas as pd
 
 from bench import __version__
 from bench.atomic_files import write_json_atomic
-from bench.envs import Environment
+from bench.environments.load import Environment
 from bench.errors import AtlasError
 from bench.importers.merge import Merged
 from bench.names import check_name

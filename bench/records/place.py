@@ -22,7 +22,7 @@ from typing import Any
 
 from bench import __version__
 from bench.atomic_files import disk_full_error, is_disk_full, locked, sweep_temp_dirs, write_json_atomic
-from bench.envs import Environment
+from bench.environments.load import Environment
 from bench.errors import AtlasError
 from bench.records.contract import RUN_JSON, SCHEMA_VERSION, TRAIN_JSONL, queue_wait_s
 from bench.records.inside_tree import require_inside
@@ -54,7 +54,7 @@ def environment_facts(env: Environment, now: float | None = None) -> dict[str, A
     `shape` is the shape env.yaml asked for; the record's own `shape` (the recorder's,
     from the scheduler and the pod) is the one that ran, and `freeze` keeps both.
     """
-    from bench.records.shape import declared_shape
+    from bench.environments.shape import declared_shape
 
     path = env.folder / "env.yaml"
     try:

@@ -25,11 +25,11 @@ import time
 from pathlib import Path
 from typing import Any, ClassVar
 
-from bench.declared_shape import check_shape
-from bench.envschema import OPT_STR, POSITIVE, STR
+from bench.environments.schema import OPT_STR, POSITIVE, STR
+from bench.environments.shape import check_shape, declared_shape
 from bench.errors import AtlasError, ConfigError
 from bench.records.place import SKIPPED
-from bench.records.shape import Shape, declared_shape
+from bench.records.shape import Shape
 from bench.records.timeline import pushed_at
 from bench.targets import pytorchjob as kf
 from bench.targets import register

@@ -23,7 +23,7 @@ POLL_S = 0.5
 
 
 def current_commit() -> str:
-    from bench.envs import REPO_ROOT
+    from bench.environments.load import REPO_ROOT
 
     return git_info(REPO_ROOT).get("sha") or "nocommit"
 

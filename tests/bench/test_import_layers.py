@@ -22,7 +22,6 @@ LAYERS: list[tuple[int, str, tuple[str, ...]]] = [
     (1, "staging", ("bench.stage_data", "bench.stage_http")),
     (2, "importers", ("bench.importers",)),
     (2, "in_job", ("bench.in_job",)),
-    (3, "env.yaml", ("bench.envs", "bench.envschema", "bench.envcheck", "bench.declared_shape", "bench.limits")),
     (3, "env.yaml", ("bench.environments",)),
     (4, "targets", ("bench.targets",)),
     (5, "analysis", ("bench.analysis",)),
@@ -38,13 +37,14 @@ NOT_IN_RECORD_LAYERS = ("env.yaml", "workload", "analysis", "render")
 
 # Arrows against the rules in today's code, named in issue 32 (to be removed there).
 KNOWN = {
-    ("bench.records.place", "bench.envs"),  # environment_facts: records/place.py reads the environment
-    ("bench.importers.writer", "bench.envs"),  # the importers place through the environment
-    ("bench.envcheck", "bench.analysis.cost"),  # env validation checks cost rates in analysis/
-    ("bench.envcheck", "bench.analysis.expected"),  # ... and expected bands
-    ("bench.envcheck", "bench.targets"),  # ... and each kind's settings through the targets
-    ("bench.envcheck", "workflows.biggan.config"),  # ... and the experiment through the workload's config
-    ("bench.envcheck", "workflows.biggan.errors"),
+    ("bench.records.place", "bench.environments.load"),  # environment_facts: records/place.py reads the environment
+    ("bench.importers.writer", "bench.environments.load"),  # the importers place through the environment
+    ("bench.records.place", "bench.environments.shape"),  # ... and freezes its declared shape
+    ("bench.environments.check", "bench.analysis.cost"),  # env validation checks cost rates in analysis/
+    ("bench.environments.check", "bench.analysis.expected"),  # ... and expected bands
+    ("bench.environments.check", "bench.targets"),  # ... and each kind's settings through the targets
+    ("bench.environments.check", "workflows.biggan.config"),  # ... and the experiment through the workload's config
+    ("bench.environments.check", "workflows.biggan.errors"),
     ("bench.targets.lifecycle", "workflows.biggan.config"),  # submit resolves the experiment by import
     ("bench.targets.lifecycle", "workflows.biggan.errors"),
 }
@@ -109,7 +109,7 @@ def broken(arrow: tuple[str, str]) -> str | None:
 def test_the_graph_is_read() -> None:
     """The reader sees relative and `from package import module` imports (else the rules check nothing)."""
     graph = arrows()
-    assert ("bench.records.place", "bench.envs") in graph
+    assert ("bench.records.place", "bench.environments.load") in graph
     assert ("bench.cli", "bench.errors") in graph
     assert len(graph) > 300 and all(layer(s) for s, _ in graph)
     assert broken(("bench.records.read", "bench.analysis.metrics")) is not None

@@ -40,7 +40,7 @@ import pytest
 
 from bench.analysis.metrics import run_metrics
 from bench.analysis.run_index import INDEX_FILE
-from bench.envs import load_env
+from bench.environments.load import load_env
 from bench.records.contract import EXIT_DISK_FULL, read_run_json
 from bench.records.place import place_run
 from bench.records.read import find_runs, load_run

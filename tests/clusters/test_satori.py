@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.envs import Environment, load_env
+from bench.environments.load import Environment, load_env
 from bench.errors import ConfigError
 from bench.targets import target_for
 from bench.targets.slurm import SlurmTarget

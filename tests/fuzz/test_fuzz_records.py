@@ -26,7 +26,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bench.analysis.compare import compare_runs
-from bench.envs import Environment
+from bench.environments.load import Environment
 from bench.errors import AtlasError
 from bench.records import jobfiles
 from bench.records.check import samples_problems
@@ -222,7 +222,7 @@ def st_kind(value: object) -> object:
 @settings(FAST, max_examples=150)
 @given(data=env_yaml | json_value, raw=st.none() | st.binary(max_size=100))
 def test_fuzz_env_yaml_validate(tmp_path_factory, data, raw) -> None:
-    from bench.envcheck import check_env
+    from bench.environments.check import check_env
 
     clusters = tmp_path_factory.mktemp("clusters")
     (clusters / "e").mkdir()

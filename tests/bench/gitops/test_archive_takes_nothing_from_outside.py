@@ -150,7 +150,7 @@ def test_collect_and_import_never_write_through_a_linked_environment_folder(
         argv = ["import", "--map", str(tmp_path / "MAP.yaml"), "--env", "local", "--run-id", "r1"]
         code = main([*argv, "--results", str(results), str(data)])
     else:
-        from bench.envs import load_env
+        from bench.environments.load import load_env
         from bench.records.place import place_run
 
         def fetch(folder: Path) -> dict:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.envs import Environment
+from bench.environments.load import Environment
 from bench.records.contract import samples_files
 from bench.records.place import freeze
 from bench.records.read import load_run

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from bench.atomic_files import write_json_atomic
-from bench.envs import CLUSTERS_DIR, Environment, load_env
+from bench.environments.load import CLUSTERS_DIR, Environment, load_env
 from bench.errors import AtlasError
 from bench.records.contract import samples_name
 from bench.records.place import environment_facts, place_run

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from jsonschema import Draft202012Validator
 
-from bench.envs import CLUSTERS_DIR, Environment, known_envs, load_env
-from bench.envschema import COMMON, settings_schema
+from bench.environments.load import CLUSTERS_DIR, Environment, known_envs, load_env
+from bench.environments.schema import COMMON, settings_schema
 from bench.errors import ConfigError
 from bench.targets import known_kinds, target_class
 from bench.targets.base import Target

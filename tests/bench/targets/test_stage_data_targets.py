@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from bench.envs import CLUSTERS_DIR, Environment
+from bench.environments.load import CLUSTERS_DIR, Environment
 from bench.errors import AtlasError
 from bench.stage_data import data_spec
 from bench.targets import target_class

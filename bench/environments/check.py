@@ -1,7 +1,7 @@
 """`bench validate`'s checks: every env folder and every experiment file.
 
 Each problem is one line naming the file, the key and the fix, so a CI log says exactly
-what is wrong. First each kind's schema (bench.envschema: an allow-list of keys, no
+what is wrong. First each kind's schema (bench.environments.schema: an allow-list of keys, no
 `ansible_*` key anywhere), then the values of keys shared by all kinds, then the
 target's own `check_settings()`. `bench run` runs the same checks before it submits.
 """
@@ -12,12 +12,12 @@ from pathlib import Path
 from typing import Any
 
 from bench.analysis.cost import check_cost
-from bench.declared_shape import check_shape, shape_warnings
-from bench.env_numbers import number_problems
-from bench.envs import CLUSTERS_DIR, load_env
-from bench.envschema import settings_problems
+from bench.environments.load import CLUSTERS_DIR, load_env
+from bench.environments.numbers import number_problems
+from bench.environments.schema import settings_problems
+from bench.environments.shape import check_shape, declared_shape, shape_warnings
 from bench.errors import AtlasError
-from bench.records.shape import Shape, declared_shape
+from bench.records.shape import Shape
 from bench.stage_data import check_data
 
 HARDWARE_TYPES: dict[str, tuple[type, ...]] = {
