@@ -164,6 +164,7 @@ def import_env(name: str):  # -> Environment
 
 
 def run(args: argparse.Namespace) -> int:
+    from bench.environments.facts import environment_facts
     from bench.importers import parse_file
     from bench.importers.merge import merge
     from bench.importers.writer import build_run_json, write_record
@@ -180,7 +181,7 @@ def run(args: argparse.Namespace) -> int:
         git_sha=args.commit,
         timezone=args.timezone,
     )
-    dest = write_record(args.results, env, args.run_id, merged, record)
+    dest = write_record(args.results, environment_facts(env), args.run_id, merged, record)
     from bench.analysis.run_index import index_placed
 
     index_placed([dest])

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from bench.analysis.cost import check_cost
+from bench.environments.cost_rates import check_cost
 from bench.environments.load import CLUSTERS_DIR, load_env
 from bench.environments.numbers import number_problems
 from bench.environments.schema import settings_problems

@@ -39,7 +39,7 @@ COMMON: dict[str, Any] = {
     "description": OPT_STR,
     "local": {"type": "boolean"},
     "hardware": {"type": "object"},  # informational; bench.environments.check.check_common checks its values
-    "cost": {"type": ["object", "null"]},  # bench.analysis.cost.check_cost checks it
+    "cost": {"type": ["object", "null"]},  # bench.environments.cost_rates.check_cost checks it
     "shape": _SHAPE,
     "data": _DATA,
     "ci": {  # how CI reaches the environment (bench envs --json)

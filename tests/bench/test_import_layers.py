@@ -37,11 +37,7 @@ NOT_IN_RECORD_LAYERS = ("env.yaml", "workload", "analysis", "render")
 
 # Arrows against the rules in today's code, named in issue 32 (to be removed there).
 KNOWN = {
-    ("bench.records.place", "bench.environments.load"),  # environment_facts: records/place.py reads the environment
-    ("bench.importers.writer", "bench.environments.load"),  # the importers place through the environment
-    ("bench.records.place", "bench.environments.shape"),  # ... and freezes its declared shape
-    ("bench.environments.check", "bench.analysis.cost"),  # env validation checks cost rates in analysis/
-    ("bench.environments.check", "bench.analysis.expected"),  # ... and expected bands
+    ("bench.environments.check", "bench.analysis.expected"),  # env validation reads expected bands in analysis/
     ("bench.environments.check", "bench.targets"),  # ... and each kind's settings through the targets
     ("bench.environments.check", "workflows.biggan.config"),  # ... and the experiment through the workload's config
     ("bench.environments.check", "workflows.biggan.errors"),
@@ -109,10 +105,13 @@ def broken(arrow: tuple[str, str]) -> str | None:
 def test_the_graph_is_read() -> None:
     """The reader sees relative and `from package import module` imports (else the rules check nothing)."""
     graph = arrows()
-    assert ("bench.records.place", "bench.environments.load") in graph
+    assert ("bench.targets.lifecycle", "bench.environments.facts") in graph  # collection freezes the facts
     assert ("bench.cli", "bench.errors") in graph
     assert len(graph) > 300 and all(layer(s) for s, _ in graph)
     assert broken(("bench.records.read", "bench.analysis.metrics")) is not None
+    assert broken(("bench.records.place", "bench.environments.facts")) is not None
+    assert broken(("bench.importers.writer", "bench.environments.load")) is not None
+    assert broken(("bench.in_job.recorder", "bench.render.tables")) is not None
     assert broken(("bench.in_job.recorder", "workflows.biggan.config")) is not None
     assert broken(("bench.render.report", "bench.analysis.metrics")) is None  # render is above analysis
     assert broken(("bench.importers.sar", "bench.in_job.recorder")) is not None  # same rank, other layer
@@ -124,3 +123,17 @@ def test_each_layer_imports_only_layers_below_it() -> None:
     assert not new, "imports against bench/README's layout:\n" + "\n".join(new)
     gone = sorted(KNOWN - {a for a in graph if broken(a) is not None})
     assert not gone, f"these KNOWN arrows are gone or allowed now, take them off KNOWN: {gone}"
+
+
+def test_the_record_layers_import_no_env_yaml_workload_analysis_or_render() -> None:
+    """No exception list here: records/, importers/ and in_job/ are handed the environment's
+    facts (bench.environments.facts, by collect and import) and never reach up for them."""
+    found = sorted(
+        f"{source} imports {target}"
+        for source, target in arrows()
+        if (src := layer(source))
+        and src[1] in RECORD_LAYERS
+        and (dst := layer(target))
+        and dst[1] in NOT_IN_RECORD_LAYERS
+    )
+    assert not found, "the record's layers import what they must be handed:\n" + "\n".join(found)

@@ -40,7 +40,7 @@ def test_satori_env_holds_the_cluster_facts() -> None:
         "node_life_years": 5,
         "utilisation": 0.9,
     }
-    from bench.records.place import environment_facts
+    from bench.environments.facts import environment_facts
 
     # frozen into run.json at collection: a 1-GPU job pays a quarter node
     assert environment_facts(env)["cost"]["gpus_per_node"] == 4

@@ -26,6 +26,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bench.analysis.compare import compare_runs
+from bench.environments.facts import environment_facts
 from bench.environments.load import Environment
 from bench.errors import AtlasError
 from bench.records import jobfiles
@@ -310,7 +311,7 @@ def test_fuzz_collect_places_only_data(tmp_path_factory, files, record) -> None:
 
     before = {p: p.read_bytes() for p in [secret]}
     try:
-        placed = place_run(tmp / "results", env, "r", fetch)
+        placed = place_run(tmp / "results", environment_facts(env), "r", fetch)
     except AtlasError:
         return
     assert {p: p.read_bytes() for p in before} == before
