@@ -29,7 +29,9 @@ HARDWARE_TYPES: dict[str, tuple[type, ...]] = {
 }
 
 
-def check_common(settings: dict[str, Any], where: str) -> list[str]:
+def check_common(settings: dict[str, Any], where: str, *, on_volume: bool = False) -> list[str]:
+    """The values of the keys every kind shares. `on_volume`: the kind's
+    `Target.data_on_volume` (how `data.file` is checked); False when the kind is unknown."""
     errors: list[str] = []
     desc = settings.get("description")
     if desc is not None and not isinstance(desc, str):
@@ -53,7 +55,7 @@ def check_common(settings: dict[str, Any], where: str) -> list[str]:
     errors.extend(check_cost(settings.get("cost"), where))
     errors.extend(check_ci(settings.get("ci"), where))
     errors.extend(check_shape(settings, where))
-    errors.extend(check_data(settings, where))
+    errors.extend(check_data(settings, where, on_volume=on_volume))
     return errors
 
 
@@ -103,7 +105,7 @@ def check_env(name: str, clusters_dir: Path = CLUSTERS_DIR) -> list[str]:
     except AtlasError as exc:
         return check_common(env.settings, where) + [f"{where}: kind: {exc}"]
     schema = [f"{where}: {p}" for p in settings_problems(env.settings, env.kind, cls.settings_properties)]
-    errors = check_common(env.settings, where)
+    errors = check_common(env.settings, where, on_volume=cls.data_on_volume)
     worded = " ".join(errors)  # a number validate's own checks already named is not listed twice
     errors += [p for p in numbers if f"{p.split(': ')[1].split(' must')[0]} " not in worded]
     if schema:  # unknown or dangerous keys, wrong types: the target never sees these settings

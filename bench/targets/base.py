@@ -75,6 +75,11 @@ class Target(ABC):
     # The scheduler the job runs under, passed into the job with the kind so that the
     # recorder reads the right in-job facts (bench/in_job/scheduler/<name>.py).
     job_scheduler: ClassVar[str] = "plain"
+    # Where `bench stage-data` puts the training file: on a volume mounted into the job
+    # (True: data.file is a path inside data.mount) or on the nodes' own file systems
+    # (False: data.file may name a pre-staged absolute path). bench.stage_data checks
+    # data.file by this, never by the kind's name.
+    data_on_volume: ClassVar[bool] = False
 
     def __init__(self, env: Environment) -> None:
         from bench.environments.schema import settings_problems

@@ -127,6 +127,7 @@ class KubernetesTarget(JobStatusReader, RecordCopier, PyTorchJobRunner, Target):
     extras: ClassVar[str] = "openshift"  # the kubernetes client and kubernetes-validate
     ci_setup: ClassVar[str] = "ci-kubeconfig"
     job_scheduler: ClassVar[str] = "kubernetes"
+    data_on_volume: ClassVar[bool] = True  # staged into a PVC by an in-cluster Job
     settings_properties: ClassVar[dict[str, Any]] = {**KUBE_PROPERTIES, "image": STR}
     cli: ClassVar[str] = "kubectl"
     api_name: ClassVar[str] = "Kubernetes"
