@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench.environments.check import check_env
+from bench.commands.validation import check_env
 from bench.environments.load import load_env
 
 

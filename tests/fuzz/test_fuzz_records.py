@@ -223,7 +223,7 @@ def st_kind(value: object) -> object:
 @settings(FAST, max_examples=150)
 @given(data=env_yaml | json_value, raw=st.none() | st.binary(max_size=100))
 def test_fuzz_env_yaml_validate(tmp_path_factory, data, raw) -> None:
-    from bench.environments.check import check_env
+    from bench.commands.validation import check_env
 
     clusters = tmp_path_factory.mktemp("clusters")
     (clusters / "e").mkdir()

@@ -45,7 +45,7 @@ def test_a_bad_file_is_one_error_naming_file_and_key(tmp_path: Path, text: str, 
     with pytest.raises(ConfigError, match="expected.yaml") as err:
         load_expected("local", where)
     assert message in str(err.value)
-    from bench.environments.check import check_env
+    from bench.commands.validation import check_env
 
     assert any(message in p for p in check_env("local", where))  # bench validate says so too
 

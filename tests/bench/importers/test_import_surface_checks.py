@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from bench.commands.validation import check_env
 from bench.environments import load as bench_envs
-from bench.environments.check import check_env
 from tests.bench.importers.conftest import one_error_line
 
 
