@@ -9,7 +9,8 @@ Slurm setting used to become an Ansible extra variable, so `ansible_ssh_common_a
 -o ProxyCommand=...` in an env.yaml ran a command on the CI runner. No key anywhere in
 an env.yaml may start with `ansible_` (Ansible's connection and privilege variables,
 https://docs.ansible.com/ansible/latest/reference_appendices/special_variables.html).
-`bench validate` and `bench run` both check this (bench.environments.check.check_env).
+`bench validate` and `bench run` both check this (bench.environments.check.folder_problems,
+from bench.commands.validation.check_env).
 """
 
 from __future__ import annotations
