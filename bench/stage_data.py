@@ -106,10 +106,11 @@ def confined(path: str, absolute_ok: bool = False) -> bool:
     return absolute_ok or not path.startswith("/")
 
 
-def path_problems(data: dict[str, Any], kind: str | None) -> list[str]:
-    """data.file, a pvc: source and data.mount, each kept inside its volume."""
+def path_problems(data: dict[str, Any], *, on_volume: bool) -> list[str]:
+    """data.file, a pvc: source and data.mount, each kept inside its volume. `on_volume`: the
+    kind stages the file on a volume mounted into the job (its `Target.data_on_volume`), so
+    data.file is relative to data.mount; else data.file may name a pre-staged absolute path."""
     errors = []
-    on_volume = kind in ("kubernetes", "openshift")
     file = data.get("file")
     if isinstance(file, str) and not confined(file, absolute_ok=not on_volume):
         where = "inside data.mount (a relative path)" if on_volume else "a path without `..`"
@@ -130,19 +131,19 @@ def path_problems(data: dict[str, Any], kind: str | None) -> list[str]:
     return errors
 
 
-def check_data(settings: dict[str, Any], where: str) -> list[str]:
+def check_data(settings: dict[str, Any], where: str, *, on_volume: bool) -> list[str]:
     """Problems of the values in env.yaml's `data:` section (absent is fine); which keys
-    may appear is bench.envschema's allow-list."""
+    may appear is bench.environments.schema's allow-list. `on_volume`: as path_problems."""
     data = settings.get("data")
     if data is None:
         return []
     if not isinstance(data, dict):
         return [f"{where}: data must be a mapping ({', '.join(DATA_KEYS)})"]
-    errors = []  # unknown keys: the kind's schema (bench.envschema) names them
+    errors = []  # unknown keys: the kind's schema (bench.environments.schema) names them
     for key in DATA_KEYS:
         if key != "size" and data.get(key) is not None and not isinstance(data[key], str):
             errors.append(f"{where}: data.{key} must be a string or null, got {data[key]!r}")
-    errors.extend(f"{where}: {p}" for p in path_problems(data, settings.get("kind")))
+    errors.extend(f"{where}: {p}" for p in path_problems(data, on_volume=on_volume))
     source = data.get("source")
     if isinstance(source, str) and "://" in source and "@" in urllib.parse.urlsplit(source).netloc:
         errors.append(
@@ -155,8 +156,9 @@ def check_data(settings: dict[str, Any], where: str) -> list[str]:
     return errors
 
 
-def data_spec(settings: dict[str, Any], env: str, **overrides: Any) -> DataSpec:
-    """The staging request for `env`, or StageError naming the missing setting."""
+def data_spec(settings: dict[str, Any], env: str, *, on_volume: bool, **overrides: Any) -> DataSpec:
+    """The staging request for `env`, or StageError naming the missing setting. `on_volume`:
+    the kind's `Target.data_on_volume` (as path_problems)."""
     data = dict(settings.get("data") or {})
     allow_http = bool(overrides.pop("allow_http", None))
     data.update({k: v for k, v in overrides.items() if v})
@@ -165,7 +167,7 @@ def data_spec(settings: dict[str, Any], env: str, **overrides: Any) -> DataSpec:
             raise StageError(
                 f"{env}: data.{key} is not set: put it under `data:` in clusters/{env}/env.yaml or pass --{key}"
             )
-    problems = path_problems(data, settings.get("kind"))
+    problems = path_problems(data, on_volume=on_volume)
     if problems:
         raise StageError(f"{env}: " + "; ".join(problems))
     return DataSpec(**{k: data[k] for k in DATA_KEYS if data.get(k)}, allow_http=allow_http)

@@ -27,7 +27,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from bench.envs import load_env  # noqa: E402
+from bench.environments.load import load_env  # noqa: E402
 from bench.records.contract import TRAIN_JSONL, read_run_json  # noqa: E402
 from bench.records.synthetic import RunSpec, write_run  # noqa: E402
 from bench.records.timeline import collected_timeline, marks_log  # noqa: E402

@@ -110,7 +110,7 @@ def parse(path: Path, data: Any) -> dict[str, dict[str, Band]]:
 
 def load_expected(env: str, clusters_dir: Path | None = None) -> dict[str, dict[str, Band]]:
     """The bands of `clusters/<env>/expected.yaml`; {} when the environment has none."""
-    from bench.envs import CLUSTERS_DIR
+    from bench.environments.load import CLUSTERS_DIR
 
     if not _NAME.fullmatch(env):  # never a path made of a run's env name
         return {}

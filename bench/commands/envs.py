@@ -35,7 +35,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def describe(clusters: Path, remote_only: bool = False, only: list[str] | None = None) -> list[dict[str, object]]:
     """One entry per environment folder; an unreadable env.yaml is an error naming it."""
-    from bench.envs import known_envs, load_env
+    from bench.environments.load import known_envs, load_env
     from bench.targets import target_class
 
     known = known_envs(clusters)
@@ -65,7 +65,7 @@ def describe(clusters: Path, remote_only: bool = False, only: list[str] | None =
 
 
 def run(args: argparse.Namespace) -> int:
-    from bench.envs import CLUSTERS_DIR, load_env
+    from bench.environments.load import CLUSTERS_DIR, load_env
     from bench.targets import target_for
 
     clusters = args.clusters or CLUSTERS_DIR

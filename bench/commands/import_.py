@@ -156,14 +156,15 @@ def import_env(name: str):  # -> Environment
     """The environment the run is placed under: clusters/<name>/ when it is defined there
     (its facts are frozen into the record as collection freezes them), else a bare one
     of kind `imported` whose hardware and cost are unknown."""
-    from bench.envs import CLUSTERS_DIR, Environment, load_env
+    from bench.environments.load import CLUSTERS_DIR, Environment, load_env
 
     if (CLUSTERS_DIR / name / "env.yaml").is_file():
-        return load_env(name, CLUSTERS_DIR)  # its numbers checked as validate checks them (bench.env_numbers)
+        return load_env(name, CLUSTERS_DIR)  # its numbers checked as validate checks them (bench.environments.numbers)
     return Environment(name, "imported", CLUSTERS_DIR / name, {})
 
 
 def run(args: argparse.Namespace) -> int:
+    from bench.environments.facts import environment_facts
     from bench.importers import parse_file
     from bench.importers.merge import merge
     from bench.importers.writer import build_run_json, write_record
@@ -180,7 +181,7 @@ def run(args: argparse.Namespace) -> int:
         git_sha=args.commit,
         timezone=args.timezone,
     )
-    dest = write_record(args.results, env, args.run_id, merged, record)
+    dest = write_record(args.results, environment_facts(env), args.run_id, merged, record)
     from bench.analysis.run_index import index_placed
 
     index_placed([dest])

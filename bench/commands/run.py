@@ -40,7 +40,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def check_before_running(env: str, experiment: str) -> None:
     """`bench validate ENV --experiment NAME`'s checks: nothing is submitted on a bad folder or preset."""
-    from bench.envcheck import check_env, check_experiments
+    from bench.commands.validation import check_env, check_experiments
     from bench.errors import ConfigError
 
     problems = check_env(env)

@@ -46,6 +46,7 @@ def run(args: argparse.Namespace) -> int:
         spec = data_spec(
             target.env.settings,
             args.env,
+            on_volume=target.data_on_volume,
             file=args.file,
             sha256=args.sha256,
             source=args.source,

@@ -31,8 +31,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from bench.envcheck import check_env, check_experiments, comparison_shape_warnings
-    from bench.envs import CLUSTERS_DIR, known_envs
+    from bench.commands.validation import check_env, check_experiments
+    from bench.environments.check import comparison_shape_warnings
+    from bench.environments.load import CLUSTERS_DIR, known_envs
 
     clusters = args.clusters or CLUSTERS_DIR
     names = []

@@ -151,7 +151,7 @@ def notify_webhooks(clusters: Path, envs: tuple[str, ...], new: str, ref: str, o
 
     Its BuildConfig webhook then starts the Build of the pushed commit, which `bench run`
     finds (no instantiate). A refusal is printed, never fatal: `bench run` builds anyway."""
-    from bench.envs import load_env
+    from bench.environments.load import load_env
     from bench.targets import target_for
 
     for name in envs:

@@ -6,14 +6,15 @@ reader can tell "not measured" from "zero". The record must meet the run-record 
 (`records/run.schema.json`, which lets a record with an `import` section leave its
 hosts, start and exit status null) before anything is written; it is then placed by
 `records.place.place_run`, the one writer `bench collect` uses too: staged beside its
-folder under the results tree's lock, the environment's facts frozen in, renamed into
-place once. A failed import leaves nothing behind.
+folder under the results tree's lock, the environment's facts (handed in by `bench
+import`) frozen in, renamed into place once. A failed import leaves nothing behind.
 """
 
 from __future__ import annotations
 
 import csv
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,6 @@ import pandas as pd
 
 from bench import __version__
 from bench.atomic_files import write_json_atomic
-from bench.envs import Environment
 from bench.errors import AtlasError
 from bench.importers.merge import Merged
 from bench.names import check_name
@@ -163,18 +163,23 @@ def build_run_json(
     return record
 
 
-def write_record(results: Path, env: Environment, run_id: str, merged: Merged, record: dict[str, Any]) -> Path:
+def write_record(
+    results: Path, environment: Mapping[str, Any], run_id: str, merged: Merged, record: dict[str, Any]
+) -> Path:
     """Place the record into RESULTS/ENV/RUN_ID as collection does; returns the folder.
 
-    The record is checked against the schema first (with the environment's facts it will
-    get), so an import never places a record that `bench check` would refuse.
+    `environment`: the environment's facts the record keeps, computed by the caller
+    (bench.environments.facts.environment_facts): the importers read no env.yaml. The
+    record is checked against the schema first (with those facts), so an import never
+    places a record that `bench check` would refuse.
     """
-    check_name(env.name, "environment")
+    env_name = str(environment.get("name"))
+    check_name(env_name, "environment")
     check_name(run_id, "run id")
-    problems = schema_problems(freeze(json.loads(json.dumps(record, default=str)), env, {}))
+    problems = schema_problems(freeze(json.loads(json.dumps(record, default=str)), environment, {}))
     if problems:
         raise AtlasError(f"the imported record does not meet the run-record schema: {problems[0]}; nothing written")
-    dest = Path(results) / env.name / run_id
+    dest = Path(results) / env_name / run_id
     if dest.exists():
         raise AtlasError(
             f"{dest} already exists: records are immutable; choose another --run-id "
@@ -187,7 +192,7 @@ def write_record(results: Path, env: Environment, run_id: str, merged: Merged, r
         write_json_atomic(into / RUN_JSON, record)
         return {}  # the scheduler's facts an import knows are in the record already
 
-    placed = place_run(Path(results), env, run_id, fetch)
+    placed = place_run(Path(results), environment, run_id, fetch)
     if not placed.new:  # another import or collect placed it between the check and the lock
         raise AtlasError(f"{dest} already exists: records are immutable; choose another --run-id")
     return placed.path

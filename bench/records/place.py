@@ -5,25 +5,26 @@ half a file, and a killed writer leaves the previous version. `place_run` is the
 code that puts a run into the results tree: the record is fetched beside its
 destination, the environment's facts are frozen into it, and the folder is renamed into
 place once. Nothing writes a placed record again.
+
+The environment's facts are handed in (bench.environments.facts.environment_facts, by the
+caller: collection, import): the record's layer reads no env.yaml.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench import __version__
 from bench.atomic_files import disk_full_error, is_disk_full, locked, sweep_temp_dirs, write_json_atomic
-from bench.envs import Environment
 from bench.errors import AtlasError
+from bench.names import check_name
 from bench.records.contract import RUN_JSON, SCHEMA_VERSION, SKIPPED, TRAIN_JSONL, queue_wait_s
 from bench.records.inside_tree import require_inside
 from bench.records.jobfiles import JobFileRefused, read_bytes, sweep
@@ -44,44 +45,10 @@ class Placed:
     warnings: tuple[str, ...] = ()  # e.g. the platform's timeline marks could not be read (the run is placed)
 
 
-def environment_facts(env: Environment, now: float | None = None) -> dict[str, Any]:
-    """What `clusters/<env>/env.yaml` says about the environment, frozen into the record.
-
-    Reports read these, never clusters/, so a rate edited after collection reprices
-    nothing already collected; `price_source` names the file and its content hash.
-    `shape` is the shape env.yaml asked for; the record's own `shape` (the recorder's,
-    from the scheduler and the pod) is the one that ran, and `freeze` keeps both.
-    """
-    from bench.records.shape import declared_shape
-
-    path = env.folder / "env.yaml"
-    try:
-        digest = hashlib.sha256(path.read_bytes()).hexdigest()[:12]
-        source = f"clusters/{env.name}/env.yaml (sha256 {digest})"
-    except OSError:
-        source = None
-    cost = env.get("cost")
-    hardware = env.get("hardware")
-    gpus = hardware.get("gpus_per_node") if isinstance(hardware, dict) else None
-    if isinstance(cost, dict) and cost.get("model") == "onprem" and "gpus_per_node" not in cost:
-        if isinstance(gpus, int) and not isinstance(gpus, bool) and gpus > 0:
-            cost = {**cost, "gpus_per_node": gpus}  # the node's GPUs are written once, under hardware:
-    return {
-        "name": env.name,
-        "kind": env.kind,
-        "description": env.get("description"),
-        "hardware": hardware if isinstance(hardware, dict) else None,
-        "shape": shape.as_dict() if (shape := declared_shape(env.settings)) is not None else None,
-        "cost": cost if isinstance(cost, dict) else None,
-        "price_source": source,
-        "collected_at": round(time.time() if now is None else now, 3),
-        "collected_by": f"bench {__version__}",
-    }
-
-
-def freeze(record: dict[str, Any], env: Environment, scheduler: dict[str, Any]) -> dict[str, Any]:
+def freeze(record: dict[str, Any], environment: Mapping[str, Any], scheduler: dict[str, Any]) -> dict[str, Any]:
     """The record as placed: the scheduler's facts merged in, queue wait computed once,
-    the environment's facts frozen. Keys the target does not know (None) are kept."""
+    the environment's facts (`environment`, as the caller froze them) kept. Keys the target
+    does not know (None) are kept."""
     sched = dict(record.get("scheduler") or {}) if isinstance(record.get("scheduler"), dict) else {}
     sched.update({k: v for k, v in scheduler.items() if v is not None})
     # Queued until the FIRST attempt started: a rerun or requeue in the same folder is not queue time.
@@ -90,7 +57,7 @@ def freeze(record: dict[str, Any], env: Environment, scheduler: dict[str, Any]) 
     if wait is not None:
         sched["queue_wait_s"] = wait
     record["scheduler"] = sched
-    record["environment"] = environment_facts(env)
+    record["environment"] = dict(environment)
     return record
 
 
@@ -99,12 +66,15 @@ MarksFn = Callable[[dict[str, Any]], dict[str, Any]]
 
 def place_run(
     results: Path,
-    env: Environment,
+    environment: Mapping[str, Any],
     run_id: str,
     fetch: Callable[[Path], dict[str, Any] | None],
     marks: MarksFn | None = None,
 ) -> Placed:
     """Place one finished run into `results/<env>/<run_id>/`: atomically, and only once.
+
+    `environment`: the environment's facts to freeze into the record (its `name` names
+    the folder), computed by the caller (bench.environments.facts.environment_facts).
 
     `fetch(folder)` (a target's `fetch`) copies the run's record files into an empty
     hidden folder beside the destination and returns the scheduler's facts. The record
@@ -115,13 +85,15 @@ def place_run(
     removed (`jobfiles.sweep`) and named too. `marks(facts)` (a target's `timeline_marks`)
     gives the platform's timeline marks, once, after the fetch (bench.records.timeline).
     """
-    dest = Path(results) / env.name / run_id
-    require_inside(Path(results), dest, f"{env.name}: run {run_id}")  # never written through a link out of the tree
+    env_name = str(environment["name"])
+    check_name(env_name, "environment")  # before any path is made of it
+    dest = Path(results) / env_name / run_id
+    require_inside(Path(results), dest, f"{env_name}: run {run_id}")  # never written through a link out of the tree
     if (dest / RUN_JSON).is_file():
         return Placed(dest, False)
     try:
         with locked(Path(results)):  # one collect at a time: a second waits, then finds the run placed
-            return _place_locked(dest, env, run_id, fetch, marks)
+            return _place_locked(dest, environment, run_id, fetch, marks)
     except OSError as exc:
         if is_disk_full(exc):
             raise disk_full_error(exc, dest) from None
@@ -130,13 +102,14 @@ def place_run(
 
 def _place_locked(
     dest: Path,
-    env: Environment,
+    environment: Mapping[str, Any],
     run_id: str,
     fetch: Callable[[Path], dict[str, Any] | None],
     marks: MarksFn | None,
 ) -> Placed:
     if (dest / RUN_JSON).is_file():
         return Placed(dest, False)
+    env_name = dest.parent.name
     if dest.exists() and any(dest.iterdir()):
         raise AtlasError(f"{dest} exists but holds no {RUN_JSON} (a copy by hand?); move it away and collect again")
     dest.parent.mkdir(parents=True, exist_ok=True)
@@ -147,18 +120,20 @@ def _place_locked(
         skipped = tuple(str(s) for s in facts.pop(SKIPPED, None) or ()) + tuple(sweep(tmp))
         path = tmp / RUN_JSON
         if not path.is_file():
-            raise AtlasError(f"{env.name}: run {run_id} left no {RUN_JSON}: nothing to collect (see its job log)")
+            raise AtlasError(f"{env_name}: run {run_id} left no {RUN_JSON}: nothing to collect (see its job log)")
         try:
             record = json.loads(read_bytes(path, RUN_JSON_MAX_BYTES))
         except (OSError, ValueError, UnicodeDecodeError, RecursionError, JobFileRefused) as exc:
             raise AtlasError(
-                f"{env.name}: run {run_id}'s {RUN_JSON} is unreadable ({exc}); it stays where it ran"
+                f"{env_name}: run {run_id}'s {RUN_JSON} is unreadable ({exc}); it stays where it ran"
             ) from exc
         problems: tuple[str, ...] = ()
         warnings: tuple[str, ...] = ()
         if isinstance(record, dict) and record.get("schema_version") == SCHEMA_VERSION:
             started_with = submit_time_in_job(record)  # before freeze merges the scheduler's facts in
-            record = freeze(rebuild_lost_final_write(record, tmp), env, facts)  # a lost final write: from train.jsonl
+            record = freeze(
+                rebuild_lost_final_write(record, tmp), environment, facts
+            )  # a lost final write: from train.jsonl
             timeline, warning = collected_timeline(
                 record,
                 marks_log(tmp / TRAIN_JSONL),

@@ -2,7 +2,7 @@
 
 Why it is part of "identical": a 4-GPU run is about 4× faster than a 1-GPU run, and a
 comparison that does not say so calls that a platform difference. Three layers handle a
-shape: env.yaml declares one (`declared_shape` here; bench.declared_shape checks it), the job
+shape: env.yaml declares one (bench.environments.shape reads and checks it), the job
 observes the one it really has (bench.in_job.observed_shape) and writes it into
 `run.json` (`shape`), and analysis reads it back from the record (`recorded_shape`).
 """
@@ -44,20 +44,6 @@ class Shape:
 
 def is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
-
-
-def declared_shape(settings: Mapping[str, Any]) -> Shape | None:
-    """The shape env.yaml declares: `shape:`, else the kind's own keys (slurm:, hardware:)."""
-    shape = settings.get("shape")
-    if isinstance(shape, dict) and is_int(shape.get("nodes")) and is_int(shape.get("gpus_per_node")):
-        return Shape(shape["nodes"], shape["gpus_per_node"], shape.get("cpus_per_gpu"), shape.get("memory_gib_per_gpu"))
-    slurm = settings.get("slurm") if isinstance(settings.get("slurm"), dict) else {}
-    hardware = settings.get("hardware") if isinstance(settings.get("hardware"), dict) else {}
-    nodes = slurm.get("nodes", 1)
-    gpus = slurm.get("gpus_per_node", hardware.get("gpus_per_job", hardware.get("gpus_per_node", 0)))
-    if is_int(nodes) and is_int(gpus):
-        return Shape(nodes, gpus)
-    return None
 
 
 def recorded_shape(meta: Mapping[str, Any]) -> Shape | None:

@@ -47,8 +47,8 @@ SURFACES: tuple[Surface, ...] = (
             "bench.importers.csv_map, bench.importers.expression", "bench.importers"),
     Surface("expected", "expected.schema.json", "clusters/<env>/expected.yaml (bands read by validate and report)",
             "bench.analysis.expected", "bench.analysis"),
-    Surface("env_numbers", "env-numbers.schema.json", "clusters/<env>/env.yaml numbers (checked at every load_env)",
-            "bench.env_numbers", "bench"),
+    Surface("env_numbers", "numbers.schema.json", "clusters/<env>/env.yaml numbers (checked at every load_env)",
+            "bench.environments.numbers", "bench.environments"),
 )  # fmt: skip
 BY_NAME = {s.name: s for s in SURFACES}
 

@@ -14,7 +14,7 @@ import pkgutil
 from collections.abc import Callable
 from typing import TypeVar
 
-from bench.envs import Environment, load_env
+from bench.environments.load import Environment, load_env
 from bench.errors import ConfigError
 from bench.targets.base import JobSpec, RunState, RunStatus, Target
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from bench.envs import Environment
+from bench.environments.load import Environment
 from bench.errors import AtlasError, ConfigError
 
 
@@ -69,15 +69,20 @@ class Target(ABC):
     # hands both to CI's deploy and collect matrix.
     extras: ClassVar[str] = ""
     ci_setup: ClassVar[str] = ""
-    # The kind's own env.yaml keys, as JSON Schema properties (bench.envschema adds the
+    # The kind's own env.yaml keys, as JSON Schema properties (bench.environments.schema adds the
     # common ones and refuses every other key): a kind declares its keys here, nowhere else.
     settings_properties: ClassVar[dict[str, Any]] = {}
     # The scheduler the job runs under, passed into the job with the kind so that the
     # recorder reads the right in-job facts (bench/in_job/scheduler/<name>.py).
     job_scheduler: ClassVar[str] = "plain"
+    # Where `bench stage-data` puts the training file: on a volume mounted into the job
+    # (True: data.file is a path inside data.mount) or on the nodes' own file systems
+    # (False: data.file may name a pre-staged absolute path). bench.stage_data checks
+    # data.file by this, never by the kind's name.
+    data_on_volume: ClassVar[bool] = False
 
     def __init__(self, env: Environment) -> None:
-        from bench.envschema import settings_problems
+        from bench.environments.schema import settings_problems
         from bench.names import check_name
 
         check_name(env.name, "environment")  # a folder, a label, a shell word: whoever built `env`

@@ -21,7 +21,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, ClassVar
 
-from bench.envschema import QUANTITY, STR
+from bench.environments.schema import QUANTITY, STR
 from bench.errors import AtlasError, ConfigError
 from bench.records.contract import EXIT_WORDS, RUN_JSON, SKIPPED
 from bench.records.jobfiles import copy_record

@@ -18,7 +18,7 @@ from abc import abstractmethod
 from pathlib import Path
 from typing import Any, ClassVar
 
-from bench.envs import REPO_ROOT
+from bench.environments.load import REPO_ROOT
 from bench.errors import AtlasError
 from bench.records.contract import (
     CANCEL_MARK,

@@ -25,11 +25,11 @@ import time
 from pathlib import Path
 from typing import Any, ClassVar
 
-from bench.declared_shape import check_shape
-from bench.envschema import OPT_STR, POSITIVE, STR
+from bench.environments.schema import OPT_STR, POSITIVE, STR
+from bench.environments.shape import check_shape, declared_shape
 from bench.errors import AtlasError, ConfigError
 from bench.records.contract import SKIPPED
-from bench.records.shape import Shape, declared_shape
+from bench.records.shape import Shape
 from bench.records.timeline import pushed_at
 from bench.targets import pytorchjob as kf
 from bench.targets import register
@@ -127,6 +127,7 @@ class KubernetesTarget(JobStatusReader, RecordCopier, PyTorchJobRunner, Target):
     extras: ClassVar[str] = "openshift"  # the kubernetes client and kubernetes-validate
     ci_setup: ClassVar[str] = "ci-kubeconfig"
     job_scheduler: ClassVar[str] = "kubernetes"
+    data_on_volume: ClassVar[bool] = True  # staged into a PVC by an in-cluster Job
     settings_properties: ClassVar[dict[str, Any]] = {**KUBE_PROPERTIES, "image": STR}
     cli: ClassVar[str] = "kubectl"
     api_name: ClassVar[str] = "Kubernetes"

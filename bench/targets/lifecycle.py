@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 from typing import TextIO
 
+from bench.environments.facts import environment_facts
 from bench.errors import AtlasError
 from bench.in_job.provenance import git_info
 from bench.records.place import place_run
@@ -23,7 +24,7 @@ POLL_S = 0.5
 
 
 def current_commit() -> str:
-    from bench.envs import REPO_ROOT
+    from bench.environments.load import REPO_ROOT
 
     return git_info(REPO_ROOT).get("sha") or "nocommit"
 
@@ -39,7 +40,7 @@ def collect_run(
     out = out or sys.stdout
     placed = place_run(
         Path(results),
-        target.env,
+        environment_facts(target.env),  # frozen here: the record's layer reads no env.yaml
         run_id,
         lambda into: target.fetch(run_id, into, finished),
         lambda facts: target.timeline_marks(run_id, facts),

@@ -21,8 +21,8 @@ import time
 from pathlib import Path
 from typing import Any, ClassVar
 
-from bench.envs import REPO_ROOT
-from bench.envschema import POSITIVE, STR
+from bench.environments.load import REPO_ROOT
+from bench.environments.schema import POSITIVE, STR
 from bench.errors import AtlasError, ConfigError
 from bench.records.contract import EXIT_RUNNING, RUN_JSON, SKIPPED, TRAIN_JSONL
 from bench.records.jobfiles import copy_record, read_json

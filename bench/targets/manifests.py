@@ -24,7 +24,7 @@ from typing import Any
 import jsonschema
 import yaml
 
-from bench.envs import CLUSTERS_DIR
+from bench.environments.load import CLUSTERS_DIR
 from bench.errors import ConfigError
 from bench.parent_death import set_parent_death_signal
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from typing import Any, ClassVar
 
-from bench.envschema import OPT_STR, POSITIVE, STR
+from bench.environments.schema import OPT_STR, POSITIVE, STR
 from bench.errors import AtlasError
 from bench.targets import register
 from bench.targets.kubernetes import KUBE_PROPERTIES, KubernetesTarget

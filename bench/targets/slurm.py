@@ -24,10 +24,10 @@ from typing import Any, ClassVar
 import yaml
 
 from bench.atomic_files import write_bytes_atomic
-from bench.envs import REPO_ROOT, Environment
-from bench.envschema import NON_NEG_INT, STR
+from bench.environments.limits import slurm_problems
+from bench.environments.load import REPO_ROOT, Environment
+from bench.environments.schema import NON_NEG_INT, STR
 from bench.errors import AtlasError, ConfigError
-from bench.limits import slurm_problems
 from bench.records.contract import EXIT_PREEMPTED
 from bench.records.timeline import pushed_at
 from bench.targets import register, slurm_accounting
@@ -219,7 +219,7 @@ class SlurmTarget(Target):
         if not isinstance(slurm, dict):
             problems.append("slurm: must be a mapping (partition, nodes, gpus_per_node, time_limit, ...)")
             slurm = {}
-        problems.extend(slurm_problems(slurm))  # what sbatch would refuse later (bench.limits)
+        problems.extend(slurm_problems(slurm))  # what sbatch would refuse later (bench.environments.limits)
         shape = self.env.get("shape")
         for key in ("nodes", "gpus_per_node"):  # one shape: env.yaml's `shape:` and the sbatch request agree
             if isinstance(shape, dict) and key in shape and key in slurm and shape[key] != slurm[key]:

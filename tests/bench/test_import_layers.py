@@ -22,7 +22,6 @@ LAYERS: list[tuple[int, str, tuple[str, ...]]] = [
     (1, "staging", ("bench.stage_data", "bench.stage_http")),
     (2, "importers", ("bench.importers",)),
     (2, "in_job", ("bench.in_job",)),
-    (3, "env.yaml", ("bench.envs", "bench.envschema", "bench.envcheck", "bench.declared_shape", "bench.limits")),
     (3, "env.yaml", ("bench.environments",)),
     (4, "targets", ("bench.targets",)),
     (5, "analysis", ("bench.analysis",)),
@@ -38,13 +37,8 @@ NOT_IN_RECORD_LAYERS = ("env.yaml", "workload", "analysis", "render")
 
 # Arrows against the rules in today's code, named in issue 32 (to be removed there).
 KNOWN = {
-    ("bench.records.place", "bench.envs"),  # environment_facts: records/place.py reads the environment
-    ("bench.importers.writer", "bench.envs"),  # the importers place through the environment
-    ("bench.envcheck", "bench.analysis.cost"),  # env validation checks cost rates in analysis/
-    ("bench.envcheck", "bench.analysis.expected"),  # ... and expected bands
-    ("bench.envcheck", "bench.targets"),  # ... and each kind's settings through the targets
-    ("bench.envcheck", "workflows.biggan.config"),  # ... and the experiment through the workload's config
-    ("bench.envcheck", "workflows.biggan.errors"),
+    ("bench.commands.validation", "workflows.biggan.config"),  # validate checks the experiment by import
+    ("bench.commands.validation", "workflows.biggan.errors"),
     ("bench.targets.lifecycle", "workflows.biggan.config"),  # submit resolves the experiment by import
     ("bench.targets.lifecycle", "workflows.biggan.errors"),
 }
@@ -109,10 +103,13 @@ def broken(arrow: tuple[str, str]) -> str | None:
 def test_the_graph_is_read() -> None:
     """The reader sees relative and `from package import module` imports (else the rules check nothing)."""
     graph = arrows()
-    assert ("bench.records.place", "bench.envs") in graph
+    assert ("bench.targets.lifecycle", "bench.environments.facts") in graph  # collection freezes the facts
     assert ("bench.cli", "bench.errors") in graph
     assert len(graph) > 300 and all(layer(s) for s, _ in graph)
     assert broken(("bench.records.read", "bench.analysis.metrics")) is not None
+    assert broken(("bench.records.place", "bench.environments.facts")) is not None
+    assert broken(("bench.importers.writer", "bench.environments.load")) is not None
+    assert broken(("bench.in_job.recorder", "bench.render.tables")) is not None
     assert broken(("bench.in_job.recorder", "workflows.biggan.config")) is not None
     assert broken(("bench.render.report", "bench.analysis.metrics")) is None  # render is above analysis
     assert broken(("bench.importers.sar", "bench.in_job.recorder")) is not None  # same rank, other layer
@@ -124,3 +121,17 @@ def test_each_layer_imports_only_layers_below_it() -> None:
     assert not new, "imports against bench/README's layout:\n" + "\n".join(new)
     gone = sorted(KNOWN - {a for a in graph if broken(a) is not None})
     assert not gone, f"these KNOWN arrows are gone or allowed now, take them off KNOWN: {gone}"
+
+
+def test_the_record_layers_import_no_env_yaml_workload_analysis_or_render() -> None:
+    """No exception list here: records/, importers/ and in_job/ are handed the environment's
+    facts (bench.environments.facts, by collect and import) and never reach up for them."""
+    found = sorted(
+        f"{source} imports {target}"
+        for source, target in arrows()
+        if (src := layer(source))
+        and src[1] in RECORD_LAYERS
+        and (dst := layer(target))
+        and dst[1] in NOT_IN_RECORD_LAYERS
+    )
+    assert not found, "the record's layers import what they must be handed:\n" + "\n".join(found)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.envs import load_env
+from bench.environments.load import load_env
 from bench.errors import ConfigError
 from bench.gitops.hooks import HookSettings
 from bench.gitops.pr import envs_from_labels

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from bench.envs import CLUSTERS_DIR, Environment
+from bench.environments.load import CLUSTERS_DIR, Environment
 from bench.errors import AtlasError
 from bench.stage_data import StageError, check_data, data_spec, stage
 from bench.targets import target_class
@@ -70,7 +70,9 @@ def test_a_url_with_a_password_says_so_and_never_prints_it(tmp_path: Path, serve
 
 
 def test_env_yaml_data_source_with_a_password_is_a_validate_problem() -> None:
-    problems = check_data({"data": {"file": "f", "sha256": SHA, "source": "https://u:pw@host/f"}}, "env.yaml")
+    problems = check_data(
+        {"data": {"file": "f", "sha256": SHA, "source": "https://u:pw@host/f"}}, "env.yaml", on_volume=True
+    )
     assert any("data.source" in p and "user:password@" in p for p in problems), problems
     assert not [p for p in problems if "pw" in p.replace("password", "")]
 
@@ -84,7 +86,14 @@ def _openshift_target():
 def test_stage_job_refuses_a_timeout_that_is_no_deadline(timeout: float) -> None:
     pytest.importorskip("kubernetes_validate")
     target = _openshift_target()
-    spec = data_spec(target.env.settings, "moc", source="https://example.org/f.hdf5", file="f.hdf5", sha256=SHA)
+    spec = data_spec(
+        target.env.settings,
+        "moc",
+        on_volume=target.data_on_volume,
+        source="https://example.org/f.hdf5",
+        file="f.hdf5",
+        sha256=SHA,
+    )
     with pytest.raises(AtlasError, match="stage-data timeout .*: give seconds, more than 0 and at most 604800"):
         stage_job(target, spec, "registry.example/atlas@sha256:" + "a" * 64, timeout)
 
@@ -92,6 +101,13 @@ def test_stage_job_refuses_a_timeout_that_is_no_deadline(timeout: float) -> None
 def test_stage_job_rounds_a_fractional_timeout_up() -> None:
     pytest.importorskip("kubernetes_validate")
     target = _openshift_target()
-    spec = data_spec(target.env.settings, "moc", source="https://example.org/f.hdf5", file="f.hdf5", sha256=SHA)
+    spec = data_spec(
+        target.env.settings,
+        "moc",
+        on_volume=target.data_on_volume,
+        source="https://example.org/f.hdf5",
+        file="f.hdf5",
+        sha256=SHA,
+    )
     job = stage_job(target, spec, "registry.example/atlas@sha256:" + "a" * 64, 0.5)
     assert job["spec"]["activeDeadlineSeconds"] == 1

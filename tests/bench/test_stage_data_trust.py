@@ -25,6 +25,7 @@ from pathlib import Path
 import pytest
 
 from bench.stage_data import StageError, check_data, data_spec, stage
+from bench.targets import target_class
 from tests.doubles.apiserver.tls import make_ca
 
 DATA = os.urandom(256 * 1024 + 3)
@@ -189,14 +190,16 @@ def test_the_file_on_disk_is_hashed_again(tmp_path: Path, servers) -> None:
 )
 def test_paths_stay_inside_their_mounts(data: dict, needle: str) -> None:
     settings = {"kind": "openshift", "data": {"sha256": SHA, **data}}
-    assert any(needle in p for p in check_data(settings, "env.yaml"))
+    on_volume = target_class("openshift").data_on_volume  # the kind says where its data lives
+    assert any(needle in p for p in check_data(settings, "env.yaml", on_volume=on_volume))
     with pytest.raises(StageError, match=needle.split(" must")[0]):
-        data_spec(settings, "moc")
+        data_spec(settings, "moc", on_volume=on_volume)
 
 
 def test_slurm_may_name_an_absolute_prestaged_file_but_never_dotdot() -> None:
-    assert not check_data({"kind": "slurm", "data": {"file": "/scratch/imagenet.hdf5", "sha256": SHA}}, "e")
-    assert check_data({"kind": "slurm", "data": {"file": "/scratch/../etc/shadow", "sha256": SHA}}, "e")
+    on_volume = target_class("slurm").data_on_volume
+    assert not check_data({"data": {"file": "/scratch/imagenet.hdf5", "sha256": SHA}}, "e", on_volume=on_volume)
+    assert check_data({"data": {"file": "/scratch/../etc/shadow", "sha256": SHA}}, "e", on_volume=on_volume)
 
 
 def test_the_destination_stays_inside_its_root(tmp_path: Path) -> None:

@@ -40,7 +40,8 @@ import pytest
 
 from bench.analysis.metrics import run_metrics
 from bench.analysis.run_index import INDEX_FILE
-from bench.envs import load_env
+from bench.environments.facts import environment_facts
+from bench.environments.load import load_env
 from bench.records.contract import EXIT_DISK_FULL, read_run_json
 from bench.records.place import place_run
 from bench.records.read import find_runs, load_run
@@ -101,7 +102,7 @@ def make_reference(tmp_path_factory: pytest.TempPathFactory) -> Reference:
 def placed_metrics(run_dir: Path, results: Path) -> dict[str, float | None]:
     """The run's catalogue figures once collected into `results` as env `local` (its cost rates)."""
     env = load_env("local")
-    placed = place_run(results, env, run_dir.name, lambda into: copy_run_files(run_dir, into))
+    placed = place_run(results, environment_facts(env), run_dir.name, lambda into: copy_run_files(run_dir, into))
     return dict(run_metrics(load_run(placed.path, "local")).values)
 
 

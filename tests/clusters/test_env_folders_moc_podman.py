@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from bench.envcheck import check_env
-from bench.envs import load_env
+from bench.commands.validation import check_env
+from bench.environments.load import load_env
 
 
 @pytest.mark.parametrize("name, kind", [("moc", "openshift"), ("local-podman", "container")])

@@ -11,7 +11,7 @@ import yaml
 
 pytest.importorskip("kubernetes_validate")
 
-from bench.envs import CLUSTERS_DIR  # noqa: E402
+from bench.environments.load import CLUSTERS_DIR  # noqa: E402
 from bench.errors import ConfigError  # noqa: E402
 from bench.targets.manifests import (  # noqa: E402
     SCHEMA_FILE,

@@ -66,8 +66,8 @@ def test_ci_ssh_reads_the_new_clusters_host_from_its_inventory(tmp_path: Path):
 
 
 def test_the_new_clusters_facts_reach_the_cost_and_the_login_host(tmp_path: Path):
-    from bench.envs import load_env
-    from bench.records.place import environment_facts
+    from bench.environments.facts import environment_facts
+    from bench.environments.load import load_env
     from bench.targets import target_for
 
     clusters = new_cluster(tmp_path)

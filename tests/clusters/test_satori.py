@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.envs import Environment, load_env
+from bench.environments.load import Environment, load_env
 from bench.errors import ConfigError
 from bench.targets import target_for
 from bench.targets.slurm import SlurmTarget
@@ -40,7 +40,7 @@ def test_satori_env_holds_the_cluster_facts() -> None:
         "node_life_years": 5,
         "utilisation": 0.9,
     }
-    from bench.records.place import environment_facts
+    from bench.environments.facts import environment_facts
 
     # frozen into run.json at collection: a 1-GPU job pays a quarter node
     assert environment_facts(env)["cost"]["gpus_per_node"] == 4

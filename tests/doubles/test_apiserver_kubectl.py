@@ -18,7 +18,7 @@ import yaml
 pytest.importorskip("kubernetes_validate")
 pytest.importorskip("cryptography")
 
-from bench.envs import CLUSTERS_DIR  # noqa: E402
+from bench.environments.load import CLUSTERS_DIR  # noqa: E402
 from tests.doubles.kubectl_fixture import KUBECTL, needs_kubectl, started  # noqa: E402
 
 MOC = CLUSTERS_DIR / "moc"

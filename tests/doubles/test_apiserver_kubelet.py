@@ -18,7 +18,7 @@ pytest.importorskip("kubernetes")
 
 from kubernetes import client, config  # noqa: E402
 
-from bench.envs import CLUSTERS_DIR  # noqa: E402
+from bench.environments.load import CLUSTERS_DIR  # noqa: E402
 from tests.doubles.apiserver.kubelet import Kubelet  # noqa: E402
 from tests.doubles.kubectl_fixture import needs_kubectl, started  # noqa: E402
 from tests.doubles.test_apiserver_webhooks import GITHUB, SECRET, hook_url, post, push_event  # noqa: E402

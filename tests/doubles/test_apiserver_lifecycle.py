@@ -22,7 +22,7 @@ pytest.importorskip("kubernetes_validate")
 
 from kubernetes import client, config  # noqa: E402
 
-from bench.envs import CLUSTERS_DIR  # noqa: E402
+from bench.environments.load import CLUSTERS_DIR  # noqa: E402
 from tests.doubles.apiserver.tables import parse_time  # noqa: E402
 from tests.doubles.kubectl_fixture import needs_kubectl, started  # noqa: E402
 

@@ -16,7 +16,7 @@ import pytest
 
 pytest.importorskip("kubernetes_validate")
 
-from bench.envs import CLUSTERS_DIR  # noqa: E402
+from bench.environments.load import CLUSTERS_DIR  # noqa: E402
 from tests.doubles.kubectl_fixture import needs_kubectl, started  # noqa: E402
 
 pytestmark = needs_kubectl

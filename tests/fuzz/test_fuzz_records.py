@@ -26,7 +26,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bench.analysis.compare import compare_runs
-from bench.envs import Environment
+from bench.environments.facts import environment_facts
+from bench.environments.load import Environment
 from bench.errors import AtlasError
 from bench.records import jobfiles
 from bench.records.check import samples_problems
@@ -222,7 +223,7 @@ def st_kind(value: object) -> object:
 @settings(FAST, max_examples=150)
 @given(data=env_yaml | json_value, raw=st.none() | st.binary(max_size=100))
 def test_fuzz_env_yaml_validate(tmp_path_factory, data, raw) -> None:
-    from bench.envcheck import check_env
+    from bench.commands.validation import check_env
 
     clusters = tmp_path_factory.mktemp("clusters")
     (clusters / "e").mkdir()
@@ -310,7 +311,7 @@ def test_fuzz_collect_places_only_data(tmp_path_factory, files, record) -> None:
 
     before = {p: p.read_bytes() for p in [secret]}
     try:
-        placed = place_run(tmp / "results", env, "r", fetch)
+        placed = place_run(tmp / "results", environment_facts(env), "r", fetch)
     except AtlasError:
         return
     assert {p: p.read_bytes() for p in before} == before

@@ -29,7 +29,7 @@ from hypothesis import strategies as st
 
 from bench.analysis.expected import MAX_EXPECTED_BYTES, Band, outside
 from bench.cli import main
-from bench.envs import CLUSTERS_DIR, load_env
+from bench.environments.load import CLUSTERS_DIR, load_env
 from bench.errors import AtlasError
 from bench.importers.csv_map import load_map
 from bench.records import surfaces

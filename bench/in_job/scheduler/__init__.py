@@ -10,9 +10,12 @@ kubernetes) for the job's id and node rank. A new scheduler is a new module here
 from __future__ import annotations
 
 import importlib
+import pkgutil
 import re
 from collections.abc import Mapping
 from typing import Protocol
+
+from bench.errors import ConfigError
 
 
 class SchedulerProbe(Protocol):
@@ -37,20 +40,30 @@ class SchedulerProbe(Protocol):
         ...
 
 
+def known_probes() -> list[str]:
+    """The schedulers this package has a probe for (one module each)."""
+    return sorted(m.name for m in pkgutil.iter_modules(__path__) if not m.name.startswith("_"))
+
+
 def probe_for(name: str | None, environ: Mapping[str, str]) -> SchedulerProbe:
     """The probe of scheduler `name`; when no name was passed in, the one the environment shows
-    (a job started by an older bench): Slurm's or Kubernetes' variables, else plain."""
+    (a job started by an older bench): Slurm's or Kubernetes' variables, else plain.
+
+    A name without a probe is an error, not `plain`: plain reads no job id and no node rank,
+    so every node of a multi-node job would think it writes run.json."""
     if not name and environ.get("SLURM_JOB_ID"):
         name = "slurm"
     elif not name and environ.get("KUBERNETES_SERVICE_HOST"):
         name = "kubernetes"
-    if not name or not name.isidentifier():
-        name = "plain"
-    try:
-        module = importlib.import_module(f"{__name__}.{name}")
-    except ModuleNotFoundError:
-        module = importlib.import_module(f"{__name__}.plain")
-    return module.Probe()
+    name = name or "plain"
+    known = known_probes()
+    if name not in known:
+        raise ConfigError(
+            f"unknown scheduler {name!r} for the in-job probe (--scheduler or ATLAS_SCHEDULER): "
+            f"known are {', '.join(known)}; a new scheduler is a module bench/in_job/scheduler/<name>.py "
+            "with a Probe class, named by its kind's `job_scheduler`"
+        )
+    return importlib.import_module(f"{__name__}.{name}").Probe()
 
 
 def int_env(environ: Mapping[str, str], *names: str) -> tuple[int | None, str | None]:

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from bench.analysis.cost import check_cost, record_cost, run_cost
+from bench.analysis.cost import record_cost, run_cost
+from bench.environments.cost_rates import check_cost
 
 ONPREM = {"model": "onprem", "electricity_usd_per_kwh": 0.1, "pue": 1.5, "node_capex_usd": 8760, "node_life_years": 1}
 SATORI = {

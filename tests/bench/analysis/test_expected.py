@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-import bench.envs
+import bench.environments.load
 from bench.analysis.expected import Band, load_expected, outside
 from bench.errors import ConfigError
 from bench.records.synthetic import RunSpec, write_run
@@ -45,7 +45,7 @@ def test_a_bad_file_is_one_error_naming_file_and_key(tmp_path: Path, text: str, 
     with pytest.raises(ConfigError, match="expected.yaml") as err:
         load_expected("local", where)
     assert message in str(err.value)
-    from bench.envcheck import check_env
+    from bench.commands.validation import check_env
 
     assert any(message in p for p in check_env("local", where))  # bench validate says so too
 
@@ -56,7 +56,7 @@ def test_the_report_and_the_pr_comment_flag_a_run_outside_its_band(tmp_path: Pat
     from bench.render.report import write_report
 
     where = clusters(tmp_path, "smoke:\n  images_per_s: {value: 200, lower: -0.1, upper: 0.1}\n")
-    monkeypatch.setattr(bench.envs, "CLUSTERS_DIR", where)
+    monkeypatch.setattr(bench.environments.load, "CLUSTERS_DIR", where)
     head, base = "a" * 40, "b" * 40
     for i, sha in enumerate((base, head)):
         write_run(tmp_path / "results", RunSpec(env="local", run_id=f"r{i}", sha=sha, start=1_790_000_000 + i))

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from bench import envs as bench_envs
 from bench.analysis.expected import load_expected
 from bench.cli import main
+from bench.environments import load as bench_envs
 from bench.errors import ConfigError
 from bench.records.synthetic import RunSpec, write_run
 

@@ -15,7 +15,7 @@ from tests.bench.gitops.test_hooks import ROOT, SHORT, git
 def test_collect_new_skips_commits_already_reported(tmp_path: Path):
     from bench.commands.collect import collect_unreported
     from bench.commands.report import report_each_commit as report_commits
-    from bench.envs import Environment, load_env
+    from bench.environments.load import Environment, load_env
     from bench.targets import target_for
     from bench.targets.lifecycle import submit_runs
 

@@ -12,8 +12,8 @@ import pytest
 import yaml
 
 from bench.cli import main
-from bench.envs import CLUSTERS_DIR
-from bench.limits import time_limit_minutes
+from bench.environments.limits import time_limit_minutes
+from bench.environments.load import CLUSTERS_DIR
 
 NAN, INF = float("nan"), float("inf")
 

@@ -150,7 +150,8 @@ def test_collect_and_import_never_write_through_a_linked_environment_folder(
         argv = ["import", "--map", str(tmp_path / "MAP.yaml"), "--env", "local", "--run-id", "r1"]
         code = main([*argv, "--results", str(results), str(data)])
     else:
-        from bench.envs import load_env
+        from bench.environments.facts import environment_facts
+        from bench.environments.load import load_env
         from bench.records.place import place_run
 
         def fetch(folder: Path) -> dict:
@@ -160,7 +161,7 @@ def test_collect_and_import_never_write_through_a_linked_environment_folder(
             return {}
 
         with pytest.raises(AtlasError, match="is a symbolic link") as exc:
-            place_run(results, load_env("local"), "r1", fetch)
+            place_run(results, environment_facts(load_env("local")), "r1", fetch)
         code = 2 if "replace the link" in str(exc.value) else 0
     err = capsys.readouterr().err
     assert code == 2 and list(target.iterdir()) == []

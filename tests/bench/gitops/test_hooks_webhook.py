@@ -15,7 +15,7 @@ import pytest
 
 pytest.importorskip("kubernetes")
 
-from bench.envs import CLUSTERS_DIR  # noqa: E402
+from bench.environments.load import CLUSTERS_DIR  # noqa: E402
 from bench.gitops.hooks import notify_webhooks  # noqa: E402
 from tests.doubles.kubectl_fixture import needs_kubectl, started  # noqa: E402
 from tests.gitrepo import git  # noqa: E402

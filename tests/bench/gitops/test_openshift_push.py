@@ -17,7 +17,7 @@ import pytest
 
 pytest.importorskip("kubernetes")
 
-from bench.envs import CLUSTERS_DIR  # noqa: E402
+from bench.environments.load import CLUSTERS_DIR  # noqa: E402
 from bench.records.timeline import PHASES  # noqa: E402
 from tests.bench.gitops.test_hooks import SHORT, _project_snapshot, bare_repo, bench_hooks  # noqa: E402
 from tests.doubles.apiserver.kubelet import Kubelet  # noqa: E402

@@ -3,7 +3,7 @@
 A DCGM field named twice (old and 4.6 name, or one dmon tag twice) is refused naming
 both; rows all at one time are no 0 s run; a map is read with a bound named in the
 error; a `csv:` option that is not one character is one line; an env.yaml number that
-validate refuses is refused by `bench import --env` too (bench.env_numbers)."""
+validate refuses is refused by `bench import --env` too (bench.environments.numbers)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from bench import envs as bench_envs
-from bench.envcheck import check_env
+from bench.commands.validation import check_env
+from bench.environments import load as bench_envs
 from tests.bench.importers.conftest import one_error_line
 
 

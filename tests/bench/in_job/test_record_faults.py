@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from bench.envs import Environment
+from bench.environments.facts import environment_facts
+from bench.environments.load import Environment
 from bench.records.contract import samples_files
 from bench.records.place import freeze
 from bench.records.read import load_run
@@ -98,7 +99,7 @@ def test_a_reruns_queue_wait_counts_only_until_the_first_attempt() -> None:
         "previous_attempts": [{"start_time": 1000.5, "end_time": 1010.0}],
     }
     env = Environment("loc", "local", Path("/nonexistent"), {"kind": "local"})
-    frozen = freeze(record, env, {"submit_time": 1000.0, "start_time": None})
+    frozen = freeze(record, environment_facts(env), {"submit_time": 1000.0, "start_time": None})
     assert frozen["scheduler"]["queue_wait_s"] == 0.5
 
 

@@ -4,9 +4,12 @@ the recorder uses the scheduler the target passed in, else the one the job's var
 from __future__ import annotations
 
 import pkgutil
+import re
 
 import pytest
 
+from bench.cli import main
+from bench.errors import ConfigError
 from bench.in_job import scheduler
 from bench.in_job.observed_shape import observed_shape
 from bench.in_job.provenance import scheduler_info
@@ -43,8 +46,26 @@ def test_the_passed_in_scheduler_wins_over_the_variables() -> None:
 def test_without_a_name_the_variables_choose_and_the_kind_is_passed_through(monkeypatch) -> None:
     assert probe_for(None, SLURM_JOB).name == "slurm"
     assert probe_for(None, {"KUBERNETES_SERVICE_HOST": "10.0.0.1"}).name == "kubernetes"
-    assert probe_for(None, {}).name == probe_for("no-such", {}).name == "plain"
+    assert probe_for(None, {}).name == "plain"
     monkeypatch.setenv("POD_NAME", "atlas-run-0")
     info = scheduler_info("openshift", probe_for("kubernetes", {}))
     assert info["kind"] == "openshift" and info["job_id"] == "atlas-run-0"
     assert scheduler_info(None, probe_for("plain", {}))["kind"] is None
+
+
+@pytest.mark.parametrize("name", ["no-such", "slurmm", "../plain", "__init__"])
+def test_a_scheduler_without_a_probe_is_an_error_not_plain(name: str) -> None:
+    """plain reads no job id and no node rank: a typo would make every node of a multi-node
+    job write run.json. The error names the known probes."""
+    with pytest.raises(
+        ConfigError, match=rf"unknown scheduler {re.escape(repr(name))} .*known are kubernetes, plain, slurm"
+    ):
+        probe_for(name, SLURM_JOB)
+
+
+def test_bench_record_refuses_an_unknown_scheduler_before_running_anything(tmp_path, capsys) -> None:
+    run_dir = tmp_path / "run"
+    code = main(["record", "--run-dir", str(run_dir), "--env", "local", "--scheduler", "slurmm", "--", "true"])
+    assert code == 2
+    assert "unknown scheduler 'slurmm'" in capsys.readouterr().err
+    assert not (run_dir / "run.json").exists()

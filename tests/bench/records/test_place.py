@@ -10,10 +10,11 @@ from pathlib import Path
 import pytest
 
 from bench.atomic_files import write_json_atomic
-from bench.envs import CLUSTERS_DIR, Environment, load_env
+from bench.environments.facts import environment_facts
+from bench.environments.load import CLUSTERS_DIR, load_env
 from bench.errors import AtlasError
 from bench.records.contract import samples_name
-from bench.records.place import environment_facts, place_run
+from bench.records.place import place_run
 
 
 def _source(tmp_path: Path) -> Path:
@@ -55,7 +56,9 @@ def _fetcher(src: Path, facts: dict):
 def test_placing_freezes_the_scheduler_and_environment_facts_once(tmp_path: Path) -> None:
     env = load_env("local", _clusters(tmp_path))
     results = tmp_path / "results"
-    placed = place_run(results, env, "r1", _fetcher(_source(tmp_path), {"submit_time": 940.0, "job_id": "7"}))
+    placed = place_run(
+        results, environment_facts(env), "r1", _fetcher(_source(tmp_path), {"submit_time": 940.0, "job_id": "7"})
+    )
     assert placed.new and placed.path == results / "local" / "r1" and placed.problems == ()
     record = json.loads((placed.path / "run.json").read_text())
     assert record["scheduler"]["job_id"] == "7" and record["scheduler"]["queue_wait_s"] == 60.0
@@ -66,17 +69,10 @@ def test_placing_freezes_the_scheduler_and_environment_facts_once(tmp_path: Path
     assert [p.name for p in (results / "local").iterdir()] == ["r1"]  # no temporary left behind
 
     before = (placed.path / "run.json").read_bytes()
-    again = place_run(results, env, "r1", lambda into: pytest.fail("a placed run is never fetched again"))
+    again = place_run(
+        results, environment_facts(env), "r1", lambda into: pytest.fail("a placed run is never fetched again")
+    )
     assert not again.new and (placed.path / "run.json").read_bytes() == before
-
-
-def test_gpus_per_node_defaults_to_the_hardware_fact(tmp_path: Path) -> None:
-    onprem = {"model": "onprem", "electricity_usd_per_kwh": 0.1, "pue": 1.5, "node_capex_usd": 1, "node_life_years": 1}
-    settings = {"kind": "local", "hardware": {"gpus_per_node": 8}, "cost": onprem}
-    env = Environment("e", "local", tmp_path / "e", settings)
-    assert environment_facts(env)["cost"]["gpus_per_node"] == 8
-    settings["cost"] = {**onprem, "gpus_per_node": 2}  # stated in cost: it wins
-    assert environment_facts(env)["cost"]["gpus_per_node"] == 2
 
 
 def test_an_interrupted_fetch_leaves_nothing(tmp_path: Path) -> None:
@@ -88,10 +84,10 @@ def test_an_interrupted_fetch_leaves_nothing(tmp_path: Path) -> None:
         raise AtlasError("connection lost")
 
     with pytest.raises(AtlasError, match="connection lost"):
-        place_run(tmp_path / "results", env, "r1", broken)
+        place_run(tmp_path / "results", environment_facts(env), "r1", broken)
     assert list((tmp_path / "results" / "local").iterdir()) == []
     with pytest.raises(AtlasError, match="left no run.json"):
-        place_run(tmp_path / "results", env, "r1", lambda into: {})
+        place_run(tmp_path / "results", environment_facts(env), "r1", lambda into: {})
     assert list((tmp_path / "results" / "local").iterdir()) == []
 
 
@@ -100,7 +96,7 @@ def test_a_folder_in_the_way_is_named(tmp_path: Path) -> None:
     (tmp_path / "results" / "local" / "r1").mkdir(parents=True)
     (tmp_path / "results" / "local" / "r1" / "notes.txt").write_text("mine")
     with pytest.raises(AtlasError, match="holds no run.json"):
-        place_run(tmp_path / "results", env, "r1", _fetcher(_source(tmp_path), {}))
+        place_run(tmp_path / "results", environment_facts(env), "r1", _fetcher(_source(tmp_path), {}))
 
 
 def test_editing_env_yaml_after_collection_changes_no_number(tmp_path: Path) -> None:
@@ -118,7 +114,7 @@ def test_editing_env_yaml_after_collection_changes_no_number(tmp_path: Path) -> 
             shutil.copy2(f, into / f.name)
         return {}
 
-    place_run(tmp_path / "results", env, "r1", fetch)
+    place_run(tmp_path / "results", environment_facts(env), "r1", fetch)
     before = compare_runs(find_runs(tmp_path / "results")).runs[0]
     assert before.cost_usd and before.cost_usd > 0
     path = clusters / "local" / "env.yaml"

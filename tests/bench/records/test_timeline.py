@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from bench.atomic_files import write_json_atomic
-from bench.envs import CLUSTERS_DIR, load_env
+from bench.environments.facts import environment_facts
+from bench.environments.load import CLUSTERS_DIR, load_env
 from bench.errors import AtlasError
 from bench.records.place import place_run
 from bench.records.timeline import (
@@ -203,7 +204,7 @@ def test_collection_writes_the_timeline_with_the_jobs_and_the_kinds_marks(tmp_pa
         seen.append(facts)
         return {"submitted": mark(990.0, "bench-host", 0.001), "accepted": mark(990.5, "bench-host", 0.001)}
 
-    placed = place_run(tmp_path / "results", env, "r1", _fetch(_record_folder(tmp_path)), marks)
+    placed = place_run(tmp_path / "results", environment_facts(env), "r1", _fetch(_record_folder(tmp_path)), marks)
     assert placed.problems == () and placed.warnings == ()
     assert seen == [{"submit_time": 990.0}]  # called once, with what fetch returned
     timeline = json.loads((placed.path / "run.json").read_text())["timeline"]
@@ -222,7 +223,7 @@ def test_the_platforms_marks_failing_loses_no_run(tmp_path: Path) -> None:
     def marks(facts: dict) -> dict:
         raise AtlasError("sacct is not answering")
 
-    placed = place_run(tmp_path / "results", env, "r1", _fetch(_record_folder(tmp_path)), marks)
+    placed = place_run(tmp_path / "results", environment_facts(env), "r1", _fetch(_record_folder(tmp_path)), marks)
     assert placed.new and len(placed.warnings) == 1 and "sacct is not answering" in placed.warnings[0]
     timeline = json.loads((placed.path / "run.json").read_text())["timeline"]
     by = {p["phase"]: p for p in timeline["phases"]}
@@ -237,7 +238,7 @@ def test_an_imported_record_has_every_phase_null_with_the_reason(tmp_path: Path)
         **{"import": {"by": "bench import", "sources": [{"file": "a", "format": "sar"}], "clock": "UTC"}},
         facts_unknown=["hosts"],
     )
-    placed = place_run(tmp_path / "results", env, "r1", _fetch(folder))
+    placed = place_run(tmp_path / "results", environment_facts(env), "r1", _fetch(folder))
     timeline = json.loads((placed.path / "run.json").read_text())["timeline"]
     assert {p["reason"] for p in timeline["phases"]} == {IMPORTED}
     assert set(phase_seconds(timeline).values()) == {None}
@@ -246,7 +247,7 @@ def test_an_imported_record_has_every_phase_null_with_the_reason(tmp_path: Path)
 def test_a_kind_without_a_submitted_mark_gets_the_submit_time_the_job_was_started_with(tmp_path: Path) -> None:
     env = load_env("local", _clusters(tmp_path))
     folder = _record_folder(tmp_path, scheduler={"kind": "kubernetes", "submit_time": 995.0, "start_time": 1000.0})
-    placed = place_run(tmp_path / "results", env, "r1", _fetch(folder), lambda facts: {})
+    placed = place_run(tmp_path / "results", environment_facts(env), "r1", _fetch(folder), lambda facts: {})
     timeline = json.loads((placed.path / "run.json").read_text())["timeline"]
     assert timeline["marks"]["submitted"] == {"time": 995.0, "source": "bench-host", "resolution_s": 0.001}
 
@@ -259,7 +260,7 @@ def test_bench_check_names_clocks_that_disagree(tmp_path: Path, capsys: pytest.C
     def marks(facts: dict) -> dict:  # Slurm's Start 3 s before its Submit: beyond its 1 s resolution
         return {"accepted": mark(995.0, "slurmctld", 1.0), "granted": mark(992.0, "slurmctld", 1.0)}
 
-    place_run(tmp_path / "results", env, "r1", _fetch(_record_folder(tmp_path)), marks)
+    place_run(tmp_path / "results", environment_facts(env), "r1", _fetch(_record_folder(tmp_path)), marks)
     assert main(["check", str(tmp_path / "results")]) == 1
     out = capsys.readouterr().out
     assert "timeline: phase queue ends 3.000 s before it starts (clocks slurmctld" in out

@@ -13,7 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-from bench.envs import Environment
+from bench.environments.load import Environment
 from bench.records.contract import CANCEL_MARK
 from bench.targets import target_class
 from bench.targets.process_identity import identity

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from bench.envs import CLUSTERS_DIR, REPO_ROOT, Environment
+from bench.environments.load import CLUSTERS_DIR, REPO_ROOT, Environment
 from bench.errors import AtlasError, ConfigError
 from bench.targets import target_class
 from bench.targets.base import JobSpec, RunState, new_run_id

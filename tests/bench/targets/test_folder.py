@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.envs import CLUSTERS_DIR, Environment
+from bench.environments.load import CLUSTERS_DIR, Environment
 from bench.errors import AtlasError
 from bench.targets import target_class
 from bench.targets.base import RunState

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from bench.envs import CLUSTERS_DIR, Environment
+from bench.environments.load import CLUSTERS_DIR, Environment
 from bench.errors import AtlasError
 from bench.records import jobfiles
 from bench.records.contract import CANCEL_MARK

@@ -11,9 +11,10 @@ from pathlib import Path
 import pytest
 from jsonschema import Draft202012Validator
 
-from bench.envs import CLUSTERS_DIR, Environment, known_envs, load_env
-from bench.envschema import COMMON, settings_schema
+from bench.environments.load import CLUSTERS_DIR, Environment, known_envs, load_env
+from bench.environments.schema import COMMON, settings_schema
 from bench.errors import ConfigError
+from bench.in_job.scheduler import known_probes, probe_for
 from bench.targets import known_kinds, target_class
 from bench.targets.base import Target
 
@@ -46,6 +47,21 @@ def test_a_kind_refuses_a_key_no_schema_names_before_reading_its_settings(kind: 
     key = next(iter(hostile))
     with pytest.raises(ConfigError, match=rf"{key}.*(for kind {kind}|is refused)"):
         target_class(kind)(env_of(kind, **hostile))
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_kind_declares_its_in_job_probe_and_where_its_data_is_staged(kind: str) -> None:
+    """What used to be hard-coded elsewhere (stage_data's list of Kubernetes kinds, the
+    recorder's silent fallback to plain) is the kind's own declaration."""
+    cls = target_class(kind)
+    assert cls.job_scheduler in known_probes(), f"{kind}: job_scheduler {cls.job_scheduler!r} has no in-job probe"
+    assert probe_for(cls.job_scheduler, {}).name == cls.job_scheduler
+    assert isinstance(cls.data_on_volume, bool)
+
+
+def test_kubernetes_kinds_stage_data_on_a_volume_and_the_others_on_the_nodes() -> None:
+    assert target_class("kubernetes").data_on_volume and target_class("openshift").data_on_volume
+    assert not target_class("slurm").data_on_volume and not target_class("local").data_on_volume
 
 
 @pytest.mark.parametrize("kind", KINDS)

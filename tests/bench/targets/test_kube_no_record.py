@@ -14,7 +14,7 @@ import yaml
 
 pytest.importorskip("kubernetes")
 
-from bench.envs import CLUSTERS_DIR, Environment  # noqa: E402
+from bench.environments.load import CLUSTERS_DIR, Environment  # noqa: E402
 from bench.errors import AtlasError  # noqa: E402
 from bench.targets import target_class  # noqa: E402
 from bench.targets.base import JobSpec  # noqa: E402

@@ -18,7 +18,7 @@ import yaml
 pytest.importorskip("kubernetes")
 pytest.importorskip("kubernetes_validate")
 
-from bench.envs import Environment  # noqa: E402
+from bench.environments.load import Environment  # noqa: E402
 from bench.errors import AtlasError  # noqa: E402
 from bench.records.timeline import build_timeline, mark  # noqa: E402
 from bench.targets import target_class  # noqa: E402

@@ -18,7 +18,7 @@ import pytest
 pytest.importorskip("kubernetes_validate")
 pytest.importorskip("cryptography")
 
-from bench.envs import CLUSTERS_DIR  # noqa: E402
+from bench.environments.load import CLUSTERS_DIR  # noqa: E402
 from bench.targets.manifests import SCHEMA_FILE, kubectl_binary  # noqa: E402
 from tests.doubles.apiserver import OpenShiftApiDouble  # noqa: E402
 

@@ -14,7 +14,7 @@ import yaml
 pytest.importorskip("kubernetes")
 pytest.importorskip("kubernetes_validate")
 
-from bench.envs import CLUSTERS_DIR, Environment  # noqa: E402
+from bench.environments.load import CLUSTERS_DIR, Environment  # noqa: E402
 from bench.errors import AtlasError, ConfigError  # noqa: E402
 from bench.targets import known_kinds, target_class  # noqa: E402
 from bench.targets.base import JobSpec, RunState  # noqa: E402

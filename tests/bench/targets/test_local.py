@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from bench.analysis.run_index import INDEX_FILE
-from bench.envs import load_env
+from bench.environments.load import load_env
 from bench.errors import AtlasError, ConfigError
 from bench.records.timeline import timeline_problems
 from bench.targets import JobSpec, RunState, target_for

@@ -15,7 +15,7 @@ import yaml
 pytest.importorskip("kubernetes")
 pytest.importorskip("kubernetes_validate")
 
-from bench.envs import Environment  # noqa: E402
+from bench.environments.load import Environment  # noqa: E402
 from bench.errors import AtlasError, ConfigError  # noqa: E402
 from bench.targets import target_class  # noqa: E402
 from bench.targets.base import RunState  # noqa: E402

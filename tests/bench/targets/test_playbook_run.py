@@ -159,7 +159,7 @@ def test_a_hung_kubernetes_api_ends_in_one_line_naming_the_timeout(
 
     import yaml
 
-    from bench.envs import Environment
+    from bench.environments.load import Environment
     from bench.errors import AtlasError
     from bench.targets import target_class
     from tests.bench.targets.test_kubernetes import env_folder

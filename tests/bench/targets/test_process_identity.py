@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.envs import REPO_ROOT
+from bench.environments.load import REPO_ROOT
 from bench.targets.process_identity import identity, is_own, signal_own, start_ticks
 
 

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from bench.cli import main
-from bench.envs import Environment, load_env
+from bench.environments.load import Environment, load_env
 from bench.errors import AtlasError, ConfigError
 from bench.records.timeline import phase_seconds, timeline_problems
 from bench.targets import target_for

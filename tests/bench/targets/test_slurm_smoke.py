@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from bench.analysis.run_index import INDEX_FILE
-from bench.envs import load_env
+from bench.environments.load import load_env
 from bench.records.timeline import timeline_problems
 from bench.targets.base import JobSpec, RunState, new_run_id
 from bench.targets.lifecycle import collect_run

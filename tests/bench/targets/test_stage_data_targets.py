@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from bench.envs import CLUSTERS_DIR, Environment
+from bench.environments.load import CLUSTERS_DIR, Environment
 from bench.errors import AtlasError
 from bench.stage_data import data_spec
 from bench.targets import target_class
@@ -98,7 +98,7 @@ def test_openshift_stages_with_a_job_from_s3(tmp_path, double):
     target = make_target(tmp_path, double)
     server = _S3()
     spec = data_spec(
-        target.env.settings, "moc", sha256=SHA, source="s3://atlas-data/imagenet128.hdf5",
+        target.env.settings, "moc", on_volume=target.data_on_volume, sha256=SHA, source="s3://atlas-data/imagenet128.hdf5",
         s3_endpoint=server.url, credentials_secret="atlas-data-source", allow_http=True,
     )  # fmt: skip
     _kubelet(
@@ -134,7 +134,9 @@ def test_openshift_from_another_pvc_and_a_wrong_checksum(tmp_path, double):
 
     target = make_target(tmp_path, double)
     spec = data_spec(
-        {"data": {"file": "imagenet128.hdf5", "sha256": SHA, "source": "pvc:imagenet-raw/i128.hdf5"}}, "moc"
+        {"data": {"file": "imagenet128.hdf5", "sha256": SHA, "source": "pvc:imagenet-raw/i128.hdf5"}},
+        "moc",
+        on_volume=target.data_on_volume,
     )
     (tmp_path / "raw").mkdir()
     (tmp_path / "raw" / "i128.hdf5").write_bytes(b"imagenet64")  # not the file the sha256 names
@@ -156,7 +158,9 @@ def test_openshift_from_another_pvc_and_a_wrong_checksum(tmp_path, double):
     volumes = job["spec"]["template"]["spec"]["volumes"]
     assert volumes[2] == {"name": "source", "persistentVolumeClaim": {"claimName": "imagenet-raw", "readOnly": True}}
     with pytest.raises(AtlasError, match="data.source is not set"):
-        target.stage_data(data_spec({"data": {"file": "f", "sha256": SHA}}, "moc"), timeout_s=1)
+        target.stage_data(
+            data_spec({"data": {"file": "f", "sha256": SHA}}, "moc", on_volume=target.data_on_volume), timeout_s=1
+        )
 
 
 @pytest.mark.slurm
@@ -166,7 +170,9 @@ def test_slurm_checks_the_prestaged_file(tmp_path):
     data = yaml.safe_load((folder / "env.yaml").read_text())
     data["data_path"] = str(tmp_path)
     target = target_class("slurm")(Environment("local-slurm", "slurm", folder, data))
-    spec = data_spec({"data": {"file": "imagenet128.hdf5", "sha256": SHA}}, "local-slurm")
+    spec = data_spec(
+        {"data": {"file": "imagenet128.hdf5", "sha256": SHA}}, "local-slurm", on_volume=target.data_on_volume
+    )
     with pytest.raises(AtlasError, match="does not exist on the cluster"):
         target.stage_data(spec, timeout_s=120)
     (tmp_path / "imagenet128.hdf5").write_bytes(b"imagenet128")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from bench.envs import load_env
+from bench.environments.load import load_env
 from bench.targets import RunState, target_for
 
 RUN_ID = "20261127t010000-01234567-abcd"

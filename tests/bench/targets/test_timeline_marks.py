@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.envs import CLUSTERS_DIR, load_env
+from bench.environments.load import CLUSTERS_DIR, load_env
 from bench.records.timeline import build_timeline, phase_seconds
 from bench.targets.slurm import SlurmTarget
 from bench.targets.slurm_timeline import SBATCH_TASK, task_end_time

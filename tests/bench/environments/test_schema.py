@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from bench.envs import CLUSTERS_DIR, Environment, load_env
-from bench.envschema import settings_problems
+from bench.environments.load import CLUSTERS_DIR, Environment, load_env
+from bench.environments.schema import settings_problems
 from bench.errors import ConfigError
 from bench.targets import target_class, target_for
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture

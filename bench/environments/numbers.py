@@ -2,8 +2,8 @@
 
 `bench validate` used to be the only reader that checked them, so `shape.cpus_per_gpu:
 .nan` was refused there while `bench import --env` froze a NaN into a record. The ranges
-live in `env-numbers.schema.json` (shipped beside this module; a fuzzer can walk it),
-and `bench.envs.load_env` enforces it for every command: a value outside its range is
+live in `numbers.schema.json` (shipped beside this module; a fuzzer can walk it),
+and `bench.environments.load.load_env` enforces it for every command: a value outside its range is
 one line naming the key, its range and the value. A "number" here is finite
 (bench.finite_schema.FiniteValidator): JSON Schema's own bounds let NaN through, since NaN compares false
 with everything.
@@ -16,7 +16,7 @@ from typing import Any
 
 from bench.finite_schema import validator
 
-SCHEMA_FILE = Path(__file__).with_name("env-numbers.schema.json")
+SCHEMA_FILE = Path(__file__).with_name("numbers.schema.json")
 
 
 def _range(rule: dict[str, Any]) -> str:

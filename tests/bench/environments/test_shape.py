@@ -9,11 +9,11 @@ import pytest
 from bench.analysis.compare import compare_runs
 from bench.analysis.identity import identity_rows, scaling_rows
 from bench.cli import main
-from bench.declared_shape import check_shape
+from bench.environments.shape import check_shape, declared_shape
 from bench.in_job.observed_shape import observed_shape
 from bench.in_job.scheduler import probe_for
 from bench.records.read import find_runs
-from bench.records.shape import Shape, declared_shape
+from bench.records.shape import Shape
 from bench.records.synthetic import RunSpec, write_run
 from bench.render.tables import shape_note, summary_table
 
@@ -51,7 +51,7 @@ def test_declared_shape_and_its_checks() -> None:
 
 @pytest.mark.parametrize("kind", ["local", "container", "slurm", "kubernetes", "openshift"])
 def test_every_kind_allows_shape_and_data_and_only_their_keys(kind: str) -> None:
-    from bench.envschema import settings_problems
+    from bench.environments.schema import settings_problems
     from bench.targets import target_class
 
     good = {
@@ -66,7 +66,7 @@ def test_every_kind_allows_shape_and_data_and_only_their_keys(kind: str) -> None
 
 
 def test_repository_satori_and_moc_declare_the_same_shape() -> None:
-    from bench.envs import load_env
+    from bench.environments.load import load_env
 
     satori, moc = declared_shape(load_env("satori").settings), declared_shape(load_env("moc").settings)
     assert (satori.nodes, satori.gpus_per_node, satori.cpus_per_gpu) == (moc.nodes, moc.gpus_per_node, moc.cpus_per_gpu)

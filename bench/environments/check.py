@@ -1,23 +1,26 @@
-"""`bench validate`'s checks: every env folder and every experiment file.
+"""The env.yaml rules of one environment folder: its kind's schema, the shared keys' values, its numbers.
 
 Each problem is one line naming the file, the key and the fix, so a CI log says exactly
-what is wrong. First each kind's schema (bench.envschema: an allow-list of keys, no
-`ansible_*` key anywhere), then the values of keys shared by all kinds, then the
-target's own `check_settings()`. `bench run` runs the same checks before it submits.
+what is wrong. First each kind's schema (bench.environments.schema: an allow-list of keys,
+no `ansible_*` key anywhere), then the values of keys shared by all kinds (cost rates,
+shape, data, ci) and the numbers' ranges. What only the layers above know (the kind's own
+`check_settings()` and files, the expected bands, the experiments) is added by
+bench.commands.validation, which `bench validate` and `bench run` share.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.analysis.cost import check_cost
-from bench.declared_shape import check_shape, shape_warnings
-from bench.env_numbers import number_problems
-from bench.envs import CLUSTERS_DIR, load_env
-from bench.envschema import settings_problems
+from bench.environments.cost_rates import check_cost
+from bench.environments.load import CLUSTERS_DIR, Environment, load_env
+from bench.environments.numbers import number_problems
+from bench.environments.schema import settings_problems
+from bench.environments.shape import check_shape, declared_shape, shape_warnings
 from bench.errors import AtlasError
-from bench.records.shape import Shape, declared_shape
+from bench.records.shape import Shape
 from bench.stage_data import check_data
 
 HARDWARE_TYPES: dict[str, tuple[type, ...]] = {
@@ -29,7 +32,9 @@ HARDWARE_TYPES: dict[str, tuple[type, ...]] = {
 }
 
 
-def check_common(settings: dict[str, Any], where: str) -> list[str]:
+def check_common(settings: dict[str, Any], where: str, *, on_volume: bool = False) -> list[str]:
+    """The values of the keys every kind shares. `on_volume`: the kind's
+    `Target.data_on_volume` (how `data.file` is checked); False when the kind is unknown."""
     errors: list[str] = []
     desc = settings.get("description")
     if desc is not None and not isinstance(desc, str):
@@ -53,7 +58,7 @@ def check_common(settings: dict[str, Any], where: str) -> list[str]:
     errors.extend(check_cost(settings.get("cost"), where))
     errors.extend(check_ci(settings.get("ci"), where))
     errors.extend(check_shape(settings, where))
-    errors.extend(check_data(settings, where))
+    errors.extend(check_data(settings, where, on_volume=on_volume))
     return errors
 
 
@@ -88,53 +93,22 @@ def comparison_shape_warnings(names: list[str], clusters_dir: Path = CLUSTERS_DI
     return [w for group in (groups[False], groups[True]) for w in shape_warnings(group)]
 
 
-def check_env(name: str, clusters_dir: Path = CLUSTERS_DIR) -> list[str]:
-    """All problems of one env folder (empty list: valid)."""
-    from bench.targets import target_class
+@dataclass(frozen=True)
+class FolderProblems:
+    lines: list[str]  # one per problem, naming the file and the key
+    usable: bool  # the kind may build from these settings (schema and shape sound)
 
-    where = str(clusters_dir / name / "env.yaml")
-    try:
-        env = load_env(name, clusters_dir, check_numbers=False)  # its numbers are listed below, with the rest
-    except AtlasError as exc:
-        return [str(exc)]
+
+def folder_problems(env: Environment, where: str, properties: dict[str, Any], on_volume: bool) -> FolderProblems:
+    """Every env.yaml rule this package holds, over one loaded folder (`env`, loaded without
+    its numbers checked: they are listed here, with the rest). `properties` and `on_volume`:
+    what the kind declares (its target's `settings_properties` and `data_on_volume`)."""
     numbers = number_problems(env.settings, where)
-    try:
-        cls = target_class(env.kind)
-    except AtlasError as exc:
-        return check_common(env.settings, where) + [f"{where}: kind: {exc}"]
-    schema = [f"{where}: {p}" for p in settings_problems(env.settings, env.kind, cls.settings_properties)]
-    errors = check_common(env.settings, where)
+    schema = [f"{where}: {p}" for p in settings_problems(env.settings, env.kind, properties)]
+    errors = check_common(env.settings, where, on_volume=on_volume)
     worded = " ".join(errors)  # a number validate's own checks already named is not listed twice
     errors += [p for p in numbers if f"{p.split(': ')[1].split(' must')[0]} " not in worded]
     if schema:  # unknown or dangerous keys, wrong types: the target never sees these settings
-        return schema + [e for e in errors if e not in schema]
-    if check_shape(env.settings, where):  # the target builds its manifests from the shape: not from a bad one
-        return errors
-    try:
-        cls(env).check_files()  # the constructor runs check_settings()
-    except AtlasError as exc:
-        errors.append(str(exc) if where in str(exc) else f"{where}: {exc}")
-    try:  # the expected-performance bands beside it, if any (bench/analysis/expected.py)
-        from bench.analysis.expected import load_expected
-
-        load_expected(name, clusters_dir)
-    except AtlasError as exc:
-        errors.append(str(exc))
-    return errors
-
-
-def check_experiments(names: list[str] | None = None) -> tuple[list[str], list[str]]:
-    """(checked names, problems) for the workload's experiment presets."""
-    try:
-        from workflows.biggan import config as wconfig
-        from workflows.biggan.errors import WorkloadConfigError
-    except ImportError as exc:
-        return [], [f"cannot import the workload's config module to check experiments: {exc}"]
-    names = names or wconfig.known_experiments()
-    problems: list[str] = []
-    for name in names:
-        try:
-            wconfig.resolve(name)
-        except WorkloadConfigError as exc:
-            problems.append(f"experiment {name!r}: {exc}")
-    return names, problems
+        return FolderProblems(schema + [e for e in errors if e not in schema], False)
+    # the target builds its manifests from the shape: not from a bad one
+    return FolderProblems(errors, not check_shape(env.settings, where))

@@ -1,4 +1,4 @@
-"""bench/envs.py: an environment is a folder with env.yaml; mistakes name the file."""
+"""bench/environments/load.py: an environment is a folder with env.yaml; mistakes name the file."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.envs import known_envs, load_env
+from bench.environments.load import known_envs, load_env
 from bench.errors import ConfigError
 
 

@@ -1,8 +1,8 @@
-"""bench/envcheck.py: the keys every kind shares, checked with file and key named."""
+"""bench/environments/check.py: the keys every kind shares, checked with file and key named."""
 
 from __future__ import annotations
 
-from bench.envcheck import check_ci, check_common
+from bench.environments.check import check_ci, check_common
 
 
 def test_common_keys():

@@ -16,7 +16,7 @@ from bench.bounded_read import TooLarge, read_bounded
 from bench.errors import ConfigError
 from bench.names import check_name
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 CLUSTERS_DIR = REPO_ROOT / "clusters"
 MAX_ENV_BYTES = 256 * 1024  # an env.yaml is a page of settings; more is not one
 
@@ -40,7 +40,7 @@ def known_envs(clusters_dir: Path = CLUSTERS_DIR) -> list[str]:
 
 def load_env(name: str, clusters_dir: Path = CLUSTERS_DIR, check_numbers: bool = True) -> Environment:
     """Read and minimally check one env; kind-specific checks belong to its target. Its numbers
-    are checked here against env-numbers.schema.json (bench.env_numbers) for every command that
+    are checked here against numbers.schema.json (bench.environments.numbers) for every command that
     loads it; `check_numbers=False` is for bench validate, which lists them among all its problems."""
     check_name(name, "environment")  # before any path is made of it: `../clusters/local` never resolves
     folder = clusters_dir / name
@@ -66,7 +66,7 @@ def load_env(name: str, clusters_dir: Path = CLUSTERS_DIR, check_numbers: bool =
             f"{path}: missing required key 'kind' (one of the target kinds, e.g. local, slurm, openshift)"
         )
     if check_numbers:
-        from bench.env_numbers import number_problems
+        from bench.environments.numbers import number_problems
 
         problems = number_problems(data, str(path))
         if problems:

@@ -9,7 +9,8 @@ Slurm setting used to become an Ansible extra variable, so `ansible_ssh_common_a
 -o ProxyCommand=...` in an env.yaml ran a command on the CI runner. No key anywhere in
 an env.yaml may start with `ansible_` (Ansible's connection and privilege variables,
 https://docs.ansible.com/ansible/latest/reference_appendices/special_variables.html).
-`bench validate` and `bench run` both check this (bench.envcheck.check_env).
+`bench validate` and `bench run` both check this (bench.environments.check.folder_problems,
+from bench.commands.validation.check_env).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ NON_NEG_INT = {"type": "integer", "minimum": 0}
 QUANTITY = {"type": ["string", "number"]}
 
 # shape: and data: are allow-lists of keys here; their values are checked (and worded) by
-# bench.declared_shape.check_shape and bench.stage_data.check_data, so one bad value is one line.
+# bench.environments.shape.check_shape and bench.stage_data.check_data, so one bad value is one line.
 _SHAPE = {"additionalProperties": False, "properties": dict.fromkeys(SHAPE_KEYS, {})}
 _DATA = {"additionalProperties": False, "properties": dict.fromkeys(DATA_KEYS, {})}
 
@@ -38,8 +39,8 @@ COMMON: dict[str, Any] = {
     "kind": STR,
     "description": OPT_STR,
     "local": {"type": "boolean"},
-    "hardware": {"type": "object"},  # informational; bench.envcheck.check_common checks its values
-    "cost": {"type": ["object", "null"]},  # bench.analysis.cost.check_cost checks it
+    "hardware": {"type": "object"},  # informational; bench.environments.check.check_common checks its values
+    "cost": {"type": ["object", "null"]},  # bench.environments.cost_rates.check_cost checks it
     "shape": _SHAPE,
     "data": _DATA,
     "ci": {  # how CI reaches the environment (bench envs --json)
