@@ -41,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
     from bench.errors import AtlasError
     from bench.render.report import write_report
     from bench.targets import target_for
-    from bench.targets.lifecycle import run_and_collect
+    from bench.targets.lifecycle import Submission, current_commit, run_and_collect
 
     clusters = args.clusters or CLUSTERS_DIR
     names = args.envs or known_envs(clusters)
@@ -66,7 +66,8 @@ def run(args: argparse.Namespace) -> int:
             print(f"skip {name}: {reason}")
             continue
         print(f"== {name}: {args.runs} x {args.experiment}")
-        collected.update(run_and_collect(target, args.experiment, args.runs, args.results, timeout_s=args.timeout))
+        submission = Submission.checked(target, args.experiment, current_commit())
+        collected.update(run_and_collect(submission, args.runs, args.results, timeout_s=args.timeout))
         used.append(name)
     if not used:
         raise AtlasError(

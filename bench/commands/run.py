@@ -8,8 +8,12 @@ training goes on in the environment, and `bench collect` fetches the records lat
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from bench.commands.common_args import add_env, add_experiment, add_overrides, add_results
+
+if TYPE_CHECKING:
+    from bench.environments.load import Environment
 
 HELP = "submit to an environment, wait, collect"
 
@@ -38,42 +42,38 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def check_before_running(env: str, experiment: str) -> None:
-    """`bench validate ENV --experiment NAME`'s checks: nothing is submitted on a bad folder or preset."""
-    from bench.commands.validation import check_env, check_experiments
+def check_before_running(env: str) -> Environment:
+    """`bench validate ENV`'s checks: nothing is submitted on a bad folder. Returns the
+    environment, read once: the target is made from it."""
+    from bench.commands.validation import check_env
+    from bench.environments.load import load_env
     from bench.errors import ConfigError
 
-    problems = check_env(env)
-    if not problems:
-        problems = check_experiments([experiment])[1]
+    environment = load_env(env, check_numbers=False)  # check_env lists its numbers with the rest
+    problems = check_env(environment)
     if problems:
         raise ConfigError("; ".join(problems) + f" (nothing submitted; fix it, then check with `bench validate {env}`)")
+    return environment
 
 
 def run(args: argparse.Namespace) -> int:
     from bench.errors import AtlasError
     from bench.targets import target_for
-    from bench.targets.lifecycle import run_and_collect
+    from bench.targets.lifecycle import Submission, current_commit, run_and_collect, submit_runs
 
-    check_before_running(args.env, args.experiment)
-    target = target_for(args.env)
+    if args.commit and not args.no_wait:
+        raise AtlasError("--commit is only for --no-wait: a waited run always runs this checkout's HEAD")
+    target = target_for(check_before_running(args.env))
+    submission = Submission.checked(target, args.experiment, args.commit or current_commit(), tuple(args.overrides))
     reason = target.available()
     if reason:
         raise AtlasError(f"environment {args.env} cannot be used from here: {reason}")
     if args.no_wait:
-        from bench.targets.lifecycle import current_commit, submit_runs
-
-        for st in submit_runs(
-            target, args.experiment, args.commit or current_commit(), args.runs, tuple(args.overrides)
-        ):
+        for st in submit_runs(submission, args.runs):
             print(f"{args.env}/{st.run_id}: {st.state.value} {st.detail}".rstrip())
         print(f"training goes on; fetch the records later with `bench collect --env {args.env}`")
         return 0
-    if args.commit:
-        raise AtlasError("--commit is only for --no-wait: a waited run always runs this checkout's HEAD")
-    paths = run_and_collect(
-        target, args.experiment, args.runs, args.results, tuple(args.overrides), timeout_s=args.timeout
-    )
+    paths = run_and_collect(submission, args.runs, args.results, timeout_s=args.timeout)
     from bench.analysis.run_index import index_placed
     from bench.records.read import load_run
 

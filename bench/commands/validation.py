@@ -13,20 +13,24 @@ from __future__ import annotations
 from pathlib import Path
 
 from bench.environments.check import check_common, folder_problems
-from bench.environments.load import CLUSTERS_DIR, load_env
+from bench.environments.load import CLUSTERS_DIR, Environment, load_env
 from bench.errors import AtlasError
 
 
-def check_env(name: str, clusters_dir: Path = CLUSTERS_DIR) -> list[str]:
-    """All problems of one env folder (empty list: valid)."""
+def check_env(name: str | Environment, clusters_dir: Path = CLUSTERS_DIR) -> list[str]:
+    """All problems of one env folder (empty list: valid); `name` may be the environment
+    already read (`bench run` reads env.yaml once), with its numbers unchecked."""
     from bench.analysis.expected import load_expected
     from bench.targets import target_class
 
+    if isinstance(name, str):
+        try:
+            env = load_env(name, clusters_dir, check_numbers=False)  # its numbers are listed with the rest
+        except AtlasError as exc:
+            return [str(exc)]
+    else:
+        env, name, clusters_dir = name, name.name, name.folder.parent
     where = str(clusters_dir / name / "env.yaml")
-    try:
-        env = load_env(name, clusters_dir, check_numbers=False)  # its numbers are listed with the rest
-    except AtlasError as exc:
-        return [str(exc)]
     try:
         cls = target_class(env.kind)
     except AtlasError as exc:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
@@ -109,26 +110,41 @@ def check_workload_input(experiment: str, overrides: tuple[str, ...]) -> None:
         raise AtlasError(f"{exc} (nothing submitted; `python -m workflows.biggan --list-keys` lists the keys)") from exc
 
 
-def submit_runs(
-    target: Target,
-    experiment: str,
-    commit: str,
-    runs: int = 1,
-    overrides: tuple[str, ...] = (),
-    out: TextIO | None = None,
-) -> list[RunStatus]:
-    """Submit `runs` runs of `commit` and return at once; training goes on without us."""
+@dataclass(frozen=True)
+class Submission:
+    """What one `bench run` (or one environment of `bench demo`) submits: its target, the
+    experiment and its --set overrides, the commit. Built by `Submission.checked` once,
+    before the first job: the experiment is resolved, ATLAS_PUSHED_AT and the commit are
+    checked, and every batch then submits from this value without checking again."""
+
+    target: Target
+    experiment: str
+    commit: str
+    overrides: tuple[str, ...] = ()
+
+    @classmethod
+    def checked(cls, target: Target, experiment: str, commit: str, overrides: tuple[str, ...] = ()) -> Submission:
+        check_workload_input(experiment, overrides)
+        pushed_at()  # a bad ATLAS_PUSHED_AT is refused before anything is submitted
+        if not commit or len(commit) < 7:
+            raise AtlasError(f"the commit to run must be a git sha, got {commit!r}")
+        return cls(target, experiment, commit, tuple(overrides))
+
+    def job(self) -> JobSpec:
+        return JobSpec(run_id=new_run_id(self.commit), experiment=self.experiment, commit=self.commit,
+                       overrides=self.overrides)  # fmt: skip
+
+
+def submit_runs(submission: Submission, runs: int = 1, out: TextIO | None = None) -> list[RunStatus]:
+    """Submit `runs` runs and return at once; training goes on without us."""
     out = out or sys.stdout
-    check_workload_input(experiment, overrides)
-    pushed_at()  # a bad ATLAS_PUSHED_AT is refused before anything is submitted
-    if not commit or len(commit) < 7:
-        raise AtlasError(f"the commit to run must be a git sha, got {commit!r}")
-    submitted = []
+    target, submitted = submission.target, []
     for _ in range(runs):
-        job = JobSpec(run_id=new_run_id(commit), experiment=experiment, commit=commit, overrides=overrides)
+        job = submission.job()
         st = target.submit(job)
         print(
-            f"submitted {target.env.name}/{job.run_id} ({experiment}, commit {commit[:8]}, job {st.scheduler_job_id})",
+            f"submitted {target.env.name}/{job.run_id} ({job.experiment}, commit {job.commit[:8]}, "
+            f"job {st.scheduler_job_id})",
             file=out,
             flush=True,
         )
@@ -137,25 +153,22 @@ def submit_runs(
 
 
 def run_and_collect(
-    target: Target,
-    experiment: str,
+    submission: Submission,
     runs: int,
     results: Path,
-    overrides: tuple[str, ...] = (),
     out: TextIO | None = None,
     timeout_s: float | None = None,
 ) -> list[Path]:
-    """Submit `runs` runs of `experiment`, wait, and collect every finished one."""
+    """Submit `runs` runs, wait, and collect every finished one."""
     out = out or sys.stdout
     if runs < 1:
         raise AtlasError(f"--runs must be at least 1, got {runs}")
-    check_workload_input(experiment, overrides)
-    commit = current_commit()
+    target = submission.target
     collected: list[Path] = []
     failed: list[str] = []
 
     def one_batch(n: int) -> None:
-        ids = [st.run_id for st in submit_runs(target, experiment, commit, n, overrides, out)]
+        ids = [st.run_id for st in submit_runs(submission, n, out)]
         for run_id, st in wait(target, ids, out, timeout_s=timeout_s).items():
             path = collect_run(target, run_id, results, out, finished=st)
             collected.append(path)

@@ -17,7 +17,7 @@ def test_collect_new_skips_commits_already_reported(tmp_path: Path):
     from bench.commands.report import report_each_commit as report_commits
     from bench.environments.load import Environment, load_env
     from bench.targets import target_for
-    from bench.targets.lifecycle import submit_runs
+    from bench.targets.lifecycle import Submission, submit_runs
 
     local = load_env("local")
     env = Environment(
@@ -25,7 +25,7 @@ def test_collect_new_skips_commits_already_reported(tmp_path: Path):
     )
     sha = git(ROOT, "rev-parse", "HEAD").strip()
     target = target_for(env)
-    (st,) = submit_runs(target, "smoke", sha, 1, SHORT)
+    (st,) = submit_runs(Submission.checked(target, "smoke", sha, SHORT), 1)
     deadline = time.monotonic() + 600
     while not target.status(st.run_id).state.finished and time.monotonic() < deadline:
         time.sleep(0.2)  # the local status reads a few files: poll often

@@ -154,10 +154,10 @@ def test_deploy_submits_and_returns_before_training_ends():
     import shutil
 
     from bench.targets import target_for
-    from bench.targets.lifecycle import submit_runs
+    from bench.targets.lifecycle import Submission, submit_runs
 
     sha = git(ROOT, "rev-parse", "HEAD").strip()
-    (st,) = submit_runs(target_for("local"), "smoke", sha, 1, SHORT)
+    (st,) = submit_runs(Submission.checked(target_for("local"), "smoke", sha, SHORT), 1)
     assert st.state.value in ("pending", "running"), st  # returned while the job goes on
     target = target_for("local")
     deadline = time.monotonic() + 600
@@ -171,12 +171,12 @@ def test_deploy_submits_and_returns_before_training_ends():
 def test_deploy_to_an_unreachable_env_is_a_clear_error(capsys):
     from bench.cli import main
     from bench.targets import target_for
-    from bench.targets.lifecycle import submit_runs
+    from bench.targets.lifecycle import Submission
 
     assert main(["run", "--no-wait", "--env", "moc", "--experiment", "smoke", "--commit", "a" * 40]) == 2
     assert "cannot be used from here" in capsys.readouterr().err
     with pytest.raises(AtlasError, match="must be a git sha"):
-        submit_runs(target_for("local"), "smoke", "", 1)
+        Submission.checked(target_for("local"), "smoke", "")
 
 
 @pytest.mark.skipif(

@@ -152,9 +152,16 @@ def test_cli_run_status_collect(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from bench.cli import main
+    from bench.environments import load as env_load
+    from workflows.biggan import config
 
     monkeypatch.setenv("ATLAS_RUNS_DIR", str(tmp_path / "runs"))
     results = tmp_path / "results"
+    # `bench run` in one pass: env.yaml read once, the experiment resolved once (issue 32)
+    reads, resolved = [], []
+    read, resolve = env_load.read_bounded, config.resolve
+    monkeypatch.setattr(env_load, "read_bounded", lambda path, *a: reads.append(path) or read(path, *a))
+    monkeypatch.setattr(config, "resolve", lambda *a: resolved.append(a) or resolve(*a))
     assert (
         main(
             [
@@ -173,6 +180,8 @@ def test_cli_run_status_collect(
         )
         == 0
     )
+    assert reads == [env_load.CLUSTERS_DIR / "local" / "env.yaml"], reads
+    assert resolved == [("smoke", ["train.max_iters=10"])], resolved
     out = capsys.readouterr().out
     assert "submitted local/" in out and "completed (success, exit code 0)" in out
     run_id = next(p for p in (results / "local").iterdir() if p.name != INDEX_FILE).name

@@ -74,7 +74,7 @@ def test_the_push_time_reaches_the_local_runs_marks_through_submit_json(tmp_path
     submit.json, since collection may run in another process; bad values are refused."""
     from bench.errors import AtlasError
     from bench.targets import JobSpec, target_for
-    from bench.targets.lifecycle import submit_runs
+    from bench.targets.lifecycle import Submission
 
     clusters = tmp_path / "clusters"
     (clusters / "loc").mkdir(parents=True)
@@ -88,5 +88,5 @@ def test_the_push_time_reaches_the_local_runs_marks_through_submit_json(tmp_path
     assert marks["accepted"]["time"] == 1700000005.25 and marks["granted"]["reason"].startswith("no scheduler")
     monkeypatch.setenv("ATLAS_PUSHED_AT", "last tuesday")
     with pytest.raises(AtlasError, match="ATLAS_PUSHED_AT='last tuesday' is not a time"):
-        submit_runs(target, "smoke", "a" * 40)
+        Submission.checked(target, "smoke", "a" * 40)
     assert sorted(p.name for p in target.runs_dir.iterdir()) == ["r1"]  # nothing submitted
