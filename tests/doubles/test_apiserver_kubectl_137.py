@@ -1,0 +1,152 @@
+"""The real kubectl 1.37 against the API double: the rows of issue 35 where it met a server that was not 1.37.
+
+Each test names what kubectl did before the double learnt the row and checks what a 1.37
+server answers instead. One double serves the module; objects have distinct names per test.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+pytest.importorskip("kubernetes_validate")
+pytest.importorskip("cryptography")
+
+from tests.doubles.kubectl_fixture import KUBECTL, needs_kubectl, started  # noqa: E402
+
+pytestmark = needs_kubectl
+NS = "atlas-biggan"
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    yield from started(tmp_path_factory.mktemp("api137"))
+
+
+@pytest.fixture
+def double(cluster):
+    return cluster[0]
+
+
+@pytest.fixture
+def kubectl(cluster):
+    return cluster[1]
+
+
+def create_job(kubectl, tmp_path: Path, name: str, labels: dict[str, str] | None = None) -> None:
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name, "labels": labels or {}},
+        "spec": {
+            "template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "main", "image": "busybox:1.36"}]}}
+        },
+    }
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(job))
+    kubectl("create", "-f", str(path))
+
+
+def wait_for_watch(double, opened: int) -> None:
+    deadline = time.monotonic() + 60
+    while double.watches_opened == opened and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert double.watches_opened > opened, "kubectl never opened its watch"
+
+
+# -- WatchList: before, `kubectl wait` timed out even on a Complete Job -------------------------
+def test_wait_returns_at_once_on_a_complete_job(kubectl, double, tmp_path):
+    create_job(kubectl, tmp_path, "wl-done")
+    double.run_job_pod("wl-done", pull_s=1, run_s=2)
+    assert double.jobs["wl-done"]["status"]["conditions"][-1]["type"] == "Complete"
+    started_at = time.monotonic()
+    out = kubectl("wait", "--for=condition=complete", "job/wl-done", "--timeout=60s").stdout
+    assert out.strip() == "job.batch/wl-done condition met"
+    assert time.monotonic() - started_at < 20  # not the 60 s timeout
+
+
+def test_wait_returns_when_a_running_job_completes(kubectl, double, tmp_path):
+    create_job(kubectl, tmp_path, "wl-run")
+    opened = double.watches_opened
+    wait = subprocess.Popen(
+        [KUBECTL, "wait", "--for=condition=complete", "job/wl-run", "--timeout=90s"],
+        env=kubectl.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        wait_for_watch(double, opened)
+        time.sleep(0.5)
+        assert wait.poll() is None, wait.communicate()  # still waiting: the Job runs
+        double.run_job_pod("wl-run", pull_s=1, run_s=2)
+        out, err = wait.communicate(timeout=60)
+    finally:
+        wait.kill()
+    assert wait.returncode == 0, err
+    assert out.strip() == "job.batch/wl-run condition met"
+
+
+def test_a_watch_list_ends_its_initial_events_with_the_bookmark(kubectl, double, tmp_path):
+    create_job(kubectl, tmp_path, "wl-raw")
+    base = f"/apis/batch/v1/namespaces/{NS}/jobs"
+    query = "watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true"
+    raw = kubectl("get", "--raw", f"{base}?{query}&fieldSelector=metadata.name%3Dwl-raw&timeoutSeconds=1").stdout
+    events = [json.loads(line) for line in raw.splitlines()]
+    assert [(e["type"], e["object"]["metadata"].get("name")) for e in events] == [
+        ("ADDED", "wl-raw"),
+        ("BOOKMARK", None),
+    ]
+    bookmark = events[1]["object"]
+    assert bookmark["kind"] == "Job" and bookmark["metadata"]["annotations"] == {"k8s.io/initial-events-end": "true"}
+    assert int(bookmark["metadata"]["resourceVersion"]) >= int(events[0]["object"]["metadata"]["resourceVersion"])
+    # The options ValidateListOptions refuses, with its messages.
+    refused = kubectl("get", "--raw", f"{base}?watch=true&sendInitialEvents=true", check=False)
+    assert refused.returncode == 1
+    assert "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan" in refused.stderr
+    listed = kubectl("get", "--raw", f"{base}?sendInitialEvents=true", check=False)
+    assert "sendInitialEvents: Forbidden: sendInitialEvents is forbidden for list" in listed.stderr
+
+
+# -- selectors: before, set-based label selectors and status.successful listed nothing --------
+def names(kubectl, *args: str) -> list[str]:
+    return kubectl("get", *args, "-o", "jsonpath={.items[*].metadata.name}").stdout.split()
+
+
+def test_set_based_label_selectors(kubectl, double, tmp_path):
+    create_job(kubectl, tmp_path, "sel-a", {"team": "a", "sel": "yes"})
+    create_job(kubectl, tmp_path, "sel-b", {"team": "b", "sel": "yes"})
+    create_job(kubectl, tmp_path, "sel-c", {"team": "c", "sel": "yes"})
+    create_job(kubectl, tmp_path, "sel-none", {"sel": "yes"})
+    assert names(kubectl, "jobs", "-l", "sel,team in (a,b)") == ["sel-a", "sel-b"]
+    assert names(kubectl, "jobs", "-l", "sel,team notin (a,b)") == ["sel-c", "sel-none"]
+    assert names(kubectl, "jobs", "-l", "sel,!team") == ["sel-none"]
+    assert names(kubectl, "jobs", "-l", "sel,team") == ["sel-a", "sel-b", "sel-c"]
+    assert names(kubectl, "jobs", "-l", "sel=yes,team!=a") == ["sel-b", "sel-c", "sel-none"]
+    refused = kubectl("get", "jobs", "-l", "team in (a", check=False)
+    assert refused.returncode == 1 and "Error from server (BadRequest)" in refused.stderr
+
+
+def test_job_and_pod_field_selectors_and_the_unsupported_refused(kubectl, double, tmp_path):
+    create_job(kubectl, tmp_path, "fs-done", {"fs": "yes"})
+    create_job(kubectl, tmp_path, "fs-run", {"fs": "yes"})
+    pod = double.run_job_pod("fs-done", pull_s=1, run_s=1)["metadata"]["name"]
+    assert names(kubectl, "jobs", "-l", "fs", "--field-selector", "status.successful=1") == ["fs-done"]
+    assert names(kubectl, "jobs", "-l", "fs", "--field-selector", "status.successful!=1") == ["fs-run"]
+    assert names(kubectl, "jobs", "--field-selector", "metadata.name=fs-run") == ["fs-run"]
+    assert names(kubectl, "pods", "-l", "job-name=fs-done", "--field-selector", "status.phase=Succeeded") == [pod]
+    node = double.pods[pod]["spec"]["nodeName"]
+    assert names(kubectl, "pods", "-l", "job-name=fs-done", "--field-selector", f"spec.nodeName={node}") == [pod]
+    assert names(kubectl, "pods", "-l", "job-name=fs-done", "--field-selector", "spec.nodeName=elsewhere") == []
+    for kind, field in (("jobs", "status.succeeded=1"), ("pods", "metadata.labels=x"), ("jobs", "spec.parallelism=1")):
+        refused = kubectl("get", kind, "--field-selector", field, check=False)
+        assert refused.returncode == 1
+        assert f"field label not supported: {field.split('=')[0]}" in refused.stderr, refused.stderr
+    # A watch is refused the same way, before any event.
+    watch = kubectl("get", "jobs", "-w", "--field-selector", "status.active=1", "--request-timeout=10s", check=False)
+    assert watch.returncode == 1 and "field label not supported: status.active" in watch.stderr
