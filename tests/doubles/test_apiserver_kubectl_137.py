@@ -150,3 +150,45 @@ def test_job_and_pod_field_selectors_and_the_unsupported_refused(kubectl, double
     # A watch is refused the same way, before any event.
     watch = kubectl("get", "jobs", "-w", "--field-selector", "status.active=1", "--request-timeout=10s", check=False)
     assert watch.returncode == 1 and "field label not supported: status.active" in watch.stderr
+
+
+# -- protobuf bodies: before, `create job` and `create secret generic` failed with
+# "the body of the request was in an unknown format" --------------------------------------------
+def test_create_job_sends_protobuf_and_makes_the_job_its_json_would(kubectl, double):
+    out = kubectl("create", "job", "pb-job", "--image=busybox:1.36", "--", "sh", "-c", "echo hi").stdout
+    assert out.strip() == "job.batch/pb-job created"
+    post = next(b for m, p, b in reversed(double.requests) if m == "POST" and p.endswith("/jobs"))
+    assert isinstance(post, str) and post.startswith("k8s\x00")  # the protobuf envelope, not JSON
+    as_json = kubectl(
+        "create",
+        "job",
+        "json-job",
+        "--image=busybox:1.36",
+        "--dry-run=client",
+        "-o",
+        "json",
+        "--",
+        "sh",
+        "-c",
+        "echo hi",
+    ).stdout
+    kubectl("create", "-f", "-", stdin=as_json)
+    by_proto, by_json = double.jobs["pb-job"]["spec"], double.jobs["json-job"]["spec"]
+    by_json["template"]["spec"]["containers"][0]["name"] = "pb-job"
+    for spec in (by_proto, by_json):
+        del spec["selector"], spec["template"]["metadata"]
+    assert by_proto == by_json
+    assert by_proto["template"]["spec"]["containers"][0]["command"] == ["sh", "-c", "echo hi"]
+
+
+def test_create_secret_generic_sends_protobuf_and_the_data_arrives(kubectl, double, tmp_path):
+    token = tmp_path / "token"
+    token.write_bytes(b"\x00\xffbinary")
+    kubectl("create", "secret", "generic", "pb-secret", "--from-literal=user=atlas", f"--from-file=token={token}")
+    secret = double.store["secrets"]["pb-secret"]
+    assert secret["type"] == "Opaque"
+    assert secret["data"] == {"user": "YXRsYXM=", "token": "AP9iaW5hcnk="}
+    shown = kubectl("get", "secret", "pb-secret", "-o", "jsonpath={.data.user}").stdout
+    assert shown == "YXRsYXM="
+    again = kubectl("create", "secret", "generic", "pb-secret", "--from-literal=a=b", check=False)
+    assert again.returncode == 1 and 'secrets "pb-secret" already exists' in again.stderr

@@ -30,6 +30,7 @@ from tests.doubles.apiserver.errors import ApiError, RawResponse, TextResponse, 
 from tests.doubles.apiserver.http import Handler
 from tests.doubles.apiserver.lifecycle import Lifecycle
 from tests.doubles.apiserver.openapi import OPENAPI_V2_PROTOBUF, openapi_v3_document, openapi_v3_root
+from tests.doubles.apiserver.protobuf import request_body
 from tests.doubles.apiserver.resources import (
     KUBEFLOW_GROUP,
     RESOURCES,
@@ -285,7 +286,8 @@ class OpenShiftApiDouble(Writes, Lifecycle, Scenarios, Webhooks):
                 f'resource "{r.plural}" in API group "{r.group}" in the namespace "{self.namespace}"',
             )
         agent = headers.get("User-Agent", "")
-        body = _json_body(raw) if method in ("POST", "PUT", "DELETE") else None
+        content_type = headers.get("Content-Type", "")
+        body = request_body(raw, content_type, r.kind) if method in ("POST", "PUT", "DELETE") else None
         store = self.store[r.plural]
         if method == "GET" and name is None:
             list_options(query, watch=False)
