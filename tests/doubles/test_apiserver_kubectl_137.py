@@ -192,3 +192,73 @@ def test_create_secret_generic_sends_protobuf_and_the_data_arrives(kubectl, doub
     assert shown == "YXRsYXM="
     again = kubectl("create", "secret", "generic", "pb-secret", "--from-literal=a=b", check=False)
     assert again.returncode == 1 and 'secrets "pb-secret" already exists' in again.stderr
+
+
+# -- auth can-i: before, NotFound; the CI Role could not be checked -----------------------------
+CI_RBAC = Path(__file__).parents[2] / "clusters" / "_bases" / "openshift" / "ci-rbac.yaml"
+CI = f"system:serviceaccount:{NS}:atlas-ci"
+
+
+@pytest.fixture(scope="module")
+def moc(tmp_path_factory):
+    """A fresh double with the moc overlay applied, as an admin sets up the cluster."""
+    for double, kubectl in started(tmp_path_factory.mktemp("moc"), empty=True):
+        kubectl("apply", "-k", str(CI_RBAC.parents[2] / "moc"))
+        yield double, kubectl
+
+
+def can_i(kubectl, *args: str) -> str:
+    proc = kubectl("auth", "can-i", *args, f"--as={CI}", check=False)
+    assert proc.returncode in (0, 1), proc.stderr
+    return proc.stdout.strip()
+
+
+def test_auth_can_i_answers_per_the_ci_role(moc):
+    _, kubectl = moc
+    role = next(d for d in yaml.safe_load_all(CI_RBAC.read_text()) if d["kind"] == "Role")
+    for rule in role["rules"]:
+        for resource in rule["resources"]:
+            plural, _, sub = resource.partition("/")
+            group = rule["apiGroups"][0]
+            target = f"{plural}.{group}" if group else plural
+            for verb in rule["verbs"]:
+                extra = [f"--subresource={sub}"] if sub else []
+                assert can_i(kubectl, verb, target, *extra) == "yes", (verb, resource)
+    for verb, target in (
+        ("create", "secrets"),
+        ("get", "secrets"),
+        ("update", "jobs.batch"),
+        ("patch", "jobs.batch"),
+        ("delete", "buildconfigs.build.openshift.io"),
+        ("create", "rolebindings.rbac.authorization.k8s.io"),
+    ):
+        assert can_i(kubectl, verb, target) == "no", (verb, target)
+    # The training pods' own account has no rights at all; the double's token has all.
+    other = kubectl("auth", "can-i", "get", "pods", f"--as=system:serviceaccount:{NS}:atlas-biggan", check=False)
+    assert (other.returncode, other.stdout.strip()) == (1, "no")
+    assert kubectl("auth", "can-i", "create", "secrets").stdout.strip() == "yes"
+
+
+def test_subject_access_review_names_the_user_and_the_binding(moc, tmp_path):
+    _, kubectl = moc
+    review = {
+        "apiVersion": "authorization.k8s.io/v1",
+        "kind": "SubjectAccessReview",
+        "spec": {
+            "user": CI,
+            "resourceAttributes": {"namespace": NS, "verb": "create", "group": "batch", "resource": "jobs"},
+        },
+    }
+    path = tmp_path / "sar.json"
+    path.write_text(json.dumps(review))
+    out = kubectl("create", "--raw", "/apis/authorization.k8s.io/v1/subjectaccessreviews", "-f", str(path)).stdout
+    status = json.loads(out)["status"]
+    assert status["allowed"] is True
+    assert status["reason"] == (
+        f'RBAC: allowed by RoleBinding "atlas-ci/{NS}" of Role "atlas-ci" to ServiceAccount "atlas-ci/{NS}"'
+    )
+    review["spec"]["resourceAttributes"]["resource"] = "secrets"
+    review["spec"]["resourceAttributes"]["group"] = ""
+    path.write_text(json.dumps(review))
+    out = kubectl("create", "--raw", "/apis/authorization.k8s.io/v1/subjectaccessreviews", "-f", str(path)).stdout
+    assert json.loads(out)["status"] == {"allowed": False}

@@ -30,7 +30,11 @@ CONTENT_TYPE = "application/vnd.kubernetes.protobuf"
 ACCEPTED = "application/json, application/yaml, application/vnd.kubernetes.protobuf"
 TABLE = Path(__file__).with_name("protobuf_fields.json")
 META = "k8s.io.apimachinery.pkg.apis.meta.v1."
-PACKAGES = {"batch/v1": "k8s.io.api.batch.v1.", "v1": "k8s.io.api.core.v1."}
+PACKAGES = {
+    "batch/v1": "k8s.io.api.batch.v1.",
+    "v1": "k8s.io.api.core.v1.",
+    "authorization.k8s.io/v1": "k8s.io.api.authorization.v1.",
+}
 
 
 @cache
@@ -194,4 +198,5 @@ _SPECIAL = {
     "k8s.io.apimachinery.pkg.util.intstr.IntOrString": _int_or_string,
     "k8s.io.apimachinery.pkg.runtime.RawExtension": _raw_json,
     META + "FieldsV1": _raw_json,
+    "k8s.io.api.authorization.v1.ExtraValue": lambda d: [v.decode() for n, _, v in _fields(d) if n == 1],
 }

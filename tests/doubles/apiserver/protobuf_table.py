@@ -1,12 +1,15 @@
 """Writes protobuf_fields.json, the field numbers the double needs to read kubectl's protobuf bodies.
 
 `python -m tests.doubles.apiserver.protobuf_table OUT.json FILE.proto...` reads the
-`generated.proto` files of https://github.com/kubernetes/api (batch/v1, core/v1) and
+`generated.proto` files of https://github.com/kubernetes/api (batch/v1, core/v1,
+authorization/v1) and
 https://github.com/kubernetes/apimachinery (pkg/apis/meta/v1, pkg/api/resource,
 pkg/util/intstr, pkg/runtime) and keeps every message reachable from the kinds in ROOTS:
 {message: {number: [json name, type, "optional" | "repeated" | "map"]}}. Field numbers
 never change between releases (protobuf compatibility), so the table read from one release
-serves clients of the next.
+serves clients of the next. The table shipped was read from kubernetes/api at commit
+10b39a39bcee995dfe7cd5e8e7b922be5e46f1e2 and kubernetes/apimachinery at commit
+eed236ceee2c19c2753a3d93ac0631dc20750454 (both after their v0.37.0-beta.0 tags).
 """
 
 from __future__ import annotations
@@ -17,7 +20,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-ROOTS = ("k8s.io.api.batch.v1.Job", "k8s.io.api.core.v1.Secret", "k8s.io.apimachinery.pkg.runtime.Unknown")
+ROOTS = (
+    "k8s.io.api.batch.v1.Job",
+    "k8s.io.api.core.v1.Secret",
+    "k8s.io.api.authorization.v1.SelfSubjectAccessReview",
+    "k8s.io.api.authorization.v1.SubjectAccessReview",
+    "k8s.io.api.authorization.v1.LocalSubjectAccessReview",
+    "k8s.io.apimachinery.pkg.runtime.Unknown",
+)
 SCALARS = {"string", "bytes", "bool", "int32", "int64", "double", "float"}
 _FIELD = re.compile(r"^\s*(optional|repeated)?\s*(map<\s*\w+\s*,\s*([.\w]+)\s*>|[.\w]+)\s+(\w+)\s*=\s*(\d+)\s*;")
 

@@ -31,6 +31,7 @@ from tests.doubles.apiserver.http import Handler
 from tests.doubles.apiserver.lifecycle import Lifecycle
 from tests.doubles.apiserver.openapi import OPENAPI_V2_PROTOBUF, openapi_v3_document, openapi_v3_root
 from tests.doubles.apiserver.protobuf import request_body
+from tests.doubles.apiserver.rbac import REVIEWS, review, review_path, user_groups
 from tests.doubles.apiserver.resources import (
     KUBEFLOW_GROUP,
     RESOURCES,
@@ -271,6 +272,9 @@ class OpenShiftApiDouble(Writes, Lifecycle, Scenarios, Webhooks):
         return self.resource(rest[0]), (rest[1] if len(rest) > 1 else None), (rest[2] if len(rest) > 2 else None)
 
     def route(self, method: str, path: str, query: dict[str, list[str]], raw: bytes, headers: Any) -> tuple[int, Any]:
+        reviewed = review_path(path)
+        if reviewed and method == "POST":
+            return 201, self.access_review(*reviewed, raw, headers)
         found = self.discovery(path)
         if found is not None:
             return 200, found
@@ -327,6 +331,15 @@ class OpenShiftApiDouble(Writes, Lifecycle, Scenarios, Webhooks):
         if method == "DELETE" and sub is None:
             return self.delete(r, name, body, query)
         raise ApiError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
+
+    def access_review(self, namespace: str | None, plural: str, raw: bytes, headers: Any) -> dict[str, Any]:
+        """`kubectl auth can-i` (rbac.py): the requester is the impersonated user (`--as`), else the token's."""
+        if namespace is not None and namespace != self.namespace:
+            raise not_found("namespaces", "", namespace)
+        body = request_body(raw, headers.get("Content-Type", ""), REVIEWS[plural])
+        user = headers.get("Impersonate-User")
+        groups = user_groups(user, headers.get_all("Impersonate-Group") or []) if user else []
+        return review(self.store, self.namespace, plural, namespace, body, user or "dev", groups, admin=not user)
 
     def owned_pods(self, plural: str, name: str) -> list[dict[str, Any]]:
         label = {"jobs": "job-name", "pytorchjobs": KF_JOB_NAME}.get(plural)
