@@ -262,3 +262,30 @@ def test_subject_access_review_names_the_user_and_the_binding(moc, tmp_path):
     path.write_text(json.dumps(review))
     out = kubectl("create", "--raw", "/apis/authorization.k8s.io/v1/subjectaccessreviews", "-f", str(path)).stdout
     assert json.loads(out)["status"] == {"allowed": False}
+
+
+# -- -o wide: before, the same columns as without it -----------------------------------------------
+def test_wide_output_adds_upstreams_columns(kubectl, double, tmp_path):
+    create_job(kubectl, tmp_path, "wide-job")
+    pod = double.run_job_pod("wide-job", pull_s=1, run_s=1)
+    jobs = kubectl("get", "job", "wide-job", "-o", "wide").stdout.splitlines()
+    assert jobs[0].split() == ["NAME", "STATUS", "COMPLETIONS", "DURATION", "AGE", "CONTAINERS", "IMAGES", "SELECTOR"]
+    uid = double.jobs["wide-job"]["metadata"]["uid"]
+    assert jobs[1].split()[5:] == ["main", "busybox:1.36", f"batch.kubernetes.io/controller-uid={uid}"]
+    pods = kubectl("get", "pod", pod["metadata"]["name"], "-o", "wide").stdout.splitlines()
+    assert pods[0].split() == [
+        "NAME",
+        "READY",
+        "STATUS",
+        "RESTARTS",
+        "AGE",
+        "IP",
+        "NODE",
+        "NOMINATED",
+        "NODE",
+        "READINESS",
+        "GATES",
+    ]
+    assert pods[1].split()[5:] == ["<none>", pod["spec"]["nodeName"], "<none>", "<none>"]
+    plain = kubectl("get", "job", "wide-job").stdout.splitlines()
+    assert plain[0].split() == ["NAME", "STATUS", "COMPLETIONS", "DURATION", "AGE"]
