@@ -289,3 +289,23 @@ def test_wide_output_adds_upstreams_columns(kubectl, double, tmp_path):
     assert pods[1].split()[5:] == ["<none>", pod["spec"]["nodeName"], "<none>", "<none>"]
     plain = kubectl("get", "job", "wide-job").stdout.splitlines()
     assert plain[0].split() == ["NAME", "STATUS", "COMPLETIONS", "DURATION", "AGE"]
+
+
+# -- apply --prune: before, "no matches for kind ConfigMap" (the default allow-list) --------------
+def test_apply_prune_with_the_default_allow_list(kubectl, double, tmp_path):
+    folder = tmp_path / "applied"
+    folder.mkdir()
+    for name in ("prune-a", "prune-b"):
+        cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "labels": {"app": "prune"}}}
+        (folder / f"{name}.yaml").write_text(yaml.safe_dump({**cm, "data": {"k": "v"}}))
+    created = kubectl("apply", "--prune", "-l", "app=prune", "-f", str(folder))
+    assert created.stdout.split("\n")[:2] == ["configmap/prune-a created", "configmap/prune-b created"]
+    (folder / "prune-b.yaml").unlink()
+    pruned = kubectl("apply", "--prune", "-l", "app=prune", "-f", str(folder))
+    assert pruned.stdout.splitlines() == ["configmap/prune-a unchanged", "configmap/prune-b pruned"]
+    assert sorted(double.store["configmaps"]) == ["prune-a"]
+    # Listing Endpoints (in the allow-list) draws the deprecation warning a 1.33+ server sends.
+    assert "Warning: v1 Endpoints is deprecated in v1.33+" in pruned.stderr
+    # `kubectl create configmap` sends protobuf, as for Jobs and Secrets.
+    kubectl("create", "configmap", "pb-cm", "--from-literal=x=y")
+    assert double.store["configmaps"]["pb-cm"]["data"] == {"x": "y"}

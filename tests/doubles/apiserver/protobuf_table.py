@@ -23,6 +23,7 @@ from typing import Any
 ROOTS = (
     "k8s.io.api.batch.v1.Job",
     "k8s.io.api.core.v1.Secret",
+    "k8s.io.api.core.v1.ConfigMap",
     "k8s.io.api.authorization.v1.SelfSubjectAccessReview",
     "k8s.io.api.authorization.v1.SubjectAccessReview",
     "k8s.io.api.authorization.v1.LocalSubjectAccessReview",

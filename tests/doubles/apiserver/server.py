@@ -289,6 +289,8 @@ class OpenShiftApiDouble(Writes, Lifecycle, Scenarios, Webhooks):
                 f'{r.plural} is forbidden: User "dev" cannot {verb} '
                 f'resource "{r.plural}" in API group "{r.group}" in the namespace "{self.namespace}"',
             )
+        if r.plural == "endpoints":  # the deprecation every 1.33+ server warns of (KEP-4974)
+            self.warnings.append("v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 EndpointSlice")
         agent = headers.get("User-Agent", "")
         content_type = headers.get("Content-Type", "")
         body = request_body(raw, content_type, r.kind) if method in ("POST", "PUT", "DELETE") else None
