@@ -309,3 +309,19 @@ def test_apply_prune_with_the_default_allow_list(kubectl, double, tmp_path):
     # `kubectl create configmap` sends protobuf, as for Jobs and Secrets.
     kubectl("create", "configmap", "pb-cm", "--from-literal=x=y")
     assert double.store["configmaps"]["pb-cm"]["data"] == {"x": "y"}
+
+
+# -- explain: before, every DESCRIPTION was <empty> ------------------------------------------------
+@pytest.mark.parametrize(
+    "field, expected",
+    [
+        ("job.spec.backoffLimit", "Specifies the number of retries before marking this job failed."),
+        ("job.spec.template", "Describes the pod that will be created when executing a job."),
+        ("imagestream.spec", "spec describes the desired state of this stream ImageStreamSpec represents options"),
+        ("pytorchjob.spec", "Specification of the desired state of the PyTorchJob."),
+    ],
+)
+def test_explain_shows_the_schemas_descriptions(kubectl, field, expected):
+    out = kubectl("explain", field).stdout
+    description = out.split("DESCRIPTION:", 1)[1]
+    assert " ".join(description.split()).startswith(expected), out
