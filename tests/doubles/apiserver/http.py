@@ -21,6 +21,7 @@ from urllib.parse import parse_qs, urlparse
 
 from tests.doubles.apiserver.errors import ApiError, RawResponse, TextResponse
 from tests.doubles.apiserver.tables import table
+from tests.doubles.apiserver.watchlist import list_options
 from tests.doubles.apiserver.webhooks import webhook_path
 
 WS_GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
@@ -137,8 +138,8 @@ class Handler(BaseHTTPRequestHandler):
         r, name, _ = self.double.parse(path)
         if r.plural in self.double.forbidden:
             raise ApiError(403, "Forbidden", f'{r.plural} is forbidden: User "dev" cannot watch resource "{r.plural}"')
-        selector = (query.get("labelSelector") or [None])[0]
-        field = (query.get("fieldSelector") or [None])[0]
+        mode = list_options(query, watch=True)
+        matches = self.double.selectors(r, query)
         timeout = min(float((query.get("timeoutSeconds") or ["30"])[0]), 30.0)
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
@@ -146,13 +147,13 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         try:
             as_table = "as=Table" in self.headers.get("Accept", "")
-            for kind, obj in self.double.watch_events(
-                r.plural, (query.get("resourceVersion") or [None])[0], selector, timeout, field
-            ):
-                if name and kind != "ERROR" and obj["metadata"]["name"] != name:
+            since = (query.get("resourceVersion") or [None])[0]
+            for kind, obj in self.double.watch_events(r, since, matches, timeout, mode):
+                if name and kind not in ("ERROR", "BOOKMARK") and obj["metadata"]["name"] != name:
                     continue
-                if as_table and kind != "ERROR":
-                    obj = table(r, [obj], self.double.clock.now())
+                if as_table and kind != "ERROR":  # a bookmark becomes a Table without rows
+                    rows = [] if kind == "BOOKMARK" else [obj]
+                    obj = table(r, rows, self.double.clock.now(), obj["metadata"]["resourceVersion"])
                 self._chunk(json.dumps({"type": kind, "object": obj}).encode() + b"\n")
             self.wfile.write(b"0\r\n\r\n")
         except OSError:

@@ -29,12 +29,10 @@ OPENAPI_V2_PROTOBUF = b"\x0a\x032.0"
 
 
 def _v3(node: Any) -> Any:
-    """A definition rewritten for an OpenAPI v3 document (refs, nullable), minus prose."""
+    """A definition rewritten for an OpenAPI v3 document (refs, nullable); descriptions kept for `kubectl explain`."""
     if isinstance(node, dict):
         out: dict[str, Any] = {}
         for key, value in node.items():
-            if key == "description":
-                continue
             if key in ("properties", "patternProperties", "definitions") and isinstance(value, dict):
                 out[key] = {k: _v3(v) for k, v in value.items()}  # names, not keywords
             elif key == "$ref" and isinstance(value, str):
@@ -46,6 +44,8 @@ def _v3(node: Any) -> Any:
                     out["nullable"] = True
             else:
                 out[key] = _v3(value)
+        if "$ref" in out and len(out) > 1:  # a field's own description beside its type: upstream's allOf form
+            return {"allOf": [{"$ref": out.pop("$ref")}], **out}
         return out
     if isinstance(node, list):
         return [_v3(v) for v in node]

@@ -74,6 +74,19 @@ RESOURCES = [
     Resource("build.openshift.io/v1", "builds", "Build", categories=("all",)),
     Resource("image.openshift.io/v1", "imagestreams", "ImageStream", short_names=("is",), categories=("all",)),
     Resource("kubeflow.org/v1", "pytorchjobs", "PyTorchJob", subresources=("status",)),
+    # The rest of kubectl's default `apply --prune` allow-list (kubectl/pkg/cmd/apply/prune.go):
+    # a 1.37 server serves them all, so pruning lists each one.
+    Resource("v1", "configmaps", "ConfigMap", short_names=("cm",)),
+    Resource("v1", "endpoints", "Endpoints", short_names=("ep",)),
+    Resource("v1", "persistentvolumes", "PersistentVolume", namespaced=False, short_names=("pv",)),
+    Resource("v1", "replicationcontrollers", "ReplicationController", short_names=("rc",), categories=("all",)),
+    Resource("v1", "services", "Service", short_names=("svc",), categories=("all",)),
+    Resource("batch/v1", "cronjobs", "CronJob", short_names=("cj",), categories=("all",)),
+    Resource("networking.k8s.io/v1", "ingresses", "Ingress", short_names=("ing",)),
+    Resource("apps/v1", "daemonsets", "DaemonSet", short_names=("ds",), categories=("all",)),
+    Resource("apps/v1", "deployments", "Deployment", short_names=("deploy",), categories=("all",)),
+    Resource("apps/v1", "replicasets", "ReplicaSet", short_names=("rs",), categories=("all",)),
+    Resource("apps/v1", "statefulsets", "StatefulSet", short_names=("sts",), categories=("all",)),
 ]
 KUBEFLOW_GROUP = "kubeflow.org/v1"
 SUBRESOURCE_KINDS = {"exec": "PodExecOptions", "log": "Pod", "instantiate": "BuildRequest", "status": None}

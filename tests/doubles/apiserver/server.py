@@ -30,6 +30,8 @@ from tests.doubles.apiserver.errors import ApiError, RawResponse, TextResponse, 
 from tests.doubles.apiserver.http import Handler
 from tests.doubles.apiserver.lifecycle import Lifecycle
 from tests.doubles.apiserver.openapi import OPENAPI_V2_PROTOBUF, openapi_v3_document, openapi_v3_root
+from tests.doubles.apiserver.protobuf import request_body
+from tests.doubles.apiserver.rbac import REVIEWS, review, review_path, user_groups
 from tests.doubles.apiserver.resources import (
     KUBEFLOW_GROUP,
     RESOURCES,
@@ -42,9 +44,11 @@ from tests.doubles.apiserver.resources import (
 )
 from tests.doubles.apiserver.scenarios import KF_JOB_NAME, Scenarios
 from tests.doubles.apiserver.schema import Schemas
+from tests.doubles.apiserver.selectors import Matcher, compile_selectors
 from tests.doubles.apiserver.tables import table
 from tests.doubles.apiserver.tls import make_ca
 from tests.doubles.apiserver.validate import validate_object
+from tests.doubles.apiserver.watchlist import WatchMode, initial_events_end, list_options
 from tests.doubles.apiserver.webhooks import Webhooks
 from tests.doubles.apiserver.writes import Writes
 
@@ -65,33 +69,6 @@ BUILD_REQUEST_FIELDS = {
     "triggeredByImage",
     "buildArgs",
 }
-
-
-def _matches(obj: dict[str, Any], selector: str | None, fields: str | None = None) -> bool:
-    """Label selector (=, ==, !=, existence) and field selector (dotted paths, =, ==, !=)."""
-    labels = obj.get("metadata", {}).get("labels") or {}
-    for term in filter(None, (selector or "").split(",")):
-        key, op, value = _term(term)
-        if op is None and key not in labels or op == "=" and labels.get(key) != value:
-            return False
-        if op == "!=" and labels.get(key) == value:
-            return False
-    for term in filter(None, (fields or "").split(",")):
-        path, op, value = _term(term)
-        node: Any = obj
-        for part in path.split("."):
-            node = node.get(part) if isinstance(node, dict) else None
-        if (op == "=") != (str(node if node is not None else "") == value):
-            return False
-    return True
-
-
-def _term(term: str) -> tuple[str, str | None, str]:
-    for op in ("!=", "==", "="):
-        if op in term:
-            key, _, value = term.partition(op)
-            return key.strip(), "=" if op == "==" else op, value.strip()
-    return term.strip(), None, ""
 
 
 class OpenShiftApiDouble(Writes, Lifecycle, Scenarios, Webhooks):
@@ -295,6 +272,9 @@ class OpenShiftApiDouble(Writes, Lifecycle, Scenarios, Webhooks):
         return self.resource(rest[0]), (rest[1] if len(rest) > 1 else None), (rest[2] if len(rest) > 2 else None)
 
     def route(self, method: str, path: str, query: dict[str, list[str]], raw: bytes, headers: Any) -> tuple[int, Any]:
+        reviewed = review_path(path)
+        if reviewed and method == "POST":
+            return 201, self.access_review(*reviewed, raw, headers)
         found = self.discovery(path)
         if found is not None:
             return 200, found
@@ -309,13 +289,16 @@ class OpenShiftApiDouble(Writes, Lifecycle, Scenarios, Webhooks):
                 f'{r.plural} is forbidden: User "dev" cannot {verb} '
                 f'resource "{r.plural}" in API group "{r.group}" in the namespace "{self.namespace}"',
             )
+        if r.plural == "endpoints":  # the deprecation every 1.33+ server warns of (KEP-4974)
+            self.warnings.append("v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 EndpointSlice")
         agent = headers.get("User-Agent", "")
-        body = _json_body(raw) if method in ("POST", "PUT", "DELETE") else None
+        content_type = headers.get("Content-Type", "")
+        body = request_body(raw, content_type, r.kind) if method in ("POST", "PUT", "DELETE") else None
         store = self.store[r.plural]
         if method == "GET" and name is None:
-            selector = (query.get("labelSelector") or [None])[0]
-            field = (query.get("fieldSelector") or [None])[0]
-            items = [o for o in store.values() if _matches(o, selector, field)]
+            list_options(query, watch=False)
+            matches = self.selectors(r, query)
+            items = [o for o in store.values() if matches(o)]
             if "as=Table" in headers.get("Accept", ""):
                 return 200, table(r, items, self.clock.now(), self.resource_version)
             return 200, {
@@ -350,6 +333,15 @@ class OpenShiftApiDouble(Writes, Lifecycle, Scenarios, Webhooks):
         if method == "DELETE" and sub is None:
             return self.delete(r, name, body, query)
         raise ApiError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
+
+    def access_review(self, namespace: str | None, plural: str, raw: bytes, headers: Any) -> dict[str, Any]:
+        """`kubectl auth can-i` (rbac.py): the requester is the impersonated user (`--as`), else the token's."""
+        if namespace is not None and namespace != self.namespace:
+            raise not_found("namespaces", "", namespace)
+        body = request_body(raw, headers.get("Content-Type", ""), REVIEWS[plural])
+        user = headers.get("Impersonate-User")
+        groups = user_groups(user, headers.get_all("Impersonate-Group") or []) if user else []
+        return review(self.store, self.namespace, plural, namespace, body, user or "dev", groups, admin=not user)
 
     def owned_pods(self, plural: str, name: str) -> list[dict[str, Any]]:
         label = {"jobs": "job-name", "pytorchjobs": KF_JOB_NAME}.get(plural)
@@ -395,17 +387,32 @@ class OpenShiftApiDouble(Writes, Lifecycle, Scenarios, Webhooks):
         return 201, self.record("builds", build, "ADDED")
 
     # -- watches ----------------------------------------------------------------------
+    def selectors(self, r: Resource, query: dict[str, list[str]]) -> Matcher:
+        """The request's label and field selectors as one predicate (selectors.py); 400 if refused."""
+        return compile_selectors(
+            r.kind, (query.get("labelSelector") or [None])[0], (query.get("fieldSelector") or [None])[0]
+        )
+
     def watch_events(
-        self, plural: str, since: str | None, selector: str | None, timeout_s: float, fields: str | None = None
+        self, r: Resource, since: str | None, matches: Matcher, timeout_s: float, mode: WatchMode | None = None
     ) -> Any:
-        """Yield (type, object) events after `since`; one ERROR 410 event if it expired."""
+        """Yield (type, object) events after `since`; one ERROR 410 event if it expired.
+
+        Without sendInitialEvents, resourceVersion unset or "0" starts with the current state
+        as ADDED events (the legacy semantics); sendInitialEvents=true does so at any
+        resourceVersion and ends them with the initial-events-end BOOKMARK when bookmarks are
+        allowed (watchlist.py); sendInitialEvents=false never sends them.
+        """
+        mode = mode or WatchMode(None, False)
         deadline = time.monotonic() + timeout_s
         with self._cond:
-            if since in (None, "", "0"):
-                last = int(self.resource_version)
-                initial = [
-                    ("ADDED", copy.deepcopy(o)) for o in self.store[plural].values() if _matches(o, selector, fields)
-                ]
+            current = [("ADDED", copy.deepcopy(o)) for o in self.store[r.plural].values() if matches(o)]
+            if mode.send_initial_events or mode.send_initial_events is None and since in (None, "", "0"):
+                last, initial = int(self.resource_version), current
+                if mode.send_initial_events and mode.bookmarks:
+                    initial.append(("BOOKMARK", initial_events_end(r, self.resource_version)))
+            elif since in (None, "", "0"):
+                last, initial = int(self.resource_version), []
             else:
                 last, initial = int(since), []
                 if last < self.oldest_rv - 1:
@@ -425,7 +432,7 @@ class OpenShiftApiDouble(Writes, Lifecycle, Scenarios, Webhooks):
                     continue
             for rv, p, kind, obj in fresh:
                 last = rv
-                if p == plural and _matches(obj, selector, fields):
+                if p == r.plural and matches(obj):
                     yield kind, obj
 
 

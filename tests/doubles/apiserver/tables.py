@@ -3,7 +3,7 @@
 Columns and cell rules from kubernetes/kubernetes pkg/printers/internalversion/printers.go
 (printJob: Name, Status, Completions, Duration, Age; printPod: Ready, Status, Restarts;
 printNamespace, printPersistentVolumeClaim, printSecret, printServiceAccount, printRole,
-printRoleBinding, printEvent), OpenShift's from openshift/oc-era openshift-apiserver
+printRoleBinding, printEvent; the `-o wide` columns in WIDE), OpenShift's from openshift/oc-era openshift-apiserver
 printers (Build: Type, From, Status, Started, Duration; BuildConfig: Type, From, Latest;
 ImageStream: Image Repository, Tags, Updated), PyTorchJob's from its CRD's
 additionalPrinterColumns (State, Age). Ages follow apimachinery/pkg/util/duration.HumanDuration.
@@ -177,13 +177,75 @@ PRINTERS: dict[str, tuple[list[str], Callable[[dict[str, Any], float], list[Any]
 }
 
 
+def _label_selector(selector: dict[str, Any] | None) -> str:
+    """metav1.FormatLabelSelector for matchLabels and matchExpressions."""
+    if not selector:
+        return "<none>"
+    parts = [f"{k}={v}" for k, v in (selector.get("matchLabels") or {}).items()]
+    for e in selector.get("matchExpressions") or []:
+        op, values = e.get("operator", ""), ",".join(e.get("values") or [])
+        parts.append(
+            {"In": f"{e['key']} in ({values})", "NotIn": f"{e['key']} notin ({values})", "Exists": e["key"]}.get(
+                op, f"!{e['key']}"
+            )
+        )
+    return ",".join(parts) or "<none>"
+
+
+def _job_wide(o: dict[str, Any], now: float) -> list[Any]:
+    containers = (((o.get("spec") or {}).get("template") or {}).get("spec") or {}).get("containers") or []
+    return [
+        ",".join(c.get("name", "") for c in containers),
+        ",".join(c.get("image", "") for c in containers),
+        _label_selector((o.get("spec") or {}).get("selector")),
+    ]
+
+
+def _pod_wide(o: dict[str, Any], now: float) -> list[Any]:
+    spec, st = o.get("spec") or {}, o.get("status") or {}
+    gates = spec.get("readinessGates") or []
+    conditions = {c.get("type"): c.get("status") for c in st.get("conditions") or []}
+    ready_gates = sum(1 for g in gates if conditions.get(g.get("conditionType")) == "True")
+    return [
+        st.get("podIP") or "<none>",
+        spec.get("nodeName") or "<none>",
+        st.get("nominatedNodeName") or "<none>",
+        f"{ready_gates}/{len(gates)}" if gates else "<none>",
+    ]
+
+
+# The priority-1 columns `-o wide` shows (printers.go: printJob's Containers, Images, Selector;
+# printPod's IP, Node, Nominated Node, Readiness Gates; printPersistentVolumeClaim's VolumeMode;
+# printRoleBinding's Users, Groups, ServiceAccounts), after the others as upstream orders them.
+def _subjects(o: dict[str, Any], kind: str) -> str:
+    names = [
+        f"{s.get('namespace', '')}/{s['name']}" if kind == "ServiceAccount" else s["name"]
+        for s in o.get("subjects") or []
+        if s.get("kind") == kind
+    ]
+    return ", ".join(names)
+
+
+WIDE: dict[str, tuple[list[str], Callable[[dict[str, Any], float], list[Any]]]] = {
+    "jobs": (["Containers", "Images", "Selector"], _job_wide),
+    "pods": (["IP", "Node", "Nominated Node", "Readiness Gates"], _pod_wide),
+    "persistentvolumeclaims": (["VolumeMode"], lambda o, n: [(o.get("spec") or {}).get("volumeMode", "Filesystem")]),
+    "rolebindings": (
+        ["Users", "Groups", "ServiceAccounts"],
+        lambda o, n: [_subjects(o, "User"), _subjects(o, "Group"), _subjects(o, "ServiceAccount")],
+    ),
+}
+
+
 def table(r: Resource, items: list[dict[str, Any]], now: float, resource_version: str = "") -> dict[str, Any]:
     names, cells = PRINTERS.get(r.plural, (["Age"], lambda o, n: [_age(o, n)]))
     columns = [{"name": "Name", "type": "string", "format": "name", "description": "", "priority": 0}]
     columns += [{"name": c, "type": "string", "format": "", "description": "", "priority": 0} for c in names]
+    wide_names, wide = WIDE.get(r.plural, ([], lambda o, n: []))
+    columns += [{"name": c, "type": "string", "format": "", "description": "", "priority": 1} for c in wide_names]
     rows = [
         {
-            "cells": [o["metadata"]["name"], *cells(o, now)],
+            "cells": [o["metadata"]["name"], *cells(o, now), *wide(o, now)],
             "object": {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": o["metadata"]},
         }
         for o in items
