@@ -268,7 +268,10 @@ def test_validate_false_drops_an_unknown_field(kubectl, double, tmp_path):
     assert "backofLimit" not in double.jobs["loose"]["spec"] and double.jobs["loose"]["spec"]["backoffLimit"] == 3
 
 
-def test_short_names_and_categories(kubectl, double):
+def test_short_names_and_categories(kubectl, double, tmp_path):
+    # its own objects: on pytest-xdist the tests of this module may run on two workers
+    double.add_buildconfig("chunky")
+    kubectl("apply", "-f", write(tmp_path, "job.yaml", job_manifest("imm")))
     out = kubectl("get", "po,pvc,ns,sa,bc,is", "-o", "name").stdout.split()
     assert "namespace/atlas-biggan" in out and "buildconfig.build.openshift.io/chunky" in out
     resources = kubectl("api-resources", "--no-headers").stdout
