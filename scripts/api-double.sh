@@ -39,7 +39,7 @@ up() {
   fi
   KUBECONFIG="$DIR/kubeconfig" "$KUBECTL" apply -k "$REPO/clusters/local-openshift" >"$DIR/apply.log" 2>&1 \
     || { echo "api-double: kubectl apply -k clusters/local-openshift failed (see $DIR/apply.log)" >&2; return 1; }
-  echo "api-double: serving; export ATLAS_API_DOUBLE=$DIR (kubeconfig $DIR/kubeconfig)"
+  echo "api-double: serving a TEST DOUBLE of the OpenShift API server (not a cluster; what it does not model: clusters/moc/README.md); export ATLAS_API_DOUBLE=$DIR (kubeconfig $DIR/kubeconfig)"
 }
 
 case "${1:-}" in

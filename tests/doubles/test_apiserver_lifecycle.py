@@ -166,6 +166,7 @@ def test_the_entry_point_prints_a_kubeconfig_kubectl_uses(tmp_path):
     try:
         lines = [proc.stdout.readline() for _ in range(2)]
         assert lines[0].startswith("API double serving https://127.0.0.1:")
+        assert "a TEST DOUBLE of the OpenShift API server, not a cluster" in lines[0]  # issue 35: named as one
         kubeconfig = Path(lines[1].split("kubeconfig: ", 1)[1].strip())
         kubectl = kubectl_runner(kubeconfig, tmp_path)
         assert kubectl("get", "ns", "-o", "name").stdout.strip() == "namespace/atlas-biggan"

@@ -51,7 +51,12 @@ def main(argv: list[str] | None = None) -> int:
         Kubelet(double, folder / "node", source=args.kubelet.resolve())
     else:
         run_by_hand(double, args.job_seconds)
-    print(f"API double serving {double.url} (namespace {args.namespace})", flush=True)
+    print(
+        f"API double serving {double.url} (namespace {args.namespace}): a TEST DOUBLE of the OpenShift API "
+        "server, not a cluster; what it does not model: clusters/moc/README.md, section "
+        "'Trying it without a cluster: the API server double'",
+        flush=True,
+    )
     print(f"kubeconfig: {kubeconfig}", flush=True)
     print(f"  export KUBECONFIG={kubeconfig}", flush=True)
     done = threading.Event()
