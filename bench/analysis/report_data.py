@@ -17,13 +17,21 @@ from pathlib import Path
 from typing import Any
 
 from bench.analysis.advisor import advise
-from bench.analysis.compare import CompareResult, PairResult, PhaseGap, phase_gaps
+from bench.analysis.comparable import Excluded
+from bench.analysis.compare import (
+    CLOCK_RESOLUTION_S,
+    RESOLUTION_FACTOR,
+    SIGNIFICANT_P,
+    CompareResult,
+    PairResult,
+    PhaseGap,
+    phase_gaps,
+)
 from bench.analysis.contention import BusyEffect, busy_runs, contended, with_and_without
 from bench.analysis.crosscheck import Finding, cross_check_runs
 from bench.analysis.expected import Outside, outside
 from bench.analysis.history import chart_points
 from bench.analysis.identity import identity_rows, machine, scaling_rows
-from bench.analysis.instrument import mixed_compile_note
 from bench.analysis.metrics import HEADLINE
 from bench.analysis.provenance import provenance
 from bench.analysis.report_history import ChangeNote, change_notes, history_entries
@@ -36,6 +44,10 @@ from bench.records.read import RunData
 # The types render/ draws, named here so that render/ imports this module only (and the
 # metric catalogue's labels and `fmt`): tests/bench/test_import_layers.py.
 __all__ = [
+    "CLOCK_RESOLUTION_S",
+    "RESOLUTION_FACTOR",
+    "SIGNIFICANT_P",
+    "Excluded",
     "Busy",
     "BusyEffect",
     "ChartPicks",
@@ -134,7 +146,7 @@ def headline(result: CompareResult) -> Headline:
         )
         for e in result.envs
     ]
-    return Headline(result, gaps, mixed_compile_note(result.runs), single if len(result.envs) == 1 else [])
+    return Headline(result, gaps, result.compile_notes, single if len(result.envs) == 1 else [])
 
 
 def representative(runs: list[RunData], result: CompareResult) -> dict[str, RunData]:

@@ -131,18 +131,11 @@ def test_each_layer_imports_only_layers_below_it() -> None:
 # wording shared with analysis/'s own sentences (advice, band flags), so render/ may read them.
 RENDER_DRAWS = ("bench.analysis.report_data", "bench.analysis.pr_data")
 RENDER_WORDING = ("bench.analysis.metrics",)
-# Arrows from render/ into analysis/ that today's code still has (issue 32 removes them): the
-# Summary's verdict sentences order the pairs and name the smallest p a test could reach
-# (tables.py), and *Where the time goes* picks each environment's median run and sums its
-# phases (time_words.py, timeline_section.py).
+# Arrows from render/ into analysis/ that today's code still has (issue 32 removes them):
+# *Where the time goes* picks each environment's median run and sums its phases itself
+# (time_words.py, timeline_section.py; the PR comment's lines take bare run figures).
 RENDER_KNOWN = {
-    ("bench.render.tables", "bench.analysis.comparable"),
-    ("bench.render.tables", "bench.analysis.compare"),
-    ("bench.render.tables", "bench.analysis.instrument"),
-    ("bench.render.tables", "bench.analysis.stats"),
-    ("bench.render.tables", "bench.analysis.time_sums"),
     ("bench.render.time_words", "bench.analysis.time_sums"),
-    ("bench.render.timeline_section", "bench.analysis.compare"),
     ("bench.render.timeline_section", "bench.analysis.stats"),
     ("bench.render.timeline_section", "bench.analysis.time_sums"),
 }

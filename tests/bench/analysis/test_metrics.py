@@ -110,7 +110,8 @@ def test_a_new_column_with_its_figure_is_one_catalogue_row(tmp_path: Path):
     anchor = "GPU_CATALOGUE: tuple[Column, ...] = (\n"
     assert text.count(anchor) == 1
     source.write_text(text.replace(anchor, anchor + NEW_ROW))
-    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    # the copy's bench first; the synthetic writer (tests/synthetic_records.py) from the checkout
+    env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}"}
     write = (
         "from pathlib import Path\nfrom tests.synthetic_records import RunSpec, write_run\n"
         "for env in ('a', 'b'):\n    for i in range(3):\n"
