@@ -111,6 +111,11 @@ class CompareResult:
         """The label when every compared run of `env` lacks `key`'s phase for the same reason."""
         return ts.env_lacked(self.runs, env, key)
 
+    @staticmethod
+    def run_lacked(run: RunMetrics, key: str) -> str | None:
+        """The label ("no scheduler") when one run's `key` is empty because its kind has no such phase."""
+        return ts.lacked(run, key)
+
 
 def config_hashes(runs: list[RunData]) -> dict[str, list[str]]:
     """env -> the distinct config hashes of its compared runs."""

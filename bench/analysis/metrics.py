@@ -499,10 +499,6 @@ class RunMetrics:
         res, value = self.resolutions.get(key), self.values.get(key)
         return res if res is not None and value is not None and value <= res else None
 
-    def lacked(self, key: str) -> str | None:
-        """The label ("no scheduler") when `key` is empty because this run's kind has no such phase."""
-        return ts.lacked(self, key)
-
     def from_host(self, key: str) -> bool:
         """True when this figure is the whole machine's (host columns), not the job's."""
         return self.origins.get(key) == "host"

@@ -162,9 +162,10 @@ def runs_table(result: CompareResult) -> str:
     cols = [m.key for m in METRICS if m.in_runs_table]
     head = "| env | run | status | " + " | ".join(measured_label(c, result.runs) for c in cols) + " |"
     rows = [head, "|---|---|---|" + "---:|" * len(cols)]
+    lacked = result.run_lacked
     for r in result.runs:
         vals = " | ".join(
-            shown(getattr(r, c), METRIC_BY_KEY[c], r.at_resolution(c), False, r.resolutions.get(c), r.lacked(c))
+            shown(getattr(r, c), METRIC_BY_KEY[c], r.at_resolution(c), False, r.resolutions.get(c), lacked(r, c))
             + host_mark([r], c)
             for c in cols
         )
