@@ -1,6 +1,6 @@
 """Results branch at scale: the stored size of one long record, and `bench history` speed.
 
-(a) Size: a synthetic 48 h, 1 Hz, 4-GPU run (bench.records.synthetic, the real on-disk
+(a) Size: a synthetic 48 h, 1 Hz, 4-GPU run (tests/synthetic_records.py, the real on-disk
     format; its samples are full-precision noise, harder to compress than NVML's
     integers) packed as `bench archive` stores it: bytes before and after, seconds to pack
     and unpack (and the CPU seconds of packing), and whether every file came back byte for
@@ -41,8 +41,8 @@ sys.path.insert(0, str(REPO))
 
 from bench.cli import main as bench_main  # noqa: E402
 from bench.gitops import results_branch  # noqa: E402
-from bench.records.pack import pack, unpack  # noqa: E402
-from bench.records.synthetic import RunSpec, write_run  # noqa: E402
+from bench.gitops.pack import pack, unpack  # noqa: E402
+from tests.synthetic_records import RunSpec, write_run  # noqa: E402
 
 GIT_ENV = {"GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@example.org", "GIT_COMMITTER_NAME": "b"}
 GIT_ENV["GIT_COMMITTER_EMAIL"] = "b@example.org"

@@ -1,6 +1,6 @@
 """Report at scale: 2 environments x 3 runs x 48 h sampled at 1 Hz.
 
-Writes synthetic records in the real on-disk format (bench.records.synthetic), then times
+Writes synthetic records in the real on-disk format (tests/synthetic_records.py), then times
 (a) just reading every file with pandas and (b) `bench report` on them. Prints JSON;
 asserts nothing. Target: report under 10 s and under 2x the read time on 2 cores.
 Each environment's cost rates are frozen into its records, as collection does.
@@ -27,8 +27,8 @@ import pandas as pd
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from bench.records.synthetic import RunSpec, write_run  # noqa: E402
-from bench.render.report import write_report  # noqa: E402
+from bench.commands.report import write_report  # noqa: E402
+from tests.synthetic_records import RunSpec, write_run  # noqa: E402
 
 COSTS = {
     "satori": {

@@ -3,7 +3,7 @@
 Collection does, once per run: read `train.jsonl` (the job's marks: workload start, first
 and last iteration, checkpoints), ask the kind for its marks (here the real `local` kind:
 it reads `submit.json`), and cut the phases (bench.records.timeline.collected_timeline).
-Timed on synthetic records in the real on-disk format (bench.records.synthetic), from a
+Timed on synthetic records in the real on-disk format (tests/synthetic_records.py), from a
 smoke-sized run up to a 48-hour one logging every 5 s; the median of `--repeats` timings.
 
 Prints JSON; asserts nothing.
@@ -29,9 +29,9 @@ sys.path.insert(0, str(REPO))
 
 from bench.environments.load import load_env  # noqa: E402
 from bench.records.contract import TRAIN_JSONL, read_run_json  # noqa: E402
-from bench.records.synthetic import RunSpec, write_run  # noqa: E402
 from bench.records.timeline import collected_timeline, marks_log  # noqa: E402
 from bench.targets import target_for  # noqa: E402
+from tests.synthetic_records import RunSpec, write_run  # noqa: E402
 
 
 def one_size(hours: float, repeats: int) -> dict:

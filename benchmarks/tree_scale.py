@@ -1,7 +1,7 @@
 """Results tree at scale: `compare`, `report`, `history --results` and `check` on trees of N runs.
 
 A research group's results tree grows for years, but `bench compare` and `bench report`
-show one commit's runs. This builds synthetic trees (bench.records.synthetic, the real
+show one commit's runs. This builds synthetic trees (tests/synthetic_records.py, the real
 on-disk format: 60 s runs at 1 Hz, 3 environments, 15 runs per commit) of N runs, the
 newest commit's 15 runs among them, and times each command as a user runs it: a fresh
 `python -m bench` process, wall seconds and its peak resident memory (the operating
@@ -52,7 +52,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from bench.analysis.run_index import index_file, stamp, write_entry  # noqa: E402
-from bench.records.synthetic import RunSpec, write_run  # noqa: E402
+from tests.synthetic_records import RunSpec, write_run  # noqa: E402
 
 ENVS = ("satori", "moc", "aimos")
 PER_COMMIT = 15

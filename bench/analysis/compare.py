@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from bench.analysis import time_sums as ts
 from bench.analysis.comparable import Excluded, select_comparable
 from bench.analysis.metrics import HEADLINE, METRIC_BY_KEY, METRICS, RunMetrics, run_metrics
 from bench.analysis.stats import Comparison, compare_samples, median, olympic_mean, smallest_p
@@ -91,6 +92,30 @@ class CompareResult:
 
     def frame(self) -> pd.DataFrame:
         return pd.DataFrame([r.as_dict() for r in self.runs])
+
+    def ordered_pairs(self) -> list[PairResult]:
+        """The pairs in the Summary's order (`ordered_pairs`)."""
+        return ordered_pairs(self)
+
+    @property
+    def compile_notes(self) -> list[str]:
+        """The sentence on compiled and eager runs compared together (bench.analysis.instrument)."""
+        from bench.analysis.instrument import mixed_compile_note
+
+        return mixed_compile_note(self.runs)
+
+    def clock(self, env: str, key: str) -> float | None:
+        """The coarsest clock resolution among `env`'s compared runs for `key` (None: not a timed span)."""
+        return ts.env_clock(self.runs, env, key)
+
+    def lacked(self, env: str, key: str) -> str | None:
+        """The label when every compared run of `env` lacks `key`'s phase for the same reason."""
+        return ts.env_lacked(self.runs, env, key)
+
+    @staticmethod
+    def run_lacked(run: RunMetrics, key: str) -> str | None:
+        """The label ("no scheduler") when one run's `key` is empty because its kind has no such phase."""
+        return ts.lacked(run, key)
 
 
 def config_hashes(runs: list[RunData]) -> dict[str, list[str]]:

@@ -56,6 +56,12 @@ class Comparison:
     n_a: int
     n_b: int
 
+    @property
+    def smallest_p(self) -> float:
+        """The smallest p these runs a side could give (`smallest_p`): what the Summary names
+        when there were too few runs to judge."""
+        return smallest_p(self.n_a, self.n_b)
+
 
 def compare_samples(
     a: list[float | None],

@@ -82,6 +82,24 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dry-run", action="store_true", help="print the comment instead of posting it")
 
 
+def render_pr_body(
+    results: Path,
+    head: str,
+    base: str,
+    envs: list[str] | None = None,
+    thresholds: dict[str, float] | None = None,
+    report_url: str | None = None,
+    runs_note: str = "",
+) -> str:
+    """The PR comment's Markdown: bench.analysis.pr_data decides (each environment's PR runs
+    against its own merge-base runs), bench.render.comment words it. `runs_note`: why
+    `bench pr` ran as many runs as it did (bench.analysis.sample_size)."""
+    from bench.analysis.pr_data import read_pr_data
+    from bench.render.comment import draw_pr_body
+
+    return draw_pr_body(read_pr_data(results, head, base, envs, thresholds), report_url, runs_note)
+
+
 def _read_artifact(args: argparse.Namespace) -> Path:
     """PR number and measured sha from pr.json; checked, since a fork's job wrote them."""
     import re
@@ -89,7 +107,6 @@ def _read_artifact(args: argparse.Namespace) -> Path:
     from bench.analysis.regression import parse_thresholds
     from bench.names import check_name
     from bench.records import strict_numbers
-    from bench.render.comment import render_pr_body
 
     meta_path = args.artifact / "pr.json"
     try:  # size- and depth-limited: a fork's pr.json nested 100,000 deep is refused, not a RecursionError
@@ -134,7 +151,6 @@ def _read_artifact(args: argparse.Namespace) -> Path:
 
 def _body_path(args: argparse.Namespace) -> Path:
     from bench.analysis.regression import parse_thresholds
-    from bench.render.comment import render_pr_body
 
     if sum(x is not None for x in (args.body_file, args.results, args.artifact)) > 1:
         raise ConfigError("give one of --body-file, --artifact or --results")

@@ -23,7 +23,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from bench.analysis.instrument import mixed_compile_note
+    from bench.analysis.report_data import headline
     from bench.analysis.select_compare import select_and_compare
     from bench.render.headline import end_to_end_lines
     from bench.render.tables import (
@@ -43,15 +43,14 @@ def run(args: argparse.Namespace) -> int:
         allow_dirty=args.allow_dirty,
     )
     sha, runs, result = selected.sha, selected.runs, selected.result
+    figures = headline(result)  # the report's Summary figures: the same lines in both
     text = (
         "\n\n".join(
             x
             for x in [
                 f"# Comparison at commit {sha[:12] if sha else 'unknown'}: "
                 f"experiment {result.experiment or 'unknown'}, {len(result.runs)} of {len(runs)} run(s) compared",
-                "\n".join(
-                    f"- {v}" for v in [*end_to_end_lines(result), *verdicts(result)] or mixed_compile_note(result.runs)
-                ),
+                "\n".join(f"- {v}" for v in [*end_to_end_lines(figures), *verdicts(result)] or figures.compile_notes),
                 summary_table(result),
                 pairs_table(result),
                 runs_table(result),

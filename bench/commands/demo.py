@@ -37,9 +37,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from bench.commands.report import write_report
     from bench.environments.load import CLUSTERS_DIR, known_envs, load_env
     from bench.errors import AtlasError
-    from bench.render.report import write_report
     from bench.targets import target_for
     from bench.targets.lifecycle import Submission, current_commit, run_and_collect
 

@@ -69,8 +69,9 @@ def choose_runs(results: Path, envs: tuple[str, ...], experiment: str) -> tuple[
 
 def run(args: argparse.Namespace) -> int:
     from bench.analysis.regression import parse_thresholds
+    from bench.commands.comment import render_pr_body
     from bench.errors import ConfigError
-    from bench.gitops.pr import envs_from_labels, pr_run
+    from bench.gitops.pr import envs_from_labels, pr_run, write_artifact
 
     if args.runs is not None and args.runs < 1:
         raise ConfigError(f"--runs must be at least 1, got {args.runs}")
@@ -78,18 +79,10 @@ def run(args: argparse.Namespace) -> int:
     runs_note = ""
     if args.runs is None:
         args.runs, runs_note = choose_runs(args.results, envs, args.experiment)
-    pr_run(
-        Path("."),
-        args.pr,
-        args.base,
-        envs,
-        args.experiment,
-        args.results,
-        args.out,
-        tuple(args.overrides),
-        args.report_url,
-        parse_thresholds(args.threshold),
-        runs=args.runs,
-        runs_note=runs_note,
+    thresholds = parse_thresholds(args.threshold)
+    head, base = pr_run(
+        Path("."), args.base, envs, args.experiment, args.results, tuple(args.overrides), runs=args.runs
     )
+    body = render_pr_body(args.results, head, base, list(envs), thresholds, args.report_url, runs_note)
+    write_artifact(args.out, body, args.pr, head, base, envs, args.experiment)
     return 0

@@ -9,6 +9,7 @@ published at once both land.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from pathlib import Path
 
 from bench.gitops.publish import DEFAULT_ATTEMPTS, DEFAULT_PATHS
@@ -36,6 +37,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
+def regenerate_index(root: Path) -> None:
+    """Write the reports index (`reports/README.md`) again from the report folders in `root`."""
+    from bench.render.index import write_index
+
+    write_index(root / "reports")
+
+
+# Generated files that may conflict on a rebase -> how to write them again from the tree.
+REGENERATE: dict[str, Callable[[Path], None]] = {"reports/README.md": regenerate_index}
+
+
 def run(args: argparse.Namespace) -> int:
     from bench.gitops.publish import publish
 
@@ -46,6 +58,7 @@ def run(args: argparse.Namespace) -> int:
         remote=args.remote,
         branch=args.branch,
         attempts=args.attempts,
+        regenerate=REGENERATE,
     )
     if result.status == "nothing":
         print("bench publish: nothing new to publish")

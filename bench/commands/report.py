@@ -14,9 +14,13 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from bench.commands.common_args import add_reports, add_selection
+
+if TYPE_CHECKING:
+    from bench.analysis.run_index import IndexedRun
+    from bench.render.report import ReportResult
 
 HELP = "Markdown + charts under reports/"
 
@@ -29,11 +33,33 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def write_report(
+    results: Path,
+    out: Path,
+    commit: str | None = None,
+    envs: list[str] | None = None,
+    allow_different: bool = False,
+    baseline: str | None = None,
+    only: set[Path] | None = None,
+    allow_dirty: bool = False,
+    history: list[dict] | None = None,
+    index: list[IndexedRun] | None = None,
+) -> ReportResult:
+    """Report one commit's runs (or exactly the run folders in `only`, as `bench demo`
+    does for the runs it just made): bench.analysis.report_data decides what the report
+    shows (`index`: the run index, already read; `history`: the results branch's entries),
+    bench.render.report draws it into `out`."""
+    from bench.analysis.report_data import read_report_data
+    from bench.render.report import draw_report
+
+    data = read_report_data(results, envs, commit, only, allow_different, baseline, allow_dirty, index, history)
+    return draw_report(data, out)
+
+
 def report_each_commit(results: Path, out: Path, stream: TextIO | None = None, **options) -> list[Path]:
     """`bench report` for every commit in the results tree; [] (and a note) when there is none."""
     stream = stream or sys.stdout
     from bench.analysis.run_index import read_index
-    from bench.render.report import write_report
 
     index = read_index(results, options.get("envs"))  # read once for every commit's report
     shas = sorted({r.git_sha for r in index if r.git_sha})
@@ -69,7 +95,6 @@ def kept_history(results: Path, restore_empty: bool = True, stream: TextIO | Non
 
 def run(args: argparse.Namespace) -> int:
     from bench.errors import AtlasError
-    from bench.render.report import write_report
 
     if args.out.exists() and not args.out.is_dir():
         raise AtlasError(f"--out {args.out} is a file, not a folder: give the reports folder (default reports/)")

@@ -38,29 +38,21 @@ def envs_from_labels(labels_json: str, default: tuple[str, ...] = DEFAULT_ENVS) 
 
 def pr_run(
     repo: Path,
-    pr: int,
     base_ref: str,
     envs: tuple[str, ...],
     experiment: str,
     results: Path,
-    out_dir: Path,
     overrides: tuple[str, ...] = (),
-    report_url: str | None = None,
-    thresholds: dict[str, float] | None = None,
     out: TextIO = sys.stdout,
     runs: int = 4,
-    runs_note: str = "",
-) -> Path:
-    """Run the PR's head and its merge-base on `envs`, write the comment and `pr.json` to `out_dir`.
+) -> tuple[str, str]:
+    """Run the PR's head and its merge-base on `envs`: (head sha, merge-base sha).
 
     Both commits run here, one after the other, so each environment is judged against its
     own runs only; `runs` of each (`bench pr` sizes it from the environments' measured
-    spread, bench.analysis.sample_size; with fewer than 3 the comment says there were not
-    enough to judge; `runs_note` says why, in the comment). `out_dir` is what a
-    fork PR's job uploads for the workflow_run job.
+    spread, bench.analysis.sample_size). The comment is rendered by the command
+    (bench/commands/pr.py) and handed to `write_artifact`.
     """
-    from bench.render.comment import render_pr_body
-
     repo = Path(repo).resolve()
     head = git(repo, "rev-parse", "HEAD").strip()
     try:
@@ -78,11 +70,24 @@ def pr_run(
                 print(f"atlas: a run of {sha[:12]} did not complete; its record is compared all the same", file=out)
         finally:
             shutil.rmtree(work, ignore_errors=True)
+    return head, base
+
+
+def write_artifact(
+    out_dir: Path,
+    body: str,
+    pr: int,
+    head: str,
+    base: str,
+    envs: tuple[str, ...],
+    experiment: str,
+    out: TextIO = sys.stdout,
+) -> Path:
+    """The rendered comment (`comment.md`) and `pr.json` into `out_dir`: what a fork PR's job
+    uploads for the workflow_run job (`bench comment --artifact`)."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / COMMENT_MD).write_text(
-        render_pr_body(results, head, base, list(envs), thresholds, report_url=report_url, runs_note=runs_note)
-    )
+    (out_dir / COMMENT_MD).write_text(body)
     (out_dir / PR_JSON).write_text(
         json.dumps(
             {"pr": pr, "head_sha": head, "base_sha": base, "envs": list(envs), "experiment": experiment}, indent=2

@@ -3,9 +3,11 @@
 CI jobs (collect, the local post-receive hook) publish into the same branch, possibly at
 the same moment. A rejected push is never forced: fetch, rebase our commit on the new
 tip, push again, a bounded number of times. The reports index (`reports/README.md`) is
-generated from the report folders, so when both sides changed it, it is regenerated
-(`bench.render.index.write_index`) from the union of folders and the rebase goes on: two reports
-written at once both land. Any other conflict stops with a message, the remote untouched.
+generated from the report folders, so when both sides changed it, it is regenerated from
+the union of folders and the rebase goes on: two reports written at once both land. How to
+regenerate a generated file is the caller's (`regenerate`; `bench publish` passes the index's,
+bench/commands/publish.py): this package receives rendered files and never renders. Any
+other conflict stops with a message, the remote untouched.
 """
 
 from __future__ import annotations
@@ -29,14 +31,6 @@ SKIP_CI = "[skip ci]"
 DEFAULT_PATHS = ("reports",)
 
 
-def _regenerate_reports_index(root: Path) -> None:
-    from bench.render.index import write_index
-
-    write_index(root / "reports")
-
-
-# Generated files that may conflict on rebase -> how to write them again from the tree.
-REGENERATE: dict[str, Callable[[Path], None]] = {"reports/README.md": _regenerate_reports_index}
 DEFAULT_ATTEMPTS = 5
 
 _REJECTED = re.compile(
@@ -94,7 +88,9 @@ def publish(
     regenerate: Mapping[str, Callable[[Path], None]] | None = None,
     pause_s: float = 0.5,
 ) -> PublishResult:
-    """Commit `paths` as the bot and push to `remote`/`branch`, rebasing and retrying."""
+    """Commit `paths` as the bot and push to `remote`/`branch`, rebasing and retrying.
+    `regenerate`: generated files that may conflict on a rebase -> how to write them again
+    from the tree (none given: any conflict stops the publish)."""
     repo = Path(repo)
     if attempts < 1:
         raise ConfigError(f"attempts must be >= 1, got {attempts}")
@@ -152,7 +148,7 @@ def _commit_and_push(
             break
         time.sleep(pause_s * attempt * (0.5 + random.random()))
         _git(repo, "fetch", "--quiet", remote, branch)
-        _rebase_onto_fetched(repo, REGENERATE if regenerate is None else regenerate)
+        _rebase_onto_fetched(repo, regenerate or {})
         rebases += 1
     raise AtlasError(
         f"{remote}/{branch} kept moving: {attempts} pushes were rejected. Nothing was forced; "

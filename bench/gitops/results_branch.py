@@ -5,7 +5,7 @@ the GPU?") needs the records themselves. `archive` adds every run of a results f
 that the branch does not hold yet, as one commit per collect:
 
     runs/<env>/<run_id>/<file>     each record file as `bench collect` placed it; samples
-                                   and other large files compressed (bench/records/pack.py)
+                                   and other large files compressed (bench/gitops/pack.py)
     index/<env>/<run_id>.json      the run's history entry (figures, provenance, and the
                                    record's files with their sha256)
 
@@ -140,7 +140,7 @@ def _stage_run(repo: Path, env: str, run_id: str, run_dir: Path, skipped: list[s
     """Write one run's blobs; [(path in the tree, blob sha)], its index entry last. Only the
     files the run folder owns are taken (bench.records.inside_tree); the others are named in `skipped`."""
     from bench.analysis.history import run_entry
-    from bench.records.pack import pack
+    from bench.gitops.pack import pack
     from bench.records.read import load_run
 
     entry = run_entry(load_run(run_dir, env))
@@ -390,7 +390,7 @@ def restore(repo: Path, ref: str, results: Path, env: str | None = None, skipped
     """Write every record of the branch (of one environment) the results folder lacks back
     into it, byte for byte as collected (sha256 checked); env/run_id of those written. A
     record with a missing or corrupt object is not written and is named in `skipped`."""
-    from bench.records.pack import unpack
+    from bench.gitops.pack import unpack
 
     written = []
     for entry in read_entries(repo, ref, env, skipped):

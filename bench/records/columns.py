@@ -4,7 +4,7 @@ Each row says what the column is (name, unit, where it is read from, gauge or co
 the values it can physically take and the value the synthetic writer gives it. Every
 part of bench that handles a column derives from its row: the CSV header
 (bench.records.contract), `bench check`'s range checks (bench.records.check), the
-synthetic writer (bench.records.synthetic), the importers' units and dcgmi dmon tags
+synthetic writer (tests/synthetic_records.py), the importers' units and dcgmi dmon tags
 (bench.importers), the report figure of a row that names one (`metric`, its mean:
 bench.analysis.metrics) and the tests. Adding a metric from a new column is its row here
 plus its reader (bench/in_job/gpus.py for NVML, bench/in_job/sampler.py for the host).

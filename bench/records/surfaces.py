@@ -40,7 +40,7 @@ SURFACES: tuple[Surface, ...] = (
     Surface("history_entry", "history_entry.schema.json", "results branch index/<env>/<run_id>.json and its files",
             "bench.gitops.branch_entries"),
     Surface("packed_samples", "packed_samples.schema.json", "results branch samples-*.csv.cols.xz header",
-            "bench.records.pack"),
+            "bench.gitops.pack", "bench.gitops"),
     Surface("sacct", "sacct.schema.json", "sacct --parsable2 fields of one job line (accounting at collection)",
             "bench.targets.slurm_accounting"),
     Surface("import_map", "import-map.schema.json", "bench import --map MAP.yaml (columns, derived, time, csv)",

@@ -3,25 +3,23 @@ and the headline figures with and without them, so a busy host is not read as a 
 
 from __future__ import annotations
 
-from bench.analysis.compare import CompareResult
-from bench.analysis.contention import BusyEffect, busy_runs, contended, with_and_without
 from bench.analysis.metrics import METRIC_BY_KEY, fmt
+from bench.analysis.report_data import Busy, BusyEffect
 from bench.render.escape import code, md
 
 
-def busy_list(result: CompareResult) -> list[tuple[str, str]]:
+def busy_list(busy: Busy) -> list[tuple[str, str]]:
     """(`env/run`, why) of each compared run whose host was busy with other work."""
-    return [(code(f"{m.env}/{m.run_id}"), md(why, 600)) for m in result.runs if (why := contended(m))]
+    return [(code(f"{env}/{run_id}"), md(why, 600)) for env, run_id, why in busy.runs]
 
 
-def busy_summary_lines(result: CompareResult) -> list[str]:
+def busy_summary_lines(busy: Busy) -> list[str]:
     """One Summary line per environment with busy runs: how many, and that its figures
     (medians, ratios, verdicts) include them."""
     out = []
-    for env, runs in busy_runs(result).items():
-        total = sum(m.env == env for m in result.runs)
+    for env, n, total in busy.per_env:
         out.append(
-            f"Busy host: {len(runs)} of {total} compared run(s) of {md(env)} shared their machine with other work; "
+            f"Busy host: {n} of {total} compared run(s) of {md(env)} shared their machine with other work; "
             "the figures here include them (medians with and without them under *Runs on a busy host*)."
         )
     return out
@@ -33,10 +31,10 @@ def _change(e: BusyEffect) -> str:
     return f"{(e.all_median / e.quiet_median - 1) * 100:+.1f} %"
 
 
-def busy_table(result: CompareResult) -> str:
+def busy_table(busy: Busy) -> str:
     """Markdown: per environment with busy runs, each headline figure's median over all its
     runs and over the quiet ones ("no quiet run" where every run was busy); empty when none."""
-    rows = with_and_without(result)
+    rows = busy.effects
     if not rows:
         return ""
     lines = [

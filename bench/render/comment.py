@@ -1,24 +1,20 @@
 """The pull-request comment's Markdown: per environment, the PR's runs against the merge-base's.
 
-Content only; `bench.gitops.github` posts it. The verdicts come from
-bench.analysis.select_compare.compare_pr: each environment against its own runs at the
-base commit.
+Content only; `bench.gitops.github` posts it. What it shows is decided in
+bench.analysis.pr_data (a `PrData`): each environment against its own runs at the base
+commit.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from bench.analysis.select_compare import EnvVerdicts, compare_pr, read_pr_runs
-from bench.records.select import same_commit
+from bench.analysis.metrics import METRIC_BY_KEY, fmt
+from bench.analysis.pr_data import REGRESSION, EnvVerdicts, PrData
 from bench.render.escape import code, md
+from bench.render.timeline_section import env_lines
 
 
 def _env_section(env: EnvVerdicts) -> tuple[list[str], list[str]]:
     """(Markdown lines of one environment's table and notes, its regressions)."""
-    from bench.analysis.metrics import METRIC_BY_KEY, fmt
-    from bench.analysis.regression import REGRESSION
-
     lines = [
         f"### {md(env.env)}",
         "",
@@ -47,13 +43,10 @@ def _env_section(env: EnvVerdicts) -> tuple[list[str], list[str]]:
     return lines, regressions
 
 
-def _no_regression_line(judged: list[EnvVerdicts]) -> str:
+def _no_regression_line(data: PrData) -> str:
     """The headline when no regression was shown: "No regression found" only where the runs
     could have shown one (a rank test's runs a side, no inconclusive verdict)."""
-    from bench.analysis.regression import INCONCLUSIVE, MIN_RUNS_FOR_RANK_TEST
-
-    thin = [e for e in judged if min(e.head_runs, e.base_runs) < MIN_RUNS_FOR_RANK_TEST]
-    unsure = [e for e in judged if e not in thin and any(v.status == INCONCLUSIVE for v in e.verdicts)]
+    thin, unsure = data.thin, data.unsure
     if not thin and not unsure:
         return "No regression found (each environment is compared with its own merge-base runs only)."
     sides = [
@@ -63,47 +56,31 @@ def _no_regression_line(judged: list[EnvVerdicts]) -> str:
         for e in thin + unsure
     ]
     return (
-        f"**Not enough runs to judge**: {'; '.join(sides)} (a Mann-Whitney test needs {MIN_RUNS_FOR_RANK_TEST} "
+        f"**Not enough runs to judge**: {'; '.join(sides)} (a Mann-Whitney test needs {data.min_runs} "
         "a side). No regression was shown, and none can be ruled out: `bench pr --runs 3` or more."
     )
 
 
-def _outside_band_lines(runs: list, head: str) -> list[str]:
+def _outside_band_lines(data: PrData) -> list[str]:
     """The PR's runs outside their environment's expected band (clusters/<env>/expected.yaml)."""
-    from bench.analysis.expected import outside
-    from bench.analysis.metrics import run_metrics
-
-    mine = [r for r in runs if same_commit(r.git_sha, head)]
-    flags = outside([(r.env, r.run_id, r.meta.get("experiment"), run_metrics(r).values) for r in mine])
-    if not flags:
+    if not data.outside:
         return []
     return (
         ["**Outside the expected band** (`clusters/<env>/expected.yaml`):", ""]
-        + [f"- {md(f.describe(), 600)}" for f in flags]
+        + [f"- {md(f.describe(), 600)}" for f in data.outside]
         + [""]
     )
 
 
-def _timeline_lines(runs: list, head: str) -> list[str]:
+def _timeline_lines(data: PrData) -> list[str]:
     """Where the PR's runs spent their time: one line per environment (median per phase)."""
-    from bench.analysis.metrics import run_metrics
-    from bench.render.timeline_section import env_lines
-
-    found = env_lines([run_metrics(r) for r in runs if same_commit(r.git_sha, head)])
+    found = env_lines(data.head_metrics)
     if not found:
         return []
     return ["**Where the time goes** (the PR's runs, median seconds per phase):", ""] + [f"- {x}" for x in found] + [""]
 
 
-def render_pr_body(
-    results: Path,
-    head: str,
-    base: str,
-    envs: list[str] | None = None,
-    thresholds: dict[str, float] | None = None,
-    report_url: str | None = None,
-    runs_note: str = "",
-) -> str:
+def draw_pr_body(data: PrData, report_url: str | None = None, runs_note: str = "") -> str:
     """Markdown: per environment, the PR's runs vs the merge-base's runs, with verdicts.
 
     Verdicts compare each environment with its own runs at the base commit only.
@@ -111,20 +88,19 @@ def render_pr_body(
     """
     body: list[str] = []
     regressions: list[str] = []
-    runs = read_pr_runs(results, envs)
-    judged = compare_pr(runs, head, base, thresholds)  # select and judge: not here
-    for env in judged:
+    head, base = data.head, data.base
+    for env in data.judged:
         lines, found = _env_section(env)
         body += lines
         regressions += found
     if regressions:
         head_line = f"**{len(regressions)} regression(s)**: " + "; ".join(regressions)
     else:
-        head_line = _no_regression_line(judged)
+        head_line = _no_regression_line(data)
     lines = [f"## Benchmark: `{code(head[:12])}` vs merge-base `{code(base[:12])}`", "", head_line, "", *body]
-    lines += _outside_band_lines(runs, head)
-    lines += _timeline_lines(runs, head)
-    custom = ", ".join(f"{k} {v:.0%}" for k, v in sorted((thresholds or {}).items()))
+    lines += _outside_band_lines(data)
+    lines += _timeline_lines(data)
+    custom = ", ".join(f"{k} {v:.0%}" for k, v in sorted(data.thresholds.items()))
     lines.append(
         f"A regression is a change past the threshold (5 %{'; ' + custom if custom else ''}) that is also "
         "significant (Mann-Whitney U with >= 3 runs a side, else a bootstrap interval excluding zero)."

@@ -4,14 +4,13 @@ the difference, and the energy per result where both sides measured it.
 
 What a reader came for is the end-to-end difference, not an in-job figure: "local-slurm
 spends 61.0 s more in deliver and collect (of 69.4 s more in all), 3.27× the end-to-end
-time (95 % CI 3.10–3.45)". Numbers come from bench.analysis.compare; only words are here.
+time (95 % CI 3.10–3.45)". Numbers come from bench.analysis.report_data's `Headline`; only words are here.
 """
 
 from __future__ import annotations
 
-from bench.analysis.compare import CompareResult, PairResult, PhaseGap, phase_gaps
 from bench.analysis.metrics import METRIC_BY_KEY, fmt
-from bench.analysis.stats import Comparison
+from bench.analysis.report_data import CompareResult, Comparison, Headline, PairResult, PhaseGap
 from bench.render.escape import md
 
 ENERGY_KEY = "energy_per_image_j"  # energy per result: GPU energy (NVML counter) per image trained
@@ -64,11 +63,12 @@ def _energy_words(result: CompareResult, env: str) -> str:
     )
 
 
-def end_to_end_lines(result: CompareResult) -> list[str]:
+def end_to_end_lines(headline: Headline) -> list[str]:
     """One line per environment against the baseline: the whole trip's medians, its ratio
     with the 95 % bootstrap interval and the runs a side, the phases that differ most, and
     the energy per result where both sides measured it."""
     out = []
+    result = headline.result
     base = result.baseline
     for env in result.envs:
         if env == base or base is None:
@@ -83,7 +83,7 @@ def end_to_end_lines(result: CompareResult) -> list[str]:
         runs = f"; medians of {st.n_a} vs {st.n_b} runs" if st is not None else "; medians"
         ci = interval(st)
         ratio = f"{fmt(a[key] / b[key])}× the end-to-end time" + (f" ({ci})" if ci else "")
-        phases = _phases_words(env, phase_gaps(result, env, base), a[key] - b[key], ratio)
+        phases = _phases_words(env, headline.gaps.get(env, []), a[key] - b[key], ratio)
         out.append(
             f"End to end ({words} → result{runs}): {md(env)} {fmt(a[key])} s, {md(base)} {fmt(b[key])} s"
             + (f": {phases}." if phases else f": {ratio}.")

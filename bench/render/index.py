@@ -20,7 +20,7 @@ from bench.render.escape import code, md
 
 SUMMARY_JSON = "summary.json"
 REPORT_FILES = ("README.md", SUMMARY_JSON, "runs.csv")
-REPORT_NAME = re.compile(r"^(\d{4}-\d{2}-\d{2}|undated)-[A-Za-z0-9]+$")  # <date>-<short sha> (render/report.py)
+REPORT_NAME = re.compile(r"^(\d{4}-\d{2}-\d{2}|undated)-[A-Za-z0-9]+$")  # <date>-<short sha> (analysis/report_data.py)
 
 
 def write_index(out: Path) -> Path:

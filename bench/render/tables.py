@@ -8,18 +8,15 @@ from __future__ import annotations
 
 import math
 
-from bench.analysis import time_sums as ts
-from bench.analysis.comparable import Excluded
-from bench.analysis.compare import (
+from bench.analysis.metrics import METRIC_BY_KEY, METRICS, Metric, RunMetrics, fmt
+from bench.analysis.report_data import (
     CLOCK_RESOLUTION_S,
     RESOLUTION_FACTOR,
     SIGNIFICANT_P,
     CompareResult,
-    ordered_pairs,
+    Comparison,
+    Excluded,
 )
-from bench.analysis.instrument import mixed_compile_note
-from bench.analysis.metrics import METRIC_BY_KEY, METRICS, Metric, RunMetrics, fmt
-from bench.analysis.stats import Comparison, smallest_p
 from bench.render.escape import code, md
 from bench.render.labels import measured_label
 from bench.render.time_words import seconds_text
@@ -78,7 +75,7 @@ def verdicts(result: CompareResult) -> list[str]:
     runs too few for any p to reach SIGNIFICANT_P say so, with their counts.
     """
     out: list[str] = []
-    for p in ordered_pairs(result):  # clear and large differences first
+    for p in result.ordered_pairs():  # clear and large differences first
         metric = METRIC_BY_KEY[p.metric]
         st = p.stats
         va = result.summaries[p.env_a].median[p.metric]
@@ -110,7 +107,7 @@ def verdicts(result: CompareResult) -> list[str]:
         elif not p.judgeable:
             verdict = (
                 f"not enough runs to judge (n = {st.n_a} vs {st.n_b}; the smallest possible p is "
-                f"{fmt(smallest_p(st.n_a, st.n_b), 2)}, a difference needs p ≤ {SIGNIFICANT_P:g})"
+                f"{fmt(st.smallest_p, 2)}, a difference needs p ≤ {SIGNIFICANT_P:g})"
             )
         elif p.clear and metric.higher_is_better is not None:
             better = p.env_a if (st.ratio > 1) == metric.higher_is_better else p.env_b
@@ -120,7 +117,7 @@ def verdicts(result: CompareResult) -> list[str]:
         else:
             verdict = f"not a clear difference (needs p ≤ {SIGNIFICANT_P:g} and an interval excluding 1)"
         out.append(f"{head}: {change} ({'; '.join(sure)}) — {verdict}.")
-    return mixed_compile_note(result.runs) + out if out else out
+    return result.compile_notes + out if out else out
 
 
 HOST_NOTE = (
@@ -148,8 +145,8 @@ def summary_table(result: CompareResult) -> str:
             mark = host_mark([r for r in result.runs if r.env == e], m.key) if s.median[m.key] is not None else ""
             res, clock, lack = (
                 s.below.get(m.key),
-                ts.env_clock(result.runs, e, m.key),
-                ts.env_lacked(result.runs, e, m.key),
+                result.clock(e, m.key),
+                result.lacked(e, m.key),
             )
             cells.append(
                 f"{shown(s.median[m.key], m, res, False, clock, lack)}{mark} | "
@@ -165,9 +162,10 @@ def runs_table(result: CompareResult) -> str:
     cols = [m.key for m in METRICS if m.in_runs_table]
     head = "| env | run | status | " + " | ".join(measured_label(c, result.runs) for c in cols) + " |"
     rows = [head, "|---|---|---|" + "---:|" * len(cols)]
+    lacked = result.run_lacked
     for r in result.runs:
         vals = " | ".join(
-            shown(getattr(r, c), METRIC_BY_KEY[c], r.at_resolution(c), False, r.resolutions.get(c), ts.lacked(r, c))
+            shown(getattr(r, c), METRIC_BY_KEY[c], r.at_resolution(c), False, r.resolutions.get(c), lacked(r, c))
             + host_mark([r], c)
             for c in cols
         )

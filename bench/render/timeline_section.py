@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from bench.analysis import time_sums as ts
-from bench.analysis.compare import CompareResult
 from bench.analysis.metrics import METRIC_BY_KEY, RunMetrics
+from bench.analysis.report_data import CompareResult
 from bench.analysis.stats import median
 from bench.records.read import RunData
 from bench.records.timeline import ALL_PHASES, BETWEEN_ATTEMPTS, TRIGGER, phase_entry

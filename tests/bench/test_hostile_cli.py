@@ -11,7 +11,7 @@ import pytest
 
 from bench.cli import main
 from bench.errors import AtlasError
-from bench.records.synthetic import RunSpec, write_run
+from tests.synthetic_records import RunSpec, write_run
 
 
 @pytest.fixture

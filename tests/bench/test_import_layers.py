@@ -135,3 +135,43 @@ def test_the_record_layers_import_no_env_yaml_workload_analysis_or_render() -> N
         and dst[1] in NOT_IN_RECORD_LAYERS
     )
     assert not found, "the record's layers import what they must be handed:\n" + "\n".join(found)
+
+
+# render/ draws what analysis/ decided: it imports the data types it draws and nothing else of
+# analysis/. The metric catalogue (labels, units, digits) and `fmt`, the one number format, are
+# wording shared with analysis/'s own sentences (advice, band flags), so render/ may read them.
+RENDER_DRAWS = ("bench.analysis.report_data", "bench.analysis.pr_data")
+RENDER_WORDING = ("bench.analysis.metrics",)
+# Arrows from render/ into analysis/ that today's code still has (issue 32 removes them):
+# *Where the time goes* picks each environment's median run and sums its phases itself
+# (time_words.py, timeline_section.py; the PR comment's lines take bare run figures).
+RENDER_KNOWN = {
+    ("bench.render.time_words", "bench.analysis.time_sums"),
+    ("bench.render.timeline_section", "bench.analysis.stats"),
+    ("bench.render.timeline_section", "bench.analysis.time_sums"),
+}
+
+
+def render_into_analysis(graph: set[tuple[str, str]]) -> set[tuple[str, str]]:
+    """render/'s arrows into analysis/ other than the types it draws and the metric wording."""
+    return {
+        (s, t)
+        for s, t in graph
+        if layer(s) == (6, "render") and layer(t) == (5, "analysis") and t not in RENDER_DRAWS + RENDER_WORDING
+    }
+
+
+def test_render_imports_only_the_data_it_draws() -> None:
+    """render/ imports no analysis/ module but ReportData's and PrData's (and the metric
+    wording); gitops/ imports no render/ (it receives rendered text)."""
+    graph = arrows()
+    assert ("bench.render.report", "bench.analysis.report_data") in graph  # the reader sees the arrow it allows
+    assert ("bench.render.comment", "bench.analysis.pr_data") in graph
+    assert render_into_analysis({("bench.render.report", "bench.analysis.advisor")})  # and flags one it does not
+    extra = render_into_analysis(graph)
+    new = sorted(extra - RENDER_KNOWN)
+    assert not new, "render/ decides what analysis/ should (put it in ReportData):\n" + "\n".join(map(str, new))
+    gone = sorted(RENDER_KNOWN - extra)
+    assert not gone, f"these RENDER_KNOWN arrows are gone, take them off RENDER_KNOWN: {gone}"
+    renders = sorted(f"{s} -> {t}" for s, t in graph if layer(s) == (7, "gitops") and layer(t) == (6, "render"))
+    assert not renders, "gitops/ renders (render at the command layer and hand it the text):\n" + "\n".join(renders)

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from bench import cli
-from bench.records.synthetic import RunSpec, write_run
+from tests.synthetic_records import RunSpec, write_run
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -33,8 +33,8 @@ from bench.importers import ParseOptions, parse_file
 from bench.importers.merge import merge
 from bench.importers.writer import build_run_json
 from bench.records.read import load_run
-from bench.records.synthetic import RunSpec, write_run
 from tests.fuzz.test_fuzz_records import FAST, json_value
+from tests.synthetic_records import RunSpec, write_run
 
 BAD = [math.nan, math.inf, -math.inf, -1, -1e-9, 0, 1e308, -1e308, 1e-300, 10**30, 2**63, 4.2e9, True, "12", None]
 bad_number = st.one_of(

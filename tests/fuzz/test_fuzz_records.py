@@ -26,6 +26,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bench.analysis.compare import compare_runs
+from bench.commands.report import write_report
 from bench.environments.facts import environment_facts
 from bench.environments.load import Environment
 from bench.errors import AtlasError
@@ -34,10 +35,9 @@ from bench.records.check import samples_problems
 from bench.records.place import place_run
 from bench.records.read import find_runs, load_run, read_samples
 from bench.records.schema import schema_problems
-from bench.records.synthetic import RunSpec, write_run
 from bench.records.trainlog import images_seen, read_train_log, steady_images_per_s, time_to_train
 from bench.render import charts
-from bench.render.report import write_report
+from tests.synthetic_records import RunSpec, write_run
 
 FAST = settings(
     deadline=None,

@@ -34,12 +34,12 @@ from bench.analysis.history import run_entry, series
 from bench.analysis.metrics import run_metrics
 from bench.cli import main
 from bench.gitops.branch_entries import checked_entry
+from bench.gitops.pack import decode_columns, decompress, encode_columns
 from bench.records import surfaces
-from bench.records.pack import decode_columns, decompress, encode_columns
 from bench.records.read import load_run
-from bench.records.synthetic import RunSpec, write_run
 from bench.targets.slurm_accounting import SACCT_FIELDS, from_sacct
 from tests.fuzz.test_fuzz_records import FAST
+from tests.synthetic_records import RunSpec, write_run
 
 DEEP = b"[" * 100_000 + b"]" * 100_000
 HOSTILE: list[bytes] = [

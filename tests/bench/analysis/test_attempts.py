@@ -10,7 +10,7 @@ import pytest
 
 from bench.analysis.metrics import run_metrics
 from bench.records.read import load_run
-from bench.records.synthetic import RunSpec, write_run
+from tests.synthetic_records import RunSpec, write_run
 
 
 def _resumed(tmp_path: Path) -> tuple[Path, float]:

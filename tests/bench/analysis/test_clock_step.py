@@ -9,7 +9,7 @@ from pathlib import Path
 from bench.analysis.compare import compare_runs
 from bench.cli import main
 from bench.records.read import find_runs
-from bench.records.synthetic import RunSpec, write_run
+from tests.synthetic_records import RunSpec, write_run
 
 
 def three_runs(tmp_path: Path) -> Path:

@@ -13,8 +13,8 @@ from bench.analysis.stats import compare_samples, olympic_mean
 from bench.cli import main
 from bench.errors import AtlasError
 from bench.records.read import find_runs
-from bench.records.synthetic import RunSpec, write_run
 from bench.render.tables import verdicts
+from tests.synthetic_records import RunSpec, write_run
 
 SATORI = {
     "model": "onprem",

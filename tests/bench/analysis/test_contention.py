@@ -10,9 +10,9 @@ from bench.analysis.advisor import advise
 from bench.analysis.compare import compare_runs
 from bench.analysis.contention import contended
 from bench.analysis.metrics import run_metrics
+from bench.commands.report import write_report
 from bench.records.read import find_runs, load_run
-from bench.records.synthetic import RunSpec, write_run
-from bench.render.report import write_report
+from tests.synthetic_records import RunSpec, write_run
 
 REPO = Path(__file__).resolve().parents[3]
 

@@ -13,8 +13,8 @@ from bench.analysis.crosscheck import BUSY_PCT, SM_ACTIVE_LOW, cross_check, cros
 from bench.records import contract as c
 from bench.records.columns import CATALOGUE
 from bench.records.read import load_run
-from bench.records.synthetic import RunSpec, write_run
 from bench.targets.slurm_accounting import accounting
+from tests.synthetic_records import RunSpec, write_run
 
 DURATION_S = 60.0
 # The synthetic energy counter rises at its catalogue rate (mJ/s) on each GPU.

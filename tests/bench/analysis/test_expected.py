@@ -11,7 +11,7 @@ import pytest
 import bench.environments.load
 from bench.analysis.expected import Band, load_expected, outside
 from bench.errors import ConfigError
-from bench.records.synthetic import RunSpec, write_run
+from tests.synthetic_records import RunSpec, write_run
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -52,8 +52,8 @@ def test_a_bad_file_is_one_error_naming_file_and_key(tmp_path: Path, text: str, 
 
 @pytest.mark.slow
 def test_the_report_and_the_pr_comment_flag_a_run_outside_its_band(tmp_path: Path, monkeypatch):
-    from bench.render.comment import render_pr_body
-    from bench.render.report import write_report
+    from bench.commands.comment import render_pr_body
+    from bench.commands.report import write_report
 
     where = clusters(tmp_path, "smoke:\n  images_per_s: {value: 200, lower: -0.1, upper: 0.1}\n")
     monkeypatch.setattr(bench.environments.load, "CLUSTERS_DIR", where)

@@ -14,7 +14,7 @@ from bench.analysis.expected import load_expected
 from bench.cli import main
 from bench.environments import load as bench_envs
 from bench.errors import ConfigError
-from bench.records.synthetic import RunSpec, write_run
+from tests.synthetic_records import RunSpec, write_run
 
 ROOT = Path(__file__).resolve().parents[3]
 

@@ -18,9 +18,9 @@ from bench.analysis.instrument import instrument_notes, mixed_compile_note
 from bench.analysis.metrics import RunMetrics, fmt, run_metrics
 from bench.analysis.peak_flops import PEAKS, find_peak, peak_tflops
 from bench.cli import main as bench_main
+from bench.commands.report import write_report
 from bench.in_job.recorder import Recorder
 from bench.records.read import load_run
-from bench.render.report import write_report
 from tests.bench.in_job import nvml_double
 
 REPO = Path(__file__).resolve().parents[3]

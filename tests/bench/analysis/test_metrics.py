@@ -14,7 +14,7 @@ import pytest
 
 from bench.analysis.metrics import HEADLINE, HIGHER, LOWER, METRIC_BY_KEY, METRICS, Samples, fmt, run_metrics
 from bench.records.read import load_run
-from bench.records.synthetic import RunSpec, write_run
+from tests.synthetic_records import RunSpec, write_run
 
 ROOT = Path(__file__).resolve().parents[3]
 # The whole change that adds a report metric from a column the sampler already records.
@@ -110,9 +110,10 @@ def test_a_new_column_with_its_figure_is_one_catalogue_row(tmp_path: Path):
     anchor = "GPU_CATALOGUE: tuple[Column, ...] = (\n"
     assert text.count(anchor) == 1
     source.write_text(text.replace(anchor, anchor + NEW_ROW))
-    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    # the copy's bench first; the synthetic writer (tests/synthetic_records.py) from the checkout
+    env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}"}
     write = (
-        "from pathlib import Path\nfrom bench.records.synthetic import RunSpec, write_run\n"
+        "from pathlib import Path\nfrom tests.synthetic_records import RunSpec, write_run\n"
         "for env in ('a', 'b'):\n    for i in range(3):\n"
         "        write_run(Path('results'), RunSpec(env=env, run_id=f'{env}{i}', gpus=1, seed=i))\n"
     )

@@ -16,7 +16,7 @@ from bench.analysis.metrics import run_metrics
 from bench.analysis.peak_flops import PEAKS, find_peak, normalised, peak_tflops, unknown_peak_reason
 from bench.cli import main
 from bench.records.read import load_run
-from bench.records.synthetic import RunSpec, write_run
+from tests.synthetic_records import RunSpec, write_run
 
 
 @pytest.mark.parametrize(

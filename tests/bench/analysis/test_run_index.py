@@ -18,7 +18,7 @@ from bench.analysis.run_index import index_entries, index_file, index_placed, re
 from bench.analysis.select_compare import select_and_compare
 from bench.errors import AtlasError
 from bench.records.read import find_runs, load_run
-from bench.records.synthetic import RunSpec, write_run
+from tests.synthetic_records import RunSpec, write_run
 
 OLD, NEW = "a" * 40, "b" * 40
 

@@ -24,7 +24,7 @@ from bench.analysis.sample_size import (
     runs_needed,
 )
 from bench.analysis.stats import smallest_p
-from bench.records.synthetic import RunSpec, write_run
+from tests.synthetic_records import RunSpec, write_run
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -134,7 +134,7 @@ def test_bench_pr_sizes_its_runs_from_the_earlier_runs_in_the_results_tree(tmp_p
 def test_the_pr_comment_says_why_it_ran_as_many_runs_as_it_did(tmp_path: Path) -> None:
     from bench.analysis.run_index import read_index
     from bench.analysis.sample_size import spreads
-    from bench.render.comment import render_pr_body
+    from bench.commands.comment import render_pr_body
     from bench.render.escape import md
 
     base, head = "a" * 40, "b" * 40

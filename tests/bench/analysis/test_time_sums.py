@@ -1,6 +1,6 @@
 """Issue 36 item 4: every time figure is a timeline phase or a named sum of phases.
 
-Synthetic records in the on-disk format (`bench.records.synthetic`, timelines as
+Synthetic records in the on-disk format (`tests/synthetic_records.py`, timelines as
 collection builds them), read by `load_run` and reduced by the catalogue as `bench
 compare` does: each named sum equals its phases of the same run, a phase the kind does
 not have adds nothing and is said so, any other unknown phase leaves the sum unknown.
@@ -16,8 +16,8 @@ import pytest
 from bench.analysis.metrics import METRICS, run_metrics
 from bench.analysis.time_sums import SUM_BY_KEY, SUMS, lacked, median_run
 from bench.records.read import load_run
-from bench.records.synthetic import RunSpec, write_run
 from bench.records.timeline import build_timeline, mark
+from tests.synthetic_records import RunSpec, write_run
 
 
 def _phases(m, names) -> float:

@@ -129,7 +129,7 @@ def artifact(tmp_path: Path, pr=7, head=HEAD) -> Path:
     the PR's code could have written anything into."""
     import json
 
-    from bench.records.synthetic import RunSpec, write_run
+    from tests.synthetic_records import RunSpec, write_run
 
     d = tmp_path / "artifact"
     d.mkdir(exist_ok=True)

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from bench.records.synthetic import RunSpec, write_run
 from tests.gitrepo import ENV, git
+from tests.synthetic_records import RunSpec, write_run
 
 
 def bench(cwd: Path, *args: str) -> subprocess.CompletedProcess:
@@ -168,7 +168,7 @@ def test_the_same_commit_run_again_on_a_new_driver_reads_same_code(tmp_path: Pat
 
 @pytest.mark.slow
 def test_the_report_lists_the_change_point_with_what_changed(tmp_path: Path):
-    from bench.render.report import write_report
+    from bench.commands.report import write_report
 
     results = tmp_path / "results"
     shas = thirty_commits(results, runs_per_commit=1)

@@ -10,8 +10,8 @@ import pytest
 @pytest.mark.slow
 def test_report_commits_writes_one_report_per_commit(tmp_path: Path):
     from bench.commands.report import report_each_commit as report_commits
-    from bench.records.synthetic import RunSpec, write_run
     from bench.render.index import reported_runs
+    from tests.synthetic_records import RunSpec, write_run
 
     for i, sha in enumerate(["a" * 40, "b" * 40]):
         write_run(tmp_path / "results", RunSpec(env="local", run_id=f"r{i}", sha=sha, start=1_790_000_000 + i * 86400))

@@ -14,8 +14,8 @@ from bench.in_job.observed_shape import observed_shape
 from bench.in_job.scheduler import probe_for
 from bench.records.read import find_runs
 from bench.records.shape import Shape
-from bench.records.synthetic import RunSpec, write_run
 from bench.render.tables import shape_note, summary_table
+from tests.synthetic_records import RunSpec, write_run
 
 V100 = [{"index": i, "model": "Tesla V100-SXM2-32GB"} for i in range(4)]
 

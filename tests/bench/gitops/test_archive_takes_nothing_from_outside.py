@@ -15,8 +15,8 @@ import pytest
 from bench.cli import main
 from bench.errors import AtlasError
 from bench.gitops.results_branch import archive, restore
-from bench.records.synthetic import RunSpec, write_run
 from tests.gitrepo import git
+from tests.synthetic_records import RunSpec, write_run
 
 SECRET = "the contents of a private notes file\n"
 

@@ -16,9 +16,9 @@ import pytest
 
 from bench.cli import main
 from bench.gitops.branch_entries import checked_entry
-from bench.records.pack import decode_columns, encode_columns
-from bench.records.synthetic import RunSpec, write_run
+from bench.gitops.pack import decode_columns, encode_columns
 from tests.gitrepo import git
+from tests.synthetic_records import RunSpec, write_run
 
 
 @pytest.fixture(scope="module")

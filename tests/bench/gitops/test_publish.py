@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from bench.commands.publish import REGENERATE
 from bench.errors import AtlasError
 from bench.gitops.publish import BOT_NAME, publish
 from bench.render.index import SUMMARY_JSON, write_index
@@ -100,12 +101,12 @@ def test_conflicting_report_is_not_forced(origin: Path):
     a = clone_with_report(origin, "a", "3333333")
     b = clone_with_report(origin, "b", "3333333")
     (b / "reports" / "2026-11-22-3333333" / "README.md").write_text("# a different report for the same commit\n")
-    assert publish(a, message="reports: a", pause_s=0).status == "pushed"
+    assert publish(a, message="reports: a", pause_s=0, regenerate=REGENERATE).status == "pushed"
     tip = git(origin, "rev-parse", "main")
     with pytest.raises(
         AtlasError, match=r"conflict with ours in reports/2026-11-22-3333333/README.md.*nothing was pushed or forced"
     ):
-        publish(b, message="reports: b", pause_s=0)
+        publish(b, message="reports: b", pause_s=0, regenerate=REGENERATE)
     assert git(origin, "rev-parse", "main") == tip
     assert "rebase" not in git(b, "status")  # the rebase was aborted, the clone is usable
 

@@ -13,8 +13,8 @@ from bench.errors import AtlasError, ConfigError
 from bench.gitops import results_branch
 from bench.gitops.publish import BOT_NAME
 from bench.gitops.results_branch import archive, read_entries, restore
-from bench.records.synthetic import RunSpec, write_run
 from tests.gitrepo import ENV, git
+from tests.synthetic_records import RunSpec, write_run
 
 
 def clone_of_bare(tmp_path: Path, name: str = "dev") -> tuple[Path, Path]:

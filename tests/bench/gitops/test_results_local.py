@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 
 from bench.cli import main
+from bench.commands.report import write_report
 from bench.gitops.results_branch import archive
 from bench.gitops.results_local import keep_locally
-from bench.records.synthetic import RunSpec, write_run
-from bench.render.report import write_report
 from tests.gitrepo import ENV, git
+from tests.synthetic_records import RunSpec, write_run
 
 SHA_A, SHA_B = "a" * 40, "b" * 40
 

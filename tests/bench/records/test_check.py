@@ -14,7 +14,7 @@ from bench.cli import main
 from bench.records.contract import RUN_JSON, RUN_JSON_KEYS
 from bench.records.read import load_run
 from bench.records.schema import run_schema, schema_problems
-from bench.records.synthetic import RunSpec, write_run
+from tests.synthetic_records import RunSpec, write_run
 
 
 def _run(tmp_path: Path, **kw) -> Path:

@@ -15,7 +15,7 @@ from bench.in_job.gpus import NVML_READERS
 from bench.records import contract as c
 from bench.records.check import samples_problems
 from bench.records.columns import CATALOGUE, COUNTER, GAUGE, GPU_CATALOGUE, HOST_CATALOGUE, column_of
-from bench.records.synthetic import RunSpec, write_run
+from tests.synthetic_records import RunSpec, write_run
 
 BOUNDED = [col for col in HOST_CATALOGUE + GPU_CATALOGUE if col.low is not None or col.high is not None]
 

@@ -16,7 +16,7 @@ from bench.analysis.metrics import run_metrics
 from bench.cli import main
 from bench.records.energy_counter import counter_energy_wh
 from bench.records.read import load_run
-from bench.records.synthetic import RunSpec, write_run
+from tests.synthetic_records import RunSpec, write_run
 
 COUNTER = "gpu0_DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"
 

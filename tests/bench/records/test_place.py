@@ -103,7 +103,7 @@ def test_editing_env_yaml_after_collection_changes_no_number(tmp_path: Path) -> 
     """The acceptance check: rates are read from the record, never from clusters/."""
     from bench.analysis.compare import compare_runs
     from bench.records.read import find_runs
-    from bench.records.synthetic import RunSpec, write_run
+    from tests.synthetic_records import RunSpec, write_run
 
     clusters = _clusters(tmp_path)
     env = load_env("local", clusters)

@@ -19,7 +19,7 @@ import pytest
 from bench.analysis.metrics import run_metrics
 from bench.cli import main
 from bench.records.read import find_runs, load_run
-from bench.records.synthetic import RunSpec, write_run
+from tests.synthetic_records import RunSpec, write_run
 
 
 def record(tmp_path: Path, change: Callable[[dict[str, Any], Path], None], gpus: int = 1) -> Path:

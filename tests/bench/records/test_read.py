@@ -11,10 +11,10 @@ import pytest
 from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 
+from bench.commands.report import write_report
 from bench.records.read import load_run
-from bench.records.synthetic import RunSpec, write_run
 from bench.render.escape import md
-from bench.render.report import write_report
+from tests.synthetic_records import RunSpec, write_run
 
 RUNS = [("envA", "a0"), ("envA", "a1"), ("envB", "b0"), ("envB", "b1")]
 FILES = ["run.json", "samples-node1.csv", "train.jsonl"]

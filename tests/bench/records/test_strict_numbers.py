@@ -13,8 +13,8 @@ from bench.analysis.metrics import run_metrics
 from bench.cli import main
 from bench.records import strict_numbers
 from bench.records.read import load_run, read_samples
-from bench.records.synthetic import RunSpec, write_run
 from bench.records.trainlog import read_train_log, time_to_train
+from tests.synthetic_records import RunSpec, write_run
 
 
 def run_dir(tmp_path: Path, **changes) -> Path:

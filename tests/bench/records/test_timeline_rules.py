@@ -17,8 +17,8 @@ from bench.analysis.metrics import run_metrics
 from bench.cli import main
 from bench.errors import AtlasError
 from bench.records.read import load_run
-from bench.records.synthetic import RunSpec, write_run
 from bench.records.timeline import mark, pushed_at
+from tests.synthetic_records import RunSpec, write_run
 
 
 def _record(root: Path, change) -> Path:

@@ -61,8 +61,8 @@ def test_rate_axes_start_at_zero_and_bands_are_drawn(tmp_path: Path, monkeypatch
 def test_an_environment_is_drawn_from_a_run_that_has_the_series(tmp_path: Path) -> None:
     """The median run of env b has no GPU columns; another of its runs has: b is drawn
     from that one, named in the note. Env c has no GPU at all: the note says so."""
-    from bench.records.synthetic import RunSpec, write_run
-    from bench.render.report import write_report
+    from bench.commands.report import write_report
+    from tests.synthetic_records import RunSpec, write_run
 
     results = tmp_path / "results"
     for i, ips in enumerate((100.0, 110.0, 120.0)):

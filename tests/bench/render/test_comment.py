@@ -1,4 +1,4 @@
-"""The PR comment's Markdown, from synthetic run records (bench.records.synthetic)."""
+"""The PR comment's Markdown, from synthetic run records (tests/synthetic_records.py)."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from bench.commands.comment import render_pr_body
 from bench.errors import AtlasError
-from bench.records.synthetic import RunSpec, write_run
-from bench.render.comment import render_pr_body
+from tests.synthetic_records import RunSpec, write_run
 
 HEAD = "b" * 40
 BASE = "a" * 40

@@ -6,9 +6,9 @@ import json
 import re
 from pathlib import Path
 
-from bench.records.synthetic import RunSpec, write_run
+from bench.commands.report import write_report
 from bench.render.escape import code, md
-from bench.render.report import write_report
+from tests.synthetic_records import RunSpec, write_run
 
 HOSTILE = "<img src=https://evil.example/beacon.gif> **bold** | cell # head [link](https://e.x) @octocat `tick` _u_"
 

@@ -9,10 +9,11 @@ import pytest
 
 from bench.analysis.compare import PhaseGap, compare_runs
 from bench.analysis.metrics import fmt
+from bench.analysis.report_data import headline
 from bench.records.read import find_runs
-from bench.records.synthetic import RunSpec, write_run
 from bench.render.headline import end_to_end_lines, most_different
 from bench.render.tables import verdicts
+from tests.synthetic_records import RunSpec, write_run
 
 
 def _pair(res, key: str):
@@ -25,7 +26,7 @@ def test_the_summary_opens_with_the_whole_trip_its_interval_and_the_phase_that_d
         for i in range(4):
             write_run(tmp_path, RunSpec(env=env, run_id=f"{env}{i}", queue_wait_s=queue, seed=i, timeline=True))
     res = compare_runs(find_runs(tmp_path))
-    (line,) = end_to_end_lines(res)
+    (line,) = end_to_end_lines(headline(res))
     a, b = res.summaries["a"].median["submit_to_result_s"], res.summaries["b"].median["submit_to_result_s"]
     assert b - a == pytest.approx(30.0, abs=0.01)
     st = _pair(res, "submit_to_result_s")
@@ -48,7 +49,7 @@ def test_energy_per_result_joins_the_headline_where_both_sides_measured_it(tmp_p
             write_run(tmp_path, RunSpec(env=env, run_id=f"{env}{i}", images_per_s=ips, gpus=1, seed=i, timeline=True))
     write_run(tmp_path / "cpu", RunSpec(env="c", run_id="c0", timeline=True))
     res = compare_runs(find_runs(tmp_path))
-    (line,) = end_to_end_lines(res)
+    (line,) = end_to_end_lines(headline(res))
     ea, eb = (res.summaries[e].median["energy_per_image_j"] for e in ("a", "b"))
     st = _pair(res, "energy_per_image_j")
     assert st.ratio == pytest.approx(2.0, rel=0.05) and eb == pytest.approx(2 * ea, rel=0.05)
@@ -59,7 +60,7 @@ def test_energy_per_result_joins_the_headline_where_both_sides_measured_it(tmp_p
     assert "medians of 3 vs 3 runs" in line  # the runs a side, in the line itself
     # a side without GPUs has no energy: the line says nothing of it
     both = compare_runs(find_runs(tmp_path) + find_runs(tmp_path / "cpu"), baseline="c")
-    assert all("Energy per result" not in x for x in end_to_end_lines(both))
+    assert all("Energy per result" not in x for x in end_to_end_lines(headline(both)))
 
 
 def test_the_phases_named_are_the_largest_gap_and_the_next_when_it_goes_the_same_way():

@@ -12,9 +12,9 @@ import pytest
 from bench.analysis.advisor import advise
 from bench.analysis.compare import compare_runs
 from bench.cli import main
+from bench.commands.report import write_report
 from bench.records.read import find_runs
-from bench.records.synthetic import RunSpec, write_run
-from bench.render.report import write_report
+from tests.synthetic_records import RunSpec, write_run
 
 COSTS = {
     "satori": {"model": "onprem", "electricity_usd_per_kwh": 0.0839, "pue": 1.2, "node_capex_usd": 50000},

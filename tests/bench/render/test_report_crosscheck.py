@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bench.records.synthetic import RunSpec, write_run
-from bench.render.report import write_report
+from bench.commands.report import write_report
+from tests.synthetic_records import RunSpec, write_run
 
 HEADING = "## Telemetry cross-check"
 

@@ -15,10 +15,10 @@ import pytest
 
 from bench.analysis.compare import compare_runs
 from bench.cli import main
+from bench.commands.report import write_report
 from bench.records.read import find_runs, load_run
-from bench.records.synthetic import RunSpec, write_run
-from bench.render.report import write_report
 from tests.bench.importers.conftest import SAMPLES
+from tests.synthetic_records import RunSpec, write_run
 
 
 def imported(results: Path, env: str, run_id: str, *args: str | Path) -> Path:

@@ -7,12 +7,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from bench.analysis.compare import compare_runs
+from bench.commands.comment import render_pr_body
+from bench.commands.report import write_report
 from bench.records.read import find_runs
-from bench.records.synthetic import RunSpec, write_run
-from bench.render.comment import render_pr_body
-from bench.render.report import write_report
 from bench.render.tables import pairs_table, summary_table, verdicts
 from bench.render.timeline_section import env_lines
+from tests.synthetic_records import RunSpec, write_run
 
 SHA = "a" * 40
 

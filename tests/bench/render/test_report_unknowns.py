@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from bench.cli import main
-from bench.records.synthetic import RunSpec, write_run
 from tests.bench.importers.conftest import SAMPLES
+from tests.synthetic_records import RunSpec, write_run
 
 
 def rows(path: Path) -> list[dict[str, str]]:

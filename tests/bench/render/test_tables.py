@@ -7,8 +7,8 @@ from pathlib import Path
 from bench.analysis.compare import compare_runs
 from bench.analysis.metrics import METRICS
 from bench.records.read import find_runs
-from bench.records.synthetic import RunSpec, write_run
 from bench.render.tables import pairs_table, runs_table, summary_table, verdicts
+from tests.synthetic_records import RunSpec, write_run
 
 
 def result(tmp_path: Path, runs: int = 3):

@@ -4,7 +4,7 @@ named, the timeline chart draws each environment's median run with its spread, a
 times are rounded to their clock.
 
 Reports written by `bench report`'s own code from synthetic records in the on-disk
-format (`bench.records.synthetic`, timelines as collection builds them).
+format (`tests/synthetic_records.py`, timelines as collection builds them).
 """
 
 from __future__ import annotations
@@ -18,13 +18,13 @@ import pytest
 from bench.analysis.compare import compare_runs
 from bench.analysis.metrics import fmt
 from bench.analysis.time_sums import SUMS
+from bench.commands.report import write_report
 from bench.records.read import find_runs
-from bench.records.synthetic import RunSpec, write_run
 from bench.render import charts
-from bench.render.report import write_report
 from bench.render.tables import runs_table, summary_table
 from bench.render.time_words import seconds_text
 from bench.render.timeline_section import env_lines, median_bar
+from tests.synthetic_records import RunSpec, write_run
 
 SHA = "a" * 40
 # (duration_s, queue wait) of three Slurm runs: the phase medians (train of one run, queue

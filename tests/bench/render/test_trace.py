@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from bench.commands.report import write_report
 from bench.records.read import find_runs
-from bench.records.synthetic import RunSpec, write_run
-from bench.render.report import write_report
 from bench.render.trace import TRACE_FILE
+from tests.synthetic_records import RunSpec, write_run
 
 
 def test_the_trace_has_one_track_per_run_and_its_slices_tile_submit_to_collected(tmp_path: Path) -> None:

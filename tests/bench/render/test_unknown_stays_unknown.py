@@ -19,9 +19,9 @@ from bench.analysis.compare import compare_runs
 from bench.analysis.metrics import run_metrics
 from bench.cli import main
 from bench.records.read import find_runs, load_run
-from bench.records.synthetic import RunSpec, write_run
 from bench.render.labels import measured_label
 from tests.bench.importers.conftest import SAMPLES
+from tests.synthetic_records import RunSpec, write_run
 
 
 def imported(results: Path, env: str, run_id: str, gpus: str) -> Path:

@@ -17,7 +17,7 @@ import lzma
 
 import numpy as np
 
-from bench.records import decimal_cells
+from bench.gitops import decimal_cells
 
 COLUMNS_SUFFIX = ".cols.xz"  # samples CSV, column by column
 XZ_SUFFIX = ".xz"  # any other large file

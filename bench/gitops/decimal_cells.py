@@ -10,7 +10,7 @@ same matrix from the integers; both work on bounded chunks of cells.
 A cell counts as a decimal only in the form that printing gives back byte for byte:
 an optional `-`, an integer part without leading zeros ("0" alone is one), optionally a
 dot and at least one digit, at most 18 digits in all, and no negative zero. A column
-with any other cell is kept as text (bench.records.pack).
+with any other cell is kept as text (bench.gitops.pack).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""records/pack.py: record files stored compressed give back the exact bytes collected."""
+"""gitops/pack.py: record files stored compressed give back the exact bytes collected."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from bench.records.pack import COLUMNS_SUFFIX, RAW_LIMIT, XZ_SUFFIX, decode_columns, encode_columns, pack, unpack
-from bench.records.synthetic import RunSpec, write_run
+from bench.gitops.pack import COLUMNS_SUFFIX, RAW_LIMIT, XZ_SUFFIX, decode_columns, encode_columns, pack, unpack
+from tests.synthetic_records import RunSpec, write_run
 
 
 def test_a_samples_file_is_stored_by_columns_and_comes_back_byte_for_byte(tmp_path: Path):

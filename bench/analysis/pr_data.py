@@ -1,0 +1,45 @@
+"""Everything a pull request's comment shows that is a decision, built in one place:
+`read_pr_data`. Per environment its runs at the PR head judged against its own runs at the
+merge-base (bench.analysis.select_compare.compare_pr), which environments had too few runs
+to judge, the PR's figures outside their expected band and its runs' timeline figures.
+bench/render/comment.py only words them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench.analysis.expected import Outside, outside
+from bench.analysis.metrics import RunMetrics, run_metrics
+from bench.analysis.regression import INCONCLUSIVE, MIN_RUNS_FOR_RANK_TEST, REGRESSION
+from bench.analysis.select_compare import EnvVerdicts, compare_pr, read_pr_runs
+from bench.records.select import same_commit
+
+__all__ = ["REGRESSION", "EnvVerdicts", "PrData", "read_pr_data"]  # what render/comment.py draws
+
+
+@dataclass(frozen=True)
+class PrData:
+    head: str
+    base: str
+    judged: list[EnvVerdicts]
+    thin: list[EnvVerdicts]  # fewer runs a side than a rank test needs
+    unsure: list[EnvVerdicts]  # enough runs, yet a verdict is inconclusive
+    min_runs: int  # runs a side a Mann-Whitney test needs
+    outside: list[Outside]  # the PR's figures outside their environment's expected band
+    head_metrics: list[RunMetrics]  # the PR's runs, for where the time goes
+    thresholds: dict[str, float]
+
+
+def read_pr_data(
+    results: Path, head: str, base: str, envs: list[str] | None = None, thresholds: dict[str, float] | None = None
+) -> PrData:
+    """Read the PR's and the merge-base's runs once and decide the comment's figures."""
+    runs = read_pr_runs(results, envs)
+    judged = compare_pr(runs, head, base, thresholds)  # select and judge: not in render/
+    thin = [e for e in judged if min(e.head_runs, e.base_runs) < MIN_RUNS_FOR_RANK_TEST]
+    unsure = [e for e in judged if e not in thin and any(v.status == INCONCLUSIVE for v in e.verdicts)]
+    mine = [r for r in runs if same_commit(r.git_sha, head)]
+    metrics = [run_metrics(r) for r in mine]
+    flags = outside([(r.env, r.run_id, r.meta.get("experiment"), m.values) for r, m in zip(mine, metrics, strict=True)])
+    return PrData(head, base, judged, thin, unsure, MIN_RUNS_FOR_RANK_TEST, flags, metrics, dict(thresholds or {}))
