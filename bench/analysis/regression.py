@@ -7,9 +7,12 @@ numbers come from `bench.analysis.stats.compare_samples` (the same routine the c
 use): the ratio of medians, a seeded bootstrap interval of it, and a two-sided
 Mann-Whitney U p-value when each side has >= 3 runs.
 
-- each side has >= 3 runs: significant when p <= alpha (default 0.10 two-sided, i.e.
-  0.05 in the direction of the change; with 3 vs 3 runs the smallest p is 0.10, so the
-  two samples must not overlap at all);
+- each side has >= 3 runs: significant when p, adjusted by Benjamini–Hochberg over the
+  metrics judged together (one environment of one comparison: `adjust_family`,
+  scipy.stats.false_discovery_control), is <= alpha (default 0.10 two-sided, i.e. 0.05
+  in the direction of the change; with 3 vs 3 runs the smallest p is 0.10, so the two
+  samples must not overlap at all). Without the adjustment ~14 metrics judged each at
+  alpha would give a false regression in many comparisons of unchanged code;
 - otherwise: significant when the bootstrap interval of the change excludes zero;
 - one run on each side: there is no interval; a change past the threshold is
   `inconclusive` (repeat the runs), never a pass.
@@ -20,11 +23,11 @@ A missing baseline is its own verdict (`no-baseline`), never a pass.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from bench.analysis.metrics import METRICS
-from bench.analysis.stats import BOOTSTRAP_SEED, Comparison, compare_samples, median
+from bench.analysis.stats import BOOTSTRAP_SEED, Comparison, bh_adjust, compare_samples, median
 from bench.errors import ConfigError
 
 DEFAULT_THRESHOLD = 0.05
@@ -60,6 +63,9 @@ class Verdict:
     threshold: float = DEFAULT_THRESHOLD
     method: str = ""  # "mann-whitney" | "bootstrap" | ""
     p_value: float | None = None  # Mann-Whitney only
+    p_adjusted: float | None = None  # p_value adjusted by Benjamini–Hochberg over `family` metrics (adjust_family)
+    family: int = 0
+    worse: bool = False  # the change goes the bad way (a significant one is a regression)
     interval: tuple[float, float] | None = None  # bootstrap only, relative change
     significant: bool = False
     note: str = ""
@@ -73,7 +79,12 @@ class Verdict:
         if self.change is None:
             return self.note
         assert self.change is not None
-        if self.method == "mann-whitney":
+        if self.method == "mann-whitney" and self.p_adjusted is not None:
+            evidence = (
+                f"BH-adjusted p={self.p_adjusted:.3g} over {self.family} metric{'s' * (self.family != 1)}, "
+                f"Mann-Whitney U p={self.p_value:.3g}"
+            )
+        elif self.method == "mann-whitney":
             evidence = f"Mann-Whitney U p={self.p_value:.3g}"
         elif self.interval is not None:
             evidence = f"bootstrap interval [{self.interval[0]:+.1%}, {self.interval[1]:+.1%}]"
@@ -155,24 +166,41 @@ def _verdict_of_change(
     else:
         method, significant = "single run", False
         note = "one run per side: no noise estimate, so no significance; repeat the runs to judge"
-    if abs(change) <= threshold:
-        status = UNCHANGED
-    elif significant:
-        status = REGRESSION if worse else IMPROVEMENT
-    elif method == "single run":
-        status = INCONCLUSIVE
-    else:
-        status = UNCHANGED
     return Verdict(
-        status=status,
+        status=_status(change, threshold, significant, worse, method),
         change=change,
         method=method,
         p_value=cmp.p_value,
         interval=interval,
         significant=significant,
+        worse=worse,
         note=note,
         **common,
     )
+
+
+def _status(change: float, threshold: float, significant: bool, worse: bool, method: str) -> str:
+    if abs(change) <= threshold:
+        return UNCHANGED
+    if significant:
+        return REGRESSION if worse else IMPROVEMENT
+    return INCONCLUSIVE if method == "single run" else UNCHANGED
+
+
+def adjust_family(verdicts: Sequence[Verdict], alpha: float = DEFAULT_ALPHA) -> list[Verdict]:
+    """The verdicts of one environment's metrics judged together, their Mann-Whitney p-values
+    adjusted by Benjamini–Hochberg (stats.bh_adjust) and significance re-decided on the
+    adjusted p at `alpha`: the false discovery rate over the family is held at `alpha`.
+    Verdicts without a rank test (bootstrap, single run, no data) keep theirs."""
+    tested = [i for i, v in enumerate(verdicts) if v.method == "mann-whitney" and v.p_value is not None]
+    adjusted = bh_adjust([verdicts[i].p_value for i in tested])
+    out = list(verdicts)
+    for i, q in zip(tested, adjusted, strict=True):
+        v = out[i]
+        significant = q is not None and q <= alpha
+        status = _status(v.change, v.threshold, significant, v.worse, v.method) if v.change is not None else v.status
+        out[i] = replace(v, p_adjusted=q, family=len(tested), significant=significant, status=status)
+    return out
 
 
 def judge_env(
@@ -186,7 +214,8 @@ def judge_env(
     alpha: float = DEFAULT_ALPHA,
     seed: int = BOOTSTRAP_SEED,
 ) -> list[Verdict]:
-    """Verdicts for several metrics; every row must belong to `env` (no cross-env verdicts).
+    """Verdicts for several metrics, judged as one family (adjust_family); every row must
+    belong to `env` (no cross-env verdicts).
 
     Rows are per-run mappings such as the comparison table's records: `{"env": ..., metric: value}`.
     """
@@ -213,7 +242,7 @@ def judge_env(
                 seed=seed,
             )
         )
-    return out
+    return adjust_family(out, alpha)
 
 
 def parse_thresholds(items: Sequence[str]) -> dict[str, float]:

@@ -114,9 +114,10 @@ def read_pr_runs(results: Path, envs: list[str] | None = None) -> list[RunData]:
 def compare_pr(
     runs: list[RunData], head: str, base: str, thresholds: Mapping[str, float] | None = None
 ) -> list[EnvVerdicts]:
-    """Per environment, its runs at the PR head judged against its own runs at the merge-base."""
+    """Per environment, its runs at the PR head judged against its own runs at the merge-base;
+    one environment's metrics are one family for the Benjamini–Hochberg adjustment."""
     from bench.analysis.metrics import HEADLINE, run_metrics
-    from bench.analysis.regression import HIGHER_IS_BETTER, judge
+    from bench.analysis.regression import HIGHER_IS_BETTER, adjust_family, judge
 
     out = []
     for env in sorted({r.env for r in runs}):
@@ -128,5 +129,5 @@ def compare_pr(
             if all(v is None for v in base_vals + head_vals):
                 continue  # nobody measured it here (e.g. GPU figures on a CPU runner)
             verdicts.append(judge(env, key, base_vals, head_vals, threshold=(thresholds or {}).get(key, 0.05)))
-        out.append(EnvVerdicts(env, len(sides["head"]), len(sides["base"]), verdicts))
+        out.append(EnvVerdicts(env, len(sides["head"]), len(sides["base"]), adjust_family(verdicts)))
     return out

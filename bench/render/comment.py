@@ -127,7 +127,8 @@ def render_pr_body(
     custom = ", ".join(f"{k} {v:.0%}" for k, v in sorted((thresholds or {}).items()))
     lines.append(
         f"A regression is a change past the threshold (5 %{'; ' + custom if custom else ''}) that is also "
-        "significant (Mann-Whitney U with >= 3 runs a side, else a bootstrap interval excluding zero)."
+        "significant (Mann-Whitney U with >= 3 runs a side, its p adjusted by Benjamini–Hochberg over the "
+        "environment's metrics, at most 0.10 two-sided; else a bootstrap interval excluding zero)."
     )
     if runs_note:
         lines += ["", f"Runs: {md(runs_note, 600)}."]

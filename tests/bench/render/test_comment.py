@@ -23,11 +23,12 @@ def runs(results: Path, env: str, sha: str, rates: list[float], start: float) ->
 
 
 def test_regression_on_one_env_is_flagged_and_envs_are_not_mixed(tmp_path: Path):
-    runs(tmp_path, "local", BASE, [100, 101, 99], 1_790_000_000)
-    runs(tmp_path, "local", HEAD, [80, 81, 79], 1_790_001_000)
+    # 5 a side: after Benjamini–Hochberg over the environment's metrics, 3 a side (smallest p 0.10) cannot pass
+    runs(tmp_path, "local", BASE, [100, 101, 99, 100.5, 99.5], 1_790_000_000)
+    runs(tmp_path, "local", HEAD, [80, 81, 79, 80.5, 79.5], 1_790_001_000)
     # a slower environment with no change: must not be judged against local
-    runs(tmp_path, "local-slurm", BASE, [50, 51, 49], 1_790_000_000)
-    runs(tmp_path, "local-slurm", HEAD, [50, 51, 49], 1_790_001_000)
+    runs(tmp_path, "local-slurm", BASE, [50, 51, 49, 50.5, 49.5], 1_790_000_000)
+    runs(tmp_path, "local-slurm", HEAD, [50, 51, 49, 50.5, 49.5], 1_790_001_000)
     body = render_pr_body(tmp_path, HEAD, BASE, report_url="https://example.org/run/1")
     assert f"`{HEAD[:12]}` vs merge-base `{BASE[:12]}`" in body
     assert "### local\n" in body and "### local-slurm\n" in body
@@ -38,6 +39,9 @@ def test_regression_on_one_env_is_flagged_and_envs_are_not_mixed(tmp_path: Path)
     assert "**regression**" in ips_local
     assert "unchanged" in ips_slurm and "regression" not in ips_slurm
     assert "1 regression(s)" in body or "regression(s)" in body.splitlines()[2]
+    headline = body.splitlines()[2]
+    assert "images\\_per\\_s on local: -19.8% (threshold 5%, BH-adjusted p=0.0159 over 4 metrics, " in headline
+    assert "Mann-Whitney U p=0.00794, 5 vs 5 runs): regression" in headline
     assert body.rstrip().endswith("https://example.org/run/1")
     assert "threshold (5 %)" in body
 
