@@ -7,12 +7,14 @@ numbers come from `bench.analysis.stats.compare_samples` (the same routine the c
 use): the ratio of medians, a seeded bootstrap interval of it, and a two-sided
 Mann-Whitney U p-value when each side has >= 3 runs.
 
-- each side has >= 3 runs: significant when p, adjusted by Benjamini–Hochberg over the
-  metrics judged together (one environment of one comparison: `adjust_family`,
-  scipy.stats.false_discovery_control), is <= alpha (default 0.10 two-sided, i.e. 0.05
-  in the direction of the change; with 3 vs 3 runs the smallest p is 0.10, so the two
-  samples must not overlap at all). Without the adjustment ~14 metrics judged each at
-  alpha would give a false regression in many comparisons of unchanged code;
+- each side has >= 3 runs: one metric alone is significant when p <= alpha (default
+  0.10 two-sided, i.e. 0.05 in the direction of the change; with 3 vs 3 runs the
+  smallest p is 0.10, so the two samples must not overlap at all). The metrics of one
+  environment judged together (the PR comment, `judge_env`) are one family: each p is
+  adjusted by Benjamini–Hochberg (`adjust_family`, scipy.stats.false_discovery_control)
+  and significant when the adjusted p is <= FDR_Q (0.05), so the false discovery rate
+  over the family is 0.05. Without it ~14 metrics judged each at 0.10 give a false
+  regression in about half of the comparisons of unchanged code;
 - otherwise: significant when the bootstrap interval of the change excludes zero;
 - one run on each side: there is no interval; a change past the threshold is
   `inconclusive` (repeat the runs), never a pass.
@@ -32,6 +34,7 @@ from bench.errors import ConfigError
 
 DEFAULT_THRESHOLD = 0.05
 DEFAULT_ALPHA = 0.10
+FDR_Q = 0.05  # the false discovery rate held across a family of metrics (adjust_family)
 MIN_RUNS_FOR_RANK_TEST = 3
 
 # Which way is better, from the comparison's own metric list (facts without a direction,
@@ -187,19 +190,19 @@ def _status(change: float, threshold: float, significant: bool, worse: bool, met
     return INCONCLUSIVE if method == "single run" else UNCHANGED
 
 
-def adjust_family(verdicts: Sequence[Verdict], alpha: float = DEFAULT_ALPHA) -> list[Verdict]:
-    """The verdicts of one environment's metrics judged together, their Mann-Whitney p-values
-    adjusted by Benjamini–Hochberg (stats.bh_adjust) and significance re-decided on the
-    adjusted p at `alpha`: the false discovery rate over the family is held at `alpha`.
+def adjust_family(verdicts: Sequence[Verdict], q: float = FDR_Q) -> list[Verdict]:
+    """The verdicts of one environment's metrics judged together, their two-sided
+    Mann-Whitney p-values adjusted by Benjamini–Hochberg (stats.bh_adjust) and significance
+    re-decided on the adjusted p at `q`: the false discovery rate over the family is `q`.
     Verdicts without a rank test (bootstrap, single run, no data) keep theirs."""
     tested = [i for i, v in enumerate(verdicts) if v.method == "mann-whitney" and v.p_value is not None]
     adjusted = bh_adjust([verdicts[i].p_value for i in tested])
     out = list(verdicts)
-    for i, q in zip(tested, adjusted, strict=True):
+    for i, adj in zip(tested, adjusted, strict=True):
         v = out[i]
-        significant = q is not None and q <= alpha
+        significant = adj is not None and adj <= q
         status = _status(v.change, v.threshold, significant, v.worse, v.method) if v.change is not None else v.status
-        out[i] = replace(v, p_adjusted=q, family=len(tested), significant=significant, status=status)
+        out[i] = replace(v, p_adjusted=adj, family=len(tested), significant=significant, status=status)
     return out
 
 
@@ -242,7 +245,7 @@ def judge_env(
                 seed=seed,
             )
         )
-    return adjust_family(out, alpha)
+    return adjust_family(out)
 
 
 def parse_thresholds(items: Sequence[str]) -> dict[str, float]:

@@ -128,7 +128,7 @@ def render_pr_body(
     lines.append(
         f"A regression is a change past the threshold (5 %{'; ' + custom if custom else ''}) that is also "
         "significant (Mann-Whitney U with >= 3 runs a side, its p adjusted by Benjamini–Hochberg over the "
-        "environment's metrics, at most 0.10 two-sided; else a bootstrap interval excluding zero)."
+        "environment's metrics, at most 0.05 two-sided; else a bootstrap interval excluding zero)."
     )
     if runs_note:
         lines += ["", f"Runs: {md(runs_note, 600)}."]
