@@ -53,14 +53,18 @@ def test_significant_change_below_threshold_is_unchanged():
 
 
 def test_per_metric_thresholds_in_judge_env():
-    base = [{"env": "local", "images_per_s": x, "time_to_train_s": t} for x, t in [(100, 60), (101, 61), (99, 59)]]
-    cand = [{"env": "local", "images_per_s": x, "time_to_train_s": t} for x, t in [(93, 64), (94, 65), (92, 63)]]
+    # 4 a side: judged together, the metrics' p-values are adjusted (Benjamini–Hochberg at 0.05),
+    # which 3 a side (smallest p 0.10) can never pass
+    rows = [(100, 60), (101, 61), (99, 59), (100.5, 60.5)]
+    base = [{"env": "local", "images_per_s": x, "time_to_train_s": t} for x, t in rows]
+    cand = [{"env": "local", "images_per_s": x - 7, "time_to_train_s": t + 4} for x, t in rows]
     verdicts = {
         v.metric: v
         for v in judge_env("local", base, cand, ["images_per_s", "time_to_train_s"], thresholds={"images_per_s": 0.10})
     }
     assert verdicts["images_per_s"].status == UNCHANGED  # -7 % < 10 %
     assert verdicts["time_to_train_s"].status == REGRESSION  # +6.7 % > default 5 %
+    assert verdicts["time_to_train_s"].p_adjusted == pytest.approx(2 / 70)  # both p 0.029: BH keeps it
 
 
 def test_few_runs_use_a_seeded_bootstrap_interval():
