@@ -4,7 +4,7 @@ Environments differ by design (that is what Atlas compares), so a change is only
 judged against the same environment's own history. A change is a regression when it
 passes a threshold (default 5 %, configurable per metric) *and* is significant. The
 numbers come from `bench.analysis.stats.compare_samples` (the same routine the comparison tables
-use): the ratio of medians, a seeded bootstrap interval of it, and a two-sided
+use): the ratio of medians, a seeded BCa bootstrap interval of it, and a two-sided
 Mann-Whitney U p-value when each side has >= 3 runs.
 
 - each side has >= 3 runs: one metric alone is significant when p <= alpha (default
@@ -13,8 +13,9 @@ Mann-Whitney U p-value when each side has >= 3 runs.
   environment judged together (the PR comment, `judge_env`) are one family: each p is
   adjusted by Benjamini–Hochberg (`adjust_family`, scipy.stats.false_discovery_control)
   and significant when the adjusted p is <= FDR_Q (0.05), so the false discovery rate
-  over the family is 0.05. Without it ~14 metrics judged each at 0.10 give a false
-  regression in about half of the comparisons of unchanged code;
+  over the family is 0.05. Without it ~14 metrics judged each at 0.10 two-sided would,
+  thresholds aside, show a false regression in about half of the comparisons of
+  unchanged code (1 - 0.95^14);
 - otherwise: significant when the bootstrap interval of the change excludes zero;
 - one run on each side: there is no interval; a change past the threshold is
   `inconclusive` (repeat the runs), never a pass.
