@@ -70,6 +70,7 @@ class Verdict:
     p_adjusted: float | None = None  # p_value adjusted by Benjamini–Hochberg over `family` metrics (adjust_family)
     family: int = 0
     worse: bool = False  # the change goes the bad way (a significant one is a regression)
+    noise: float | None = None  # the environment's noise floor (CV) when the change is below it (within_noise)
     interval: tuple[float, float] | None = None  # bootstrap only, relative change
     significant: bool = False
     note: str = ""
@@ -94,6 +95,8 @@ class Verdict:
             evidence = f"bootstrap interval [{self.interval[0]:+.1%}, {self.interval[1]:+.1%}]"
         else:
             evidence = self.method
+        if self.noise is not None:
+            evidence += f"; within noise (±{self.noise:.1%})"
         text = (
             f"{self.metric} on {self.env}: {self.change:+.1%} "
             f"(threshold {self.threshold:.0%}, {evidence}, "
@@ -267,3 +270,21 @@ def parse_thresholds(items: Sequence[str]) -> dict[str, float]:
 
 def worst_first(verdicts: Iterable[Verdict]) -> list[Verdict]:
     return sorted(verdicts, key=lambda v: (STATUS_ORDER.index(v.status), v.env, v.metric))
+
+
+def within_noise(verdicts: Sequence[Verdict], floors: Mapping[str, float]) -> list[Verdict]:
+    """Verdicts whose change is smaller than the environment's noise floor for the metric
+    (`floors`: metric -> coefficient of variation of runs of one commit, from
+    sample_size.spreads) and not significant are `unchanged`, "within noise (±x %)": one
+    run a side past the threshold is then no longer `inconclusive`, since the history
+    already measured how far runs of one commit scatter. A significant change is kept:
+    the runs at hand saw it through the noise."""
+    out = []
+    for v in verdicts:
+        floor = floors.get(v.metric)
+        if floor is None or v.change is None or v.significant or abs(v.change) >= floor:
+            out.append(v)
+            continue
+        note = "" if v.method == "single run" else v.note
+        out.append(replace(v, status=UNCHANGED, noise=floor, note=note))
+    return out

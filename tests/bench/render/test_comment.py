@@ -64,3 +64,21 @@ def test_missing_baseline_is_said_plainly(tmp_path: Path):
 def test_no_runs_is_a_clear_error(tmp_path: Path):
     with pytest.raises(AtlasError, match="no runs under"):
         render_pr_body(tmp_path, HEAD, BASE)
+
+
+def test_a_change_below_the_noise_floor_reads_within_noise(tmp_path: Path):
+    # an earlier commit's 4 runs measure how far runs of one commit scatter here (CV ~9 %)
+    runs(tmp_path, "local", "c" * 40, [100, 112, 90, 98], 1_789_990_000)
+    runs(tmp_path, "local", BASE, [100], 1_790_000_000)
+    runs(tmp_path, "local", HEAD, [93], 1_790_001_000)
+    body = render_pr_body(tmp_path, HEAD, BASE)
+    ips = next(line for line in body.splitlines() if line.startswith("| images/s"))
+    # -7 % is past the 5 % threshold: with one run a side and no floor it would be inconclusive
+    assert "| -7.0% | unchanged — within noise (±9.1%) |" in ips
+    assert "Within noise (±x %): a change smaller than the environment's noise floor" in body
+    # no earlier runs: no floor, and the same change is inconclusive
+    fresh = tmp_path / "fresh"
+    runs(fresh, "local", BASE, [100], 1_790_000_000)
+    runs(fresh, "local", HEAD, [93], 1_790_001_000)
+    ips = next(line for line in render_pr_body(fresh, HEAD, BASE).splitlines() if line.startswith("| images/s"))
+    assert "| -7.0% | inconclusive |" in ips
