@@ -18,17 +18,19 @@ import pandas as pd
 from bench.analysis import time_sums as ts
 from bench.analysis.comparable import Excluded, select_comparable
 from bench.analysis.metrics import HEADLINE, METRIC_BY_KEY, METRICS, RunMetrics, run_metrics
-from bench.analysis.stats import Comparison, compare_samples, median, olympic_mean, smallest_p
+from bench.analysis.stats import Comparison, bh_adjust, compare_samples, median, olympic_mean, smallest_p
 from bench.analysis.threads import map_runs
 from bench.errors import AtlasError
 from bench.records.read import RunData
 from bench.records.timeline import ALL_PHASES
 
-# A difference is called clear when the 95 % bootstrap CI of the ratio excludes 1 and the
-# two-sided Mann-Whitney p is at most 0.05. Where the runs are too few for any p to reach
-# that (3 vs 3: the smallest p there is 0.10), the verdict says "not enough runs to judge"
-# and how small p could have been, never a winner (stats.smallest_p).
-SIGNIFICANT_P = 0.05
+# A difference is called clear when the 95 % BCa bootstrap CI of the ratio excludes 1 and
+# the two-sided Mann-Whitney p, adjusted by Benjamini–Hochberg across the metrics of the
+# same comparison (one environment against the baseline), is at most 0.05: the false
+# discovery rate over those metrics is held at 0.05. Where the runs are too few for any p
+# to reach that (3 vs 3: the smallest p there is 0.10), the verdict says "not enough runs
+# to judge" and how small p could have been, never a winner (stats.smallest_p).
+SIGNIFICANT_P = 0.05  # also the false discovery rate q of the Benjamini–Hochberg step
 CLOCK_RESOLUTION_S = 1.0  # Slurm accounting and Kubernetes timestamps count whole seconds
 RESOLUTION_FACTOR = 10  # below 10 ticks a median is too coarse for a ratio to mean much
 
@@ -67,6 +69,10 @@ class PairResult:
     # measures the clock, not the environment, and no winner is called.
     coarse: tuple[str, ...] = ()
     at_resolution: bool = False  # `coarse` environments' medians are at or below the clock's resolution
+    # The Mann-Whitney p adjusted by Benjamini–Hochberg over this comparison's tested
+    # metrics (compare_runs: `adjust_comparisons`); None where no test ran or the pair is coarse.
+    p_adjusted: float | None = None
+    family: int = 0  # how many tested metrics the adjustment was over
 
     @property
     def judgeable(self) -> bool:
@@ -76,7 +82,7 @@ class PairResult:
 
     @property
     def clear(self) -> bool:
-        return not self.coarse and self.judgeable and is_clear(self.stats)
+        return not self.coarse and self.judgeable and is_clear(self.stats, self.p_adjusted)
 
 
 @dataclass
@@ -175,14 +181,26 @@ def compare_runs(
                 continue
             coarse = tuple(e for e, vals in ((env, a), (base, b)) if timed and at_clock_resolution(vals))
             pairs.append(PairResult(env, base, key, compare_samples(a, b), coarse))
+    adjust_comparisons(pairs)
     return CompareResult(metrics, envs, summaries, pairs, hashes, base, selection.excluded, selection.experiment)
 
 
-def is_clear(st: Comparison) -> bool:
-    """A difference is clear when the 95 % CI of the ratio excludes 1 and p <= SIGNIFICANT_P."""
+def adjust_comparisons(pairs: list[PairResult]) -> None:
+    """Set each pair's Benjamini–Hochberg adjusted p, one family per compared environment
+    (its metrics against the baseline). Coarse pairs are never judged, so they are not
+    in the family; every other tested metric is, judgeable or not."""
+    for env in dict.fromkeys(p.env_a for p in pairs):
+        family = [p for p in pairs if p.env_a == env and not p.coarse and p.stats.p_value is not None]
+        for p, q in zip(family, bh_adjust([p.stats.p_value for p in family]), strict=True):
+            p.p_adjusted, p.family = q, len(family)
+
+
+def is_clear(st: Comparison, p_adjusted: float | None) -> bool:
+    """A difference is clear when the 95 % CI of the ratio excludes 1 and the
+    Benjamini–Hochberg adjusted p (`p_adjusted`) is at most SIGNIFICANT_P."""
     return (
-        st.p_value is not None
-        and st.p_value <= SIGNIFICANT_P
+        p_adjusted is not None
+        and p_adjusted <= SIGNIFICANT_P
         and st.ci_low is not None
         and st.ci_high is not None
         and (st.ci_low > 1 or st.ci_high < 1)

@@ -4,12 +4,18 @@ Environments differ by design (that is what Atlas compares), so a change is only
 judged against the same environment's own history. A change is a regression when it
 passes a threshold (default 5 %, configurable per metric) *and* is significant. The
 numbers come from `bench.analysis.stats.compare_samples` (the same routine the comparison tables
-use): the ratio of medians, a seeded bootstrap interval of it, and a two-sided
+use): the ratio of medians, a seeded BCa bootstrap interval of it, and a two-sided
 Mann-Whitney U p-value when each side has >= 3 runs.
 
-- each side has >= 3 runs: significant when p <= alpha (default 0.10 two-sided, i.e.
-  0.05 in the direction of the change; with 3 vs 3 runs the smallest p is 0.10, so the
-  two samples must not overlap at all);
+- each side has >= 3 runs: one metric alone is significant when p <= alpha (default
+  0.10 two-sided, i.e. 0.05 in the direction of the change; with 3 vs 3 runs the
+  smallest p is 0.10, so the two samples must not overlap at all). The metrics of one
+  environment judged together (the PR comment, `judge_env`) are one family: each p is
+  adjusted by Benjamini–Hochberg (`adjust_family`, scipy.stats.false_discovery_control)
+  and significant when the adjusted p is <= FDR_Q (0.05), so the false discovery rate
+  over the family is 0.05. Without it ~14 metrics judged each at 0.10 two-sided would,
+  thresholds aside, show a false regression in about half of the comparisons of
+  unchanged code (1 - 0.95^14);
 - otherwise: significant when the bootstrap interval of the change excludes zero;
 - one run on each side: there is no interval; a change past the threshold is
   `inconclusive` (repeat the runs), never a pass.
@@ -20,15 +26,16 @@ A missing baseline is its own verdict (`no-baseline`), never a pass.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from bench.analysis.metrics import METRICS
-from bench.analysis.stats import BOOTSTRAP_SEED, Comparison, compare_samples, median
+from bench.analysis.stats import BOOTSTRAP_SEED, Comparison, bh_adjust, compare_samples, median
 from bench.errors import ConfigError
 
 DEFAULT_THRESHOLD = 0.05
 DEFAULT_ALPHA = 0.10
+FDR_Q = 0.05  # the false discovery rate held across a family of metrics (adjust_family)
 MIN_RUNS_FOR_RANK_TEST = 3
 
 # Which way is better, from the comparison's own metric list (facts without a direction,
@@ -60,6 +67,10 @@ class Verdict:
     threshold: float = DEFAULT_THRESHOLD
     method: str = ""  # "mann-whitney" | "bootstrap" | ""
     p_value: float | None = None  # Mann-Whitney only
+    p_adjusted: float | None = None  # p_value adjusted by Benjamini–Hochberg over `family` metrics (adjust_family)
+    family: int = 0
+    worse: bool = False  # the change goes the bad way (a significant one is a regression)
+    noise: float | None = None  # the environment's noise floor (CV) when the change is below it (within_noise)
     interval: tuple[float, float] | None = None  # bootstrap only, relative change
     significant: bool = False
     note: str = ""
@@ -73,12 +84,19 @@ class Verdict:
         if self.change is None:
             return self.note
         assert self.change is not None
-        if self.method == "mann-whitney":
+        if self.method == "mann-whitney" and self.p_adjusted is not None:
+            evidence = (
+                f"BH-adjusted p={self.p_adjusted:.3g} over {self.family} metric{'s' * (self.family != 1)}, "
+                f"Mann-Whitney U p={self.p_value:.3g}"
+            )
+        elif self.method == "mann-whitney":
             evidence = f"Mann-Whitney U p={self.p_value:.3g}"
         elif self.interval is not None:
             evidence = f"bootstrap interval [{self.interval[0]:+.1%}, {self.interval[1]:+.1%}]"
         else:
             evidence = self.method
+        if self.noise is not None:
+            evidence += f"; within noise (±{self.noise:.1%})"
         text = (
             f"{self.metric} on {self.env}: {self.change:+.1%} "
             f"(threshold {self.threshold:.0%}, {evidence}, "
@@ -155,24 +173,41 @@ def _verdict_of_change(
     else:
         method, significant = "single run", False
         note = "one run per side: no noise estimate, so no significance; repeat the runs to judge"
-    if abs(change) <= threshold:
-        status = UNCHANGED
-    elif significant:
-        status = REGRESSION if worse else IMPROVEMENT
-    elif method == "single run":
-        status = INCONCLUSIVE
-    else:
-        status = UNCHANGED
     return Verdict(
-        status=status,
+        status=_status(change, threshold, significant, worse, method),
         change=change,
         method=method,
         p_value=cmp.p_value,
         interval=interval,
         significant=significant,
+        worse=worse,
         note=note,
         **common,
     )
+
+
+def _status(change: float, threshold: float, significant: bool, worse: bool, method: str) -> str:
+    if abs(change) <= threshold:
+        return UNCHANGED
+    if significant:
+        return REGRESSION if worse else IMPROVEMENT
+    return INCONCLUSIVE if method == "single run" else UNCHANGED
+
+
+def adjust_family(verdicts: Sequence[Verdict], q: float = FDR_Q) -> list[Verdict]:
+    """The verdicts of one environment's metrics judged together, their two-sided
+    Mann-Whitney p-values adjusted by Benjamini–Hochberg (stats.bh_adjust) and significance
+    re-decided on the adjusted p at `q`: the false discovery rate over the family is `q`.
+    Verdicts without a rank test (bootstrap, single run, no data) keep theirs."""
+    tested = [i for i, v in enumerate(verdicts) if v.method == "mann-whitney" and v.p_value is not None]
+    adjusted = bh_adjust([verdicts[i].p_value for i in tested])
+    out = list(verdicts)
+    for i, adj in zip(tested, adjusted, strict=True):
+        v = out[i]
+        significant = adj is not None and adj <= q
+        status = _status(v.change, v.threshold, significant, v.worse, v.method) if v.change is not None else v.status
+        out[i] = replace(v, p_adjusted=adj, family=len(tested), significant=significant, status=status)
+    return out
 
 
 def judge_env(
@@ -186,7 +221,8 @@ def judge_env(
     alpha: float = DEFAULT_ALPHA,
     seed: int = BOOTSTRAP_SEED,
 ) -> list[Verdict]:
-    """Verdicts for several metrics; every row must belong to `env` (no cross-env verdicts).
+    """Verdicts for several metrics, judged as one family (adjust_family); every row must
+    belong to `env` (no cross-env verdicts).
 
     Rows are per-run mappings such as the comparison table's records: `{"env": ..., metric: value}`.
     """
@@ -213,7 +249,7 @@ def judge_env(
                 seed=seed,
             )
         )
-    return out
+    return adjust_family(out)
 
 
 def parse_thresholds(items: Sequence[str]) -> dict[str, float]:
@@ -234,3 +270,21 @@ def parse_thresholds(items: Sequence[str]) -> dict[str, float]:
 
 def worst_first(verdicts: Iterable[Verdict]) -> list[Verdict]:
     return sorted(verdicts, key=lambda v: (STATUS_ORDER.index(v.status), v.env, v.metric))
+
+
+def within_noise(verdicts: Sequence[Verdict], floors: Mapping[str, float]) -> list[Verdict]:
+    """Verdicts whose change is smaller than the environment's noise floor for the metric
+    (`floors`: metric -> coefficient of variation of runs of one commit, from
+    sample_size.spreads) and not significant are `unchanged`, "within noise (±x %)": one
+    run a side past the threshold is then no longer `inconclusive`, since the history
+    already measured how far runs of one commit scatter. A significant change is kept:
+    the runs at hand saw it through the noise."""
+    out = []
+    for v in verdicts:
+        floor = floors.get(v.metric)
+        if floor is None or v.change is None or v.significant or abs(v.change) >= floor:
+            out.append(v)
+            continue
+        note = "" if v.method == "single run" else v.note
+        out.append(replace(v, status=UNCHANGED, noise=floor, note=note))
+    return out

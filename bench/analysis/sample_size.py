@@ -98,9 +98,12 @@ def pooled_cv(groups: Iterable[list[float]]) -> tuple[float, int] | None:
     return math.sqrt(sq / dof), runs
 
 
-def spreads(entries: Iterable[Mapping[str, Any]], experiment: str | None = None) -> list[Spread]:
-    """Per environment and SPREAD_FIGURES figure, the pooled within-commit CV of its earlier
-    runs (history entries: bench.analysis.history.run_entry), finished and clean only."""
+def spreads(
+    entries: Iterable[Mapping[str, Any]], experiment: str | None = None, figures: Iterable[str] = SPREAD_FIGURES
+) -> list[Spread]:
+    """Per environment and figure (default SPREAD_FIGURES), the pooled within-commit CV of
+    its earlier runs (history entries: bench.analysis.history.run_entry), finished and
+    clean only. The PR comment's noise floor (regression.within_noise) is the same figure."""
     from bench.analysis.history import usable
 
     groups: dict[tuple[str, str], dict[str, list[float]]] = {}
@@ -108,7 +111,7 @@ def spreads(entries: Iterable[Mapping[str, Any]], experiment: str | None = None)
         if not usable(dict(e)) or (experiment is not None and e.get("experiment") != experiment):
             continue
         metrics = e.get("metrics") if isinstance(e.get("metrics"), dict) else {}
-        for figure in SPREAD_FIGURES:
+        for figure in figures:
             v = metrics.get(figure)
             if isinstance(v, (int, float)) and not isinstance(v, bool):
                 groups.setdefault((str(e.get("env")), figure), {}).setdefault(str(e["commit"]), []).append(float(v))

@@ -114,11 +114,14 @@ def read_pr_runs(results: Path, envs: list[str] | None = None) -> list[RunData]:
 def compare_pr(
     runs: list[RunData], head: str, base: str, thresholds: Mapping[str, float] | None = None
 ) -> list[EnvVerdicts]:
-    """Per environment, its runs at the PR head judged against its own runs at the merge-base."""
+    """Per environment, its runs at the PR head judged against its own runs at the merge-base;
+    one environment's metrics are one family for the Benjamini–Hochberg adjustment, and a
+    change below the environment's noise floor (noise_floors) reads "within noise"."""
     from bench.analysis.metrics import HEADLINE, run_metrics
-    from bench.analysis.regression import HIGHER_IS_BETTER, judge
+    from bench.analysis.regression import HIGHER_IS_BETTER, adjust_family, judge, within_noise
 
     out = []
+    floors = noise_floors(runs, [m for m in HEADLINE if m in HIGHER_IS_BETTER])
     for env in sorted({r.env for r in runs}):
         chosen = pr_sides(runs, env, head, base)
         sides = {side: [run_metrics(r).as_dict() for r in side_runs] for side, side_runs in chosen.items()}
@@ -128,5 +131,19 @@ def compare_pr(
             if all(v is None for v in base_vals + head_vals):
                 continue  # nobody measured it here (e.g. GPU figures on a CPU runner)
             verdicts.append(judge(env, key, base_vals, head_vals, threshold=(thresholds or {}).get(key, 0.05)))
-        out.append(EnvVerdicts(env, len(sides["head"]), len(sides["base"]), verdicts))
+        judged = within_noise(adjust_family(verdicts), floors.get(env, {}))
+        out.append(EnvVerdicts(env, len(sides["head"]), len(sides["base"]), judged))
+    return out
+
+
+def noise_floors(runs: list[RunData], figures: list[str]) -> dict[str, dict[str, float]]:
+    """env -> figure -> the coefficient of variation of that environment's runs of one
+    commit, pooled over the commits of `runs` with two or more (sample_size.spreads: the
+    spread `bench pr --runs` is sized from); absent where too few runs measured it."""
+    from bench.analysis.history import run_entry
+    from bench.analysis.sample_size import spreads
+
+    out: dict[str, dict[str, float]] = {}
+    for s in spreads([run_entry(r) for r in runs], figures=figures):
+        out.setdefault(s.env, {})[s.figure] = s.cv
     return out

@@ -89,6 +89,8 @@ def _write(out: Path, text: str, result, sha: str | None) -> None:
             "ratio": p.stats.ratio,
             "ci95": [p.stats.ci_low, p.stats.ci_high],
             "mann_whitney_p": p.stats.p_value,
+            "mann_whitney_p_bh": p.p_adjusted,
+            "ci_method": p.stats.ci_method or None,
             "runs": [p.stats.n_a, p.stats.n_b],
             "smallest_possible_p": smallest_p(p.stats.n_a, p.stats.n_b),
             "clear": p.clear,

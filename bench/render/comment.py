@@ -28,6 +28,8 @@ def _env_section(env: EnvVerdicts) -> tuple[list[str], list[str]]:
         metric = METRIC_BY_KEY[v.metric]
         change = "—" if v.change is None else f"{v.change:+.1%}"
         verdict = f"**{v.status}**" if v.status == REGRESSION else v.status
+        if v.noise is not None:
+            verdict += f" — within noise (±{v.noise:.1%})"
         lines.append(
             f"| {metric.label} ({metric.unit}) | {fmt(v.baseline_median)} | {fmt(v.candidate_median)} "
             f"| {change} | {verdict} |"
@@ -103,8 +105,16 @@ def draw_pr_body(data: PrData, report_url: str | None = None, runs_note: str = "
     custom = ", ".join(f"{k} {v:.0%}" for k, v in sorted(data.thresholds.items()))
     lines.append(
         f"A regression is a change past the threshold (5 %{'; ' + custom if custom else ''}) that is also "
-        "significant (Mann-Whitney U with >= 3 runs a side, else a bootstrap interval excluding zero)."
+        "significant (Mann-Whitney U with >= 3 runs a side, its p adjusted by Benjamini–Hochberg over the "
+        "environment's metrics, at most 0.05 two-sided; else a bootstrap interval excluding zero)."
     )
+    if any(v.noise is not None for e in judged for v in e.verdicts):
+        lines += [
+            "",
+            "Within noise (±x %): a change smaller than the environment's noise floor, the coefficient of "
+            "variation of its runs of one commit (pooled over the commits with two or more runs here), "
+            "that the runs at hand do not show significant.",
+        ]
     if runs_note:
         lines += ["", f"Runs: {md(runs_note, 600)}."]
     if report_url:

@@ -70,8 +70,9 @@ def verdicts(result: CompareResult) -> list[str]:
     """Plain-language sentences, one per row of the differences table, saying exactly it.
 
     One direction rule: the ratio is env ÷ baseline, the change is said that way round,
-    and the interval printed is that ratio's. One "wins" rule: Mann–Whitney p at most
-    SIGNIFICANT_P AND an interval that excludes 1 (and values finer than a clock tick);
+    and the interval printed is that ratio's. One "wins" rule: the Mann–Whitney p,
+    adjusted by Benjamini–Hochberg over the comparison's metrics (compare.adjust_comparisons),
+    at most SIGNIFICANT_P AND an interval that excludes 1 (and values finer than a clock tick);
     runs too few for any p to reach SIGNIFICANT_P say so, with their counts.
     """
     out: list[str] = []
@@ -100,6 +101,8 @@ def verdicts(result: CompareResult) -> list[str]:
         sure = [ratio_text(st)]
         if st.p_value is not None:
             sure.append(f"Mann–Whitney p = {fmt(st.p_value, 2)}")
+        if p.p_adjusted is not None:
+            sure[-1] += f", BH-adjusted p = {fmt(p.p_adjusted, 2)} over {p.family} metric{'s' * (p.family != 1)}"
         if p.coarse:
             verdict = (
                 f"not comparable: {', '.join(p.coarse)}'s values sit at the clock's {CLOCK_RESOLUTION_S:g} s resolution"
@@ -111,11 +114,11 @@ def verdicts(result: CompareResult) -> list[str]:
             )
         elif p.clear and metric.higher_is_better is not None:
             better = p.env_a if (st.ratio > 1) == metric.higher_is_better else p.env_b
-            verdict = f"{md(better)} wins (p ≤ {SIGNIFICANT_P:g} and the interval excludes 1)"
+            verdict = f"{md(better)} wins (BH-adjusted p ≤ {SIGNIFICANT_P:g} and the interval excludes 1)"
         elif p.clear:
-            verdict = f"a clear difference (p ≤ {SIGNIFICANT_P:g} and the interval excludes 1)"
+            verdict = f"a clear difference (BH-adjusted p ≤ {SIGNIFICANT_P:g} and the interval excludes 1)"
         else:
-            verdict = f"not a clear difference (needs p ≤ {SIGNIFICANT_P:g} and an interval excluding 1)"
+            verdict = f"not a clear difference (needs BH-adjusted p ≤ {SIGNIFICANT_P:g} and an interval excluding 1)"
         out.append(f"{head}: {change} ({'; '.join(sure)}) — {verdict}.")
     return result.compile_notes + out if out else out
 
@@ -177,8 +180,8 @@ def pairs_table(result: CompareResult) -> str:
     if not result.pairs:
         return ""
     rows = [
-        "| metric | env | vs | ratio of medians | 95% CI | Mann–Whitney p | runs |",
-        "|---|---|---|---:|---:|---:|---:|",
+        "| metric | env | vs | ratio of medians | 95% CI | Mann–Whitney p | BH-adjusted p | runs |",
+        "|---|---|---|---:|---:|---:|---:|---:|",
     ]
     for p in result.pairs:
         st = p.stats
@@ -186,7 +189,7 @@ def pairs_table(result: CompareResult) -> str:
         mark = " †" if p.at_resolution else " ‡" if p.coarse else ""
         rows.append(
             f"| {METRIC_BY_KEY[p.metric].label}{mark} | {md(p.env_a)} | {md(p.env_b)} | {fmt(st.ratio)} | {ci} | "
-            f"{fmt(st.p_value, 2)} | {st.n_a} vs {st.n_b} |"
+            f"{fmt(st.p_value, 2)} | {fmt(p.p_adjusted, 2)} | {st.n_a} vs {st.n_b} |"
         )
     if any(p.at_resolution for p in result.pairs):
         rows.append("")

@@ -88,8 +88,10 @@ recorded the same value, else each one's value (the exact difference).
 
 ## Differences between environments
 
-Ratio = median of `{{ pairs_env }}` ÷ median of the baseline `{{ baseline }}`. 95 % confidence interval from \
-{{ resamples }} bootstrap resamples (seeded); two-sided Mann–Whitney U when each side has ≥ 3 runs.
+Ratio = median of `{{ pairs_env }}` ÷ median of the baseline `{{ baseline }}`. 95 % BCa confidence interval from \
+{{ resamples }} bootstrap resamples (seeded; percentile where BCa cannot be computed); two-sided Mann–Whitney U \
+when each side has ≥ 3 runs, its p adjusted by Benjamini–Hochberg over each environment's metrics (false \
+discovery rate 0.05).
 
 {{ pairs_table }}
 {%- endif %}

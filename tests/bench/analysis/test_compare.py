@@ -85,7 +85,7 @@ def test_compare_two_envs_finds_the_faster_one(tmp_path: Path) -> None:
     four = compare_runs(find_runs(two_envs(tmp_path / "four", runs=4)))
     (ips4,) = [p for p in four.pairs if p.metric == "images_per_s"]
     assert ips4.stats.p_value == pytest.approx(2 / 70) and ips4.clear
-    assert "satori wins (p ≤ 0.05 and the interval excludes 1)" in "\n".join(verdicts(four))
+    assert "satori wins (BH-adjusted p ≤ 0.05 and the interval excludes 1)" in "\n".join(verdicts(four))
 
 
 def test_runs_of_another_config_are_excluded_unless_allowed(tmp_path: Path) -> None:

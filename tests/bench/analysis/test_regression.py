@@ -53,14 +53,18 @@ def test_significant_change_below_threshold_is_unchanged():
 
 
 def test_per_metric_thresholds_in_judge_env():
-    base = [{"env": "local", "images_per_s": x, "time_to_train_s": t} for x, t in [(100, 60), (101, 61), (99, 59)]]
-    cand = [{"env": "local", "images_per_s": x, "time_to_train_s": t} for x, t in [(93, 64), (94, 65), (92, 63)]]
+    # 4 a side: judged together, the metrics' p-values are adjusted (Benjamini–Hochberg at 0.05),
+    # which 3 a side (smallest p 0.10) can never pass
+    rows = [(100, 60), (101, 61), (99, 59), (100.5, 60.5)]
+    base = [{"env": "local", "images_per_s": x, "time_to_train_s": t} for x, t in rows]
+    cand = [{"env": "local", "images_per_s": x - 7, "time_to_train_s": t + 4} for x, t in rows]
     verdicts = {
         v.metric: v
         for v in judge_env("local", base, cand, ["images_per_s", "time_to_train_s"], thresholds={"images_per_s": 0.10})
     }
     assert verdicts["images_per_s"].status == UNCHANGED  # -7 % < 10 %
     assert verdicts["time_to_train_s"].status == REGRESSION  # +6.7 % > default 5 %
+    assert verdicts["time_to_train_s"].p_adjusted == pytest.approx(2 / 70)  # both p 0.029: BH keeps it
 
 
 def test_few_runs_use_a_seeded_bootstrap_interval():
@@ -141,3 +145,18 @@ def test_zero_baseline_median():
     assert judge("local", "queue_wait_s", [0, 0, 0], [0, 0, 0]).status == UNCHANGED
     v = judge("local", "queue_wait_s", [0, 0, 0], [5, 6, 7])
     assert v.status == INCONCLUSIVE and "undefined" in v.describe()
+
+
+def test_within_noise_keeps_significant_changes_and_softens_the_rest():
+    from bench.analysis.regression import within_noise
+
+    one = judge("local", "images_per_s", [100], [93])  # one run a side, past the threshold
+    sig = judge("local", "images_per_s", [100, 101, 99, 100.5], [93, 94, 92, 93.5])  # 4 a side, p 0.029
+    big = judge("local", "images_per_s", [100], [70])
+    assert (one.status, sig.status, big.status) == (INCONCLUSIVE, REGRESSION, INCONCLUSIVE)
+    soft, kept, large = within_noise([one, sig, big], {"images_per_s": 0.09})
+    assert soft.status == UNCHANGED and soft.noise == 0.09 and "within noise (±9.0%)" in soft.describe()
+    assert "one run per side" not in soft.describe()
+    assert kept.status == REGRESSION and kept.noise is None  # the runs saw it through the noise
+    assert large.status == INCONCLUSIVE and large.noise is None  # -30 % is beyond the floor
+    assert within_noise([one], {}) == [one]  # no floor measured: nothing changes

@@ -23,11 +23,12 @@ def runs(results: Path, env: str, sha: str, rates: list[float], start: float) ->
 
 
 def test_regression_on_one_env_is_flagged_and_envs_are_not_mixed(tmp_path: Path):
-    runs(tmp_path, "local", BASE, [100, 101, 99], 1_790_000_000)
-    runs(tmp_path, "local", HEAD, [80, 81, 79], 1_790_001_000)
+    # 5 a side: after Benjamini–Hochberg over the environment's metrics, 3 a side (smallest p 0.10) cannot pass
+    runs(tmp_path, "local", BASE, [100, 101, 99, 100.5, 99.5], 1_790_000_000)
+    runs(tmp_path, "local", HEAD, [80, 81, 79, 80.5, 79.5], 1_790_001_000)
     # a slower environment with no change: must not be judged against local
-    runs(tmp_path, "local-slurm", BASE, [50, 51, 49], 1_790_000_000)
-    runs(tmp_path, "local-slurm", HEAD, [50, 51, 49], 1_790_001_000)
+    runs(tmp_path, "local-slurm", BASE, [50, 51, 49, 50.5, 49.5], 1_790_000_000)
+    runs(tmp_path, "local-slurm", HEAD, [50, 51, 49, 50.5, 49.5], 1_790_001_000)
     body = render_pr_body(tmp_path, HEAD, BASE, report_url="https://example.org/run/1")
     assert f"`{HEAD[:12]}` vs merge-base `{BASE[:12]}`" in body
     assert "### local\n" in body and "### local-slurm\n" in body
@@ -38,6 +39,9 @@ def test_regression_on_one_env_is_flagged_and_envs_are_not_mixed(tmp_path: Path)
     assert "**regression**" in ips_local
     assert "unchanged" in ips_slurm and "regression" not in ips_slurm
     assert "1 regression(s)" in body or "regression(s)" in body.splitlines()[2]
+    headline = body.splitlines()[2]
+    assert "images\\_per\\_s on local: -19.8% (threshold 5%, BH-adjusted p=0.0159 over 4 metrics, " in headline
+    assert "Mann-Whitney U p=0.00794, 5 vs 5 runs): regression" in headline
     assert body.rstrip().endswith("https://example.org/run/1")
     assert "threshold (5 %)" in body
 
@@ -60,3 +64,21 @@ def test_missing_baseline_is_said_plainly(tmp_path: Path):
 def test_no_runs_is_a_clear_error(tmp_path: Path):
     with pytest.raises(AtlasError, match="no runs under"):
         render_pr_body(tmp_path, HEAD, BASE)
+
+
+def test_a_change_below_the_noise_floor_reads_within_noise(tmp_path: Path):
+    # an earlier commit's 4 runs measure how far runs of one commit scatter here (CV ~9 %)
+    runs(tmp_path, "local", "c" * 40, [100, 112, 90, 98], 1_789_990_000)
+    runs(tmp_path, "local", BASE, [100], 1_790_000_000)
+    runs(tmp_path, "local", HEAD, [93], 1_790_001_000)
+    body = render_pr_body(tmp_path, HEAD, BASE)
+    ips = next(line for line in body.splitlines() if line.startswith("| images/s"))
+    # -7 % is past the 5 % threshold: with one run a side and no floor it would be inconclusive
+    assert "| -7.0% | unchanged — within noise (±9.1%) |" in ips
+    assert "Within noise (±x %): a change smaller than the environment's noise floor" in body
+    # no earlier runs: no floor, and the same change is inconclusive
+    fresh = tmp_path / "fresh"
+    runs(fresh, "local", BASE, [100], 1_790_000_000)
+    runs(fresh, "local", HEAD, [93], 1_790_001_000)
+    ips = next(line for line in render_pr_body(fresh, HEAD, BASE).splitlines() if line.startswith("| images/s"))
+    assert "| -7.0% | inconclusive |" in ips

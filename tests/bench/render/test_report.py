@@ -140,6 +140,11 @@ def test_cli_report_and_compare(tmp_path: Path, capsys) -> None:
     out = capsys.readouterr().out
     assert "| images/s, whole job (steady, median) |" in out
     assert (tmp_path / "cmp" / "compare.json").is_file() and (tmp_path / "cmp" / "runs.csv").is_file()
+    pairs = json.loads((tmp_path / "cmp" / "compare.json").read_text())["pairs"]
+    ips = next(p for p in pairs if p["metric"] == "images_per_s")
+    # the raw p kept, the Benjamini–Hochberg adjusted p added (never below the raw one), and the interval's method
+    assert ips["mann_whitney_p"] is not None and ips["mann_whitney_p_bh"] >= ips["mann_whitney_p"]
+    assert ips["ci_method"] == "BCa" and {"ratio", "ci95", "runs", "smallest_possible_p", "clear"} <= set(ips)
     assert main(["report", "--results", str(results), "--out", str(tmp_path / "rep")]) == 0
     assert "report: " in capsys.readouterr().out
     assert main(["report", "--results", str(tmp_path / "empty"), "--out", str(tmp_path / "rep")]) == 2

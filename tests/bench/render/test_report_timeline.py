@@ -57,7 +57,7 @@ def test_a_queue_wait_at_the_clocks_resolution_gets_no_ratio_and_no_test(tmp_pat
     (pair,) = [p for p in result.pairs if p.metric == "queue_wait_s"]
     assert pair.at_resolution and pair.stats.ratio is None and pair.stats.p_value is None
     assert pair.stats.ci_low is None and not pair.clear
-    assert "| queue wait † | b-slurm | a-slurm | — | — | — | 3 vs 3 |" in pairs_table(result)
+    assert "| queue wait † | b-slurm | a-slurm | — | — | — | — | 3 vs 3 |" in pairs_table(result)
     assert any(
         v.startswith("queue wait: b-slurm vs a-slurm: ≤ 1 s vs ≤ 1 s (median; at or below") for v in verdicts(result)
     )

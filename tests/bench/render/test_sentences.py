@@ -14,6 +14,7 @@ from bench.analysis.compare import (
     CompareResult,
     EnvSummary,
     PairResult,
+    adjust_comparisons,
     at_clock_resolution,
 )
 from bench.analysis.metrics import HEADLINE, METRIC_BY_KEY, fmt
@@ -28,6 +29,7 @@ def _result(key: str, a: list[float], b: list[float]) -> CompareResult:
     timed = METRIC_BY_KEY[key].unit == "s"
     coarse = tuple(e for e, v in (("x", a), ("y", b)) if timed and at_clock_resolution(v))
     pair = PairResult("x", "y", key, compare_samples(a, b), coarse)
+    adjust_comparisons([pair])  # a family of one: the adjusted p is the raw p
     summaries = {e: EnvSummary(e, len(v), {}, {key: median(v)}, {}) for e, v in (("x", a), ("y", b))}
     return CompareResult([], ["x", "y"], summaries, [pair], {}, "y")
 
@@ -51,6 +53,8 @@ def test_every_sentence_agrees_with_its_table_row(key: str, a: list[float], b: l
         assert f"95 % CI {ci_cell}" in sentence
     if p_cell != "—":
         assert f"Mann–Whitney p = {p_cell}" in sentence
+    if cells[6] != "—":
+        assert f"BH-adjusted p = {cells[6]} over 1 metric)" in sentence
     # the change is said in the ratio's direction, as a percentage of the baseline
     if abs(stats.ratio - 1) > 1e-9:
         up = {"s": "longer", "img/s": "faster", "img/s/GPU": "faster"}.get(metric.unit, "higher")
@@ -62,8 +66,8 @@ def test_every_sentence_agrees_with_its_table_row(key: str, a: list[float], b: l
         assert pct == fmt(abs(stats.ratio - 1) * 100, 2), sentence
     # one rule for "wins": significance at the stated level AND an interval excluding 1
     clear = (
-        stats.p_value is not None
-        and stats.p_value <= SIGNIFICANT_P
+        pair.p_adjusted is not None
+        and pair.p_adjusted <= SIGNIFICANT_P
         and stats.ci_low is not None
         and (stats.ci_low > 1 or stats.ci_high < 1)
         and not pair.coarse
@@ -72,7 +76,7 @@ def test_every_sentence_agrees_with_its_table_row(key: str, a: list[float], b: l
     assert ("wins" in sentence) == (clear and metric.higher_is_better is not None), sentence
     if "wins" in sentence:
         winner = "x" if (stats.ratio > 1) == metric.higher_is_better else "y"
-        assert f"— {winner} wins (p ≤ {SIGNIFICANT_P:g}" in sentence
+        assert f"— {winner} wins (BH-adjusted p ≤ {SIGNIFICANT_P:g}" in sentence
     # values at a clock's resolution are marked in both places
     assert (" ‡ " in row or row.split("|")[1].strip().endswith("‡")) == bool(pair.coarse)
     assert ("clock" in sentence) == bool(pair.coarse)

@@ -33,5 +33,10 @@ def test_verdicts_name_the_winner_with_the_numbers(tmp_path: Path):
     assert line.startswith("images/s, whole job (steady, median): b vs a: 3") and "% faster (ratio 1.3" in line
     assert "Mann–Whitney p = 0.10" in line and "wins" not in line
     assert "not enough runs to judge (n = 3 vs 3; the smallest possible p is 0.10, a difference needs p ≤ 0.05)" in line
+    # 4 vs 4 (smallest p 0.029) can judge one metric, but not one of several after Benjamini–Hochberg
     (line,) = [v for v in verdicts(result(tmp_path / "four", runs=4)) if v.startswith("images/s")]
-    assert "b wins (p ≤ 0.05 and the interval excludes 1)" in line and "Mann–Whitney p = 0.029" in line
+    assert "Mann–Whitney p = 0.029, BH-adjusted p = 0.071 over 5 metrics" in line
+    assert "not a clear difference (needs BH-adjusted p ≤ 0.05 and an interval excluding 1)" in line
+    (line,) = [v for v in verdicts(result(tmp_path / "six", runs=6)) if v.startswith("images/s")]
+    assert "Mann–Whitney p = 0.0022, BH-adjusted p = " in line
+    assert "b wins (BH-adjusted p ≤ 0.05 and the interval excludes 1)" in line
