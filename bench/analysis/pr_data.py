@@ -11,7 +11,8 @@ from pathlib import Path
 
 from bench.analysis.expected import Outside, outside
 from bench.analysis.metrics import RunMetrics, run_metrics
-from bench.analysis.regression import INCONCLUSIVE, MIN_RUNS_FOR_RANK_TEST, REGRESSION
+from bench.analysis.regression import INCONCLUSIVE, MIN_RUNS_FOR_RANK_TEST, REGRESSION, pr_family
+from bench.analysis.sample_size import ALPHA, fewest_runs
 from bench.analysis.select_compare import EnvVerdicts, compare_pr, read_pr_runs
 from bench.records.select import same_commit
 
@@ -26,6 +27,7 @@ class PrData:
     thin: list[EnvVerdicts]  # fewer runs a side than a rank test needs
     unsure: list[EnvVerdicts]  # enough runs, yet a verdict is inconclusive
     min_runs: int  # runs a side a Mann-Whitney test needs
+    family_runs: int  # runs a side a lone changed metric needs among the family BH adjusts over
     outside: list[Outside]  # the PR's figures outside their environment's expected band
     head_metrics: list[RunMetrics]  # the PR's runs, for where the time goes
     thresholds: dict[str, float]
@@ -42,4 +44,6 @@ def read_pr_data(
     mine = [r for r in runs if same_commit(r.git_sha, head)]
     metrics = [run_metrics(r) for r in mine]
     flags = outside([(r.env, r.run_id, r.meta.get("experiment"), m.values) for r, m in zip(mine, metrics, strict=True)])
-    return PrData(head, base, judged, thin, unsure, MIN_RUNS_FOR_RANK_TEST, flags, metrics, dict(thresholds or {}))
+    family = fewest_runs(ALPHA / len(pr_family()))
+    limits = (MIN_RUNS_FOR_RANK_TEST, family)
+    return PrData(head, base, judged, thin, unsure, *limits, flags, metrics, dict(thresholds or {}))

@@ -42,6 +42,15 @@ MIN_RUNS_FOR_RANK_TEST = 3
 # such as CPU %, are not judged unless the caller gives one).
 HIGHER_IS_BETTER: dict[str, bool] = {m.key: m.higher_is_better for m in METRICS if m.higher_is_better is not None}
 
+
+def pr_family() -> tuple[str, ...]:
+    """The metrics a PR judges per environment: one Benjamini–Hochberg family (at most; a
+    figure nobody measured there, e.g. GPU energy on a CPU runner, is left out of it)."""
+    from bench.analysis.metrics import HEADLINE
+
+    return tuple(m for m in HEADLINE if m in HIGHER_IS_BETTER)
+
+
 # Verdict statuses, worst first (the order a summary lists them in).
 REGRESSION = "regression"
 INCONCLUSIVE = "inconclusive"

@@ -12,8 +12,9 @@ test's asymptotic relative efficiency against the t test on normal data, 3/π (H
 Lehmann, Annals of Mathematical Statistics 27, 1956), plus z²₁₋α/₂ / 4 ≈ 1 run for small
 samples (Guenther, The American Statistician 35, 1981): without it a simulation of the
 exact test finds 63–78 % power, with it 75–85 % (tests/bench/analysis/test_sample_size.py).
-It is never below the fewest runs whose smallest possible p reaches α (4 a side:
-stats.smallest_p) nor above MAX_RUNS.
+It is never below the fewest runs whose smallest possible p reaches α (4 a side at 0.05:
+stats.smallest_p; `default_runs` sizes at α / family for a family of metrics judged
+together) nor above MAX_RUNS.
 """
 
 from __future__ import annotations
@@ -132,28 +133,34 @@ class RunsChoice:
     can_detect: bool  # the count finds a SHIFT change with POWER on the measured spread
 
 
-def default_runs(envs: Iterable[str], found: list[Spread]) -> RunsChoice:
+def default_runs(envs: Iterable[str], found: list[Spread], family: int = 1) -> RunsChoice:
     """The runs a side for `envs`: enough for the noisiest measured figure of any of them,
-    fewest_runs without earlier runs, MAX_RUNS at most (saying what that can still find)."""
+    fewest_runs without earlier runs, MAX_RUNS at most (saying what that can still find).
+
+    `family`: how many metrics are judged together under Benjamini–Hochberg (the PR's, per
+    environment). A lone changed metric among them must reach p <= α / family (BH's first
+    rank), so the count is sized at that level: 4 a side never reaches 0.05 / 14."""
     envs = list(envs)
-    least = fewest_runs()
+    alpha = ALPHA / max(family, 1)
+    least = fewest_runs(alpha)
     mine = [s for s in found if s.env in envs]
-    test = f"two-sided Mann–Whitney, α {ALPHA:g}, {POWER:.0%} power"
+    level = f"α {ALPHA:g}" + (f" over {family} metrics (BH: {alpha:.2g} for one changed metric)" if family > 1 else "")
+    test = f"two-sided Mann–Whitney, {level}, {POWER:.0%} power"
     if not mine:
         return RunsChoice(
             least,
             f"{least} runs a side: no earlier runs of {', '.join(envs)} to measure the spread from "
-            f"(the fewest whose smallest possible p reaches {ALPHA:g}); a 10 % change may go unseen",
+            f"(the fewest whose smallest possible p reaches {alpha:.2g}); a 10 % change may go unseen",
             False,
         )
     worst = max(mine, key=lambda s: s.cv)
-    need = runs_needed(worst.cv)
+    need = runs_needed(worst.cv, alpha=alpha)
     spread = f"{worst.figure} varies {worst.cv:.1%} (CV) over {worst.runs} earlier runs of {worst.env}"
     if need <= MAX_RUNS:
         return RunsChoice(need, f"{need} runs a side: {spread}; that many find a {SHIFT:.0%} change ({test})", True)
     return RunsChoice(
         MAX_RUNS,
         f"{MAX_RUNS} runs a side (the most): {spread}; a {SHIFT:.0%} change needs {need} a side, "
-        f"{MAX_RUNS} a side find only a {detectable_shift(worst.cv, MAX_RUNS):.0%} change or larger ({test})",
+        f"{MAX_RUNS} a side find only a {detectable_shift(worst.cv, MAX_RUNS, alpha):.0%} change or larger ({test})",
         False,
     )

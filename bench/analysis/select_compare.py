@@ -117,16 +117,16 @@ def compare_pr(
     """Per environment, its runs at the PR head judged against its own runs at the merge-base;
     one environment's metrics are one family for the Benjamini–Hochberg adjustment, and a
     change below the environment's noise floor (noise_floors) reads "within noise"."""
-    from bench.analysis.metrics import HEADLINE, run_metrics
-    from bench.analysis.regression import HIGHER_IS_BETTER, adjust_family, judge, within_noise
+    from bench.analysis.metrics import run_metrics
+    from bench.analysis.regression import adjust_family, judge, pr_family, within_noise
 
     out = []
-    floors = noise_floors(runs, [m for m in HEADLINE if m in HIGHER_IS_BETTER])
+    floors = noise_floors(runs, list(pr_family()))
     for env in sorted({r.env for r in runs}):
         chosen = pr_sides(runs, env, head, base)
         sides = {side: [run_metrics(r).as_dict() for r in side_runs] for side, side_runs in chosen.items()}
         verdicts = []
-        for key in (m for m in HEADLINE if m in HIGHER_IS_BETTER):
+        for key in pr_family():
             base_vals, head_vals = [row[key] for row in sides["base"]], [row[key] for row in sides["head"]]
             if all(v is None for v in base_vals + head_vals):
                 continue  # nobody measured it here (e.g. GPU figures on a CPU runner)

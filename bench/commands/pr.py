@@ -43,10 +43,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=int,
         default=None,
         metavar="N",
-        help="runs of each commit per environment (default: enough for a two-sided Mann-Whitney test at "
-        "alpha 0.05 to find a 10%% change with 80%% power on the environments' spread measured from their "
-        "earlier runs in --results, at least 4 and at most 10, saying so when 10 cannot; 4 without earlier "
-        "runs; with fewer than 3 the comment says there were not enough runs to judge)",
+        help="runs of each commit per environment (default: enough for a two-sided Mann-Whitney test to "
+        "find a 10%% change with 80%% power on the environments' spread measured from their earlier runs in "
+        "--results, at the level a lone changed metric must reach among the metrics adjusted together "
+        "(Benjamini-Hochberg, alpha 0.05), at least 6 and at most 10, saying so when 10 cannot; 6 without "
+        "earlier runs; with fewer than 3 the comment says there were not enough runs to judge)",
     )
     add_report_url(parser)
     add_thresholds(parser)
@@ -57,12 +58,13 @@ def choose_runs(results: Path, envs: tuple[str, ...], experiment: str) -> tuple[
     (bench.analysis.sample_size), printed; (runs, why) for the comment."""
     import sys
 
+    from bench.analysis.regression import pr_family
     from bench.analysis.run_index import read_index
     from bench.analysis.sample_size import default_runs, spreads
 
     known = [e for e in envs if (Path(results) / e).is_dir()]
     entries = [r.entry for r in read_index(Path(results), known, sys.stderr)] if known else []
-    choice = default_runs(envs, spreads(entries, experiment))
+    choice = default_runs(envs, spreads(entries, experiment), family=len(pr_family()))
     print(f"atlas: {choice.why}", flush=True)
     return choice.runs, choice.why
 

@@ -59,7 +59,9 @@ def _no_regression_line(data: PrData) -> str:
     ]
     return (
         f"**Not enough runs to judge**: {'; '.join(sides)} (a Mann-Whitney test needs {data.min_runs} "
-        "a side). No regression was shown, and none can be ruled out: `bench pr --runs 3` or more."
+        f"a side; {data.family_runs} for one changed figure among the environment's, adjusted together). "
+        "No regression was shown, and none can be ruled out: `bench pr` without `--runs` sizes the runs "
+        f"from the environment's spread, `--runs {data.family_runs}` at least."
     )
 
 
@@ -108,7 +110,7 @@ def draw_pr_body(data: PrData, report_url: str | None = None, runs_note: str = "
         "significant (Mann-Whitney U with >= 3 runs a side, its p adjusted by Benjamini–Hochberg over the "
         "environment's metrics, at most 0.05 two-sided; else a bootstrap interval excluding zero)."
     )
-    if any(v.noise is not None for e in judged for v in e.verdicts):
+    if any(v.noise is not None for e in data.judged for v in e.verdicts):
         lines += [
             "",
             "Within noise (±x %): a change smaller than the environment's noise floor, the coefficient of "
