@@ -33,6 +33,8 @@ def read_profile(run_dir: Path) -> tuple[dict[str, Any] | None, list[str]]:
         doc = loads(data)
     except ValueError as exc:
         return None, [f"{PROFILE_JSON} is not JSON ({str(exc)[:120]}); the layer profile is unknown"]
+    if not isinstance(doc, dict):
+        return None, [f"{PROFILE_JSON} is not a JSON object (a {type(doc).__name__}); the layer profile is unknown"]
     found = schema_problems("profile", doc, PROFILE_JSON)
     if found:
         more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
