@@ -12,7 +12,10 @@ every iteration), and prints JSON with two figures:
   On a shared machine this moves by more than the cost itself; the first figure does not
   depend on a second run.
 
-    .venv/bin/python benchmarks/profile_overhead.py [--experiment cifar] [--iters 20] [--window 5]
+    .venv/bin/python benchmarks/profile_overhead.py [--experiment cifar] [--iters 20] [--window 5] [--set K=V]
+
+`--set` passes a workload setting to both runs (`--set train.batch_size=2` keeps cifar's
+operator graph, which is what the profiler's cost scales with, at a fraction of its compute).
 
 `--tiny` runs it at a size that takes seconds, to check it still works (make test runs it:
 tests/benchmarks/test_tiny.py); its figures mean nothing.
@@ -37,7 +40,7 @@ from bench.records.trainlog import read_train_log, segments, time_to_train  # no
 TEN_MINUTES_S = 600.0
 
 
-def run(experiment: str, iters: int, window: int, run_dir: Path) -> Path:
+def run(experiment: str, iters: int, window: int, run_dir: Path, extra: list[str]) -> Path:
     cmd = [sys.executable, "-m", "workflows.biggan", "--experiment", experiment, "--run-dir", str(run_dir)]
     for item in (
         f"train.max_iters={iters}",
@@ -47,6 +50,7 @@ def run(experiment: str, iters: int, window: int, run_dir: Path) -> Path:
         "runtime.device=cpu",
         "runtime.progress=lines",
         f"train.profile_iters={window}",
+        *extra,
     ):
         cmd += ["--set", item]
     env = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
@@ -89,19 +93,21 @@ def main() -> None:
     ap.add_argument("--experiment", default="cifar")
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--window", type=int, default=5)
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a workload setting, repeatable")
     ap.add_argument("--tiny", action="store_true", help="seconds, to check the script runs (figures mean nothing)")
     args = ap.parse_args()
     if args.tiny:
         args.experiment, args.iters, args.window = "smoke", 8, 3
     with tempfile.TemporaryDirectory(prefix="profile-overhead-") as tmp:
-        on = run(args.experiment, args.iters, args.window, Path(tmp) / "on")
-        off = run(args.experiment, args.iters, 0, Path(tmp) / "off")
+        on = run(args.experiment, args.iters, args.window, Path(tmp) / "on", args.set)
+        off = run(args.experiment, args.iters, 0, Path(tmp) / "off", args.set)
         wall_on, _ = time_to_train(read_train_log(on / "train.jsonl"))
         wall_off, _ = time_to_train(read_train_log(off / "train.jsonl"))
         out = {
             "experiment": args.experiment,
             "iters": args.iters,
             "window": args.window,
+            "set": args.set,
             **window_cost(on),
             "wall_on_s": round(wall_on or 0.0, 3),
             "wall_off_s": round(wall_off or 0.0, 3),
