@@ -12,6 +12,8 @@ every iteration), and prints JSON with two figures:
   run_start -> run_stop) and their difference as a share of the run without the window.
   On a shared machine this moves by more than the cost itself; the first figure does not
   depend on a second run.
+- `cpu_on_s`, `cpu_off_s`, `cpu_share_pct`: the CPU seconds each workload process used
+  (start-up included), less moved by other people's load than wall time.
 
     .venv/bin/python benchmarks/profile_overhead.py [--experiment cifar] [--iters 20] [--window 5] [--set K=V]
 
@@ -27,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -41,7 +44,8 @@ from bench.records.trainlog import read_train_log, segments, time_to_train  # no
 TEN_MINUTES_S = 600.0
 
 
-def run(experiment: str, iters: int, window: int, run_dir: Path, extra: list[str]) -> Path:
+def run(experiment: str, iters: int, window: int, run_dir: Path, extra: list[str]) -> tuple[Path, float]:
+    """The run's folder and the CPU seconds its process used (user + system)."""
     cmd = [sys.executable, "-m", "workflows.biggan", "--experiment", experiment, "--run-dir", str(run_dir)]
     for item in (
         f"train.max_iters={iters}",
@@ -55,10 +59,12 @@ def run(experiment: str, iters: int, window: int, run_dir: Path, extra: list[str
     ):
         cmd += ["--set", item]
     env = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode != 0:
         sys.exit(f"profile_overhead: the workload exited {proc.returncode}:\n{proc.stderr[-2000:]}")
-    return run_dir
+    return run_dir, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def window_cost(run_dir: Path) -> dict[str, float]:
@@ -112,8 +118,8 @@ def main() -> None:
     if args.tiny:
         args.experiment, args.iters, args.window = "smoke", 8, 3
     with tempfile.TemporaryDirectory(prefix="profile-overhead-") as tmp:
-        on = run(args.experiment, args.iters, args.window, Path(tmp) / "on", args.set)
-        off = run(args.experiment, args.iters, 0, Path(tmp) / "off", args.set)
+        on, cpu_on = run(args.experiment, args.iters, args.window, Path(tmp) / "on", args.set)
+        off, cpu_off = run(args.experiment, args.iters, 0, Path(tmp) / "off", args.set)
         wall_on, _ = time_to_train(read_train_log(on / "train.jsonl"))
         wall_off, _ = time_to_train(read_train_log(off / "train.jsonl"))
         out = {
@@ -125,6 +131,9 @@ def main() -> None:
             "wall_on_s": round(wall_on or 0.0, 3),
             "wall_off_s": round(wall_off or 0.0, 3),
             "measured_share_pct": round(100 * ((wall_on or 0.0) - (wall_off or 0.0)) / (wall_off or 1.0), 2),
+            "cpu_on_s": round(cpu_on, 2),
+            "cpu_off_s": round(cpu_off, 2),
+            "cpu_share_pct": round(100 * (cpu_on - cpu_off) / (cpu_off or 1.0), 2),
             "tiny": args.tiny,
         }
     print(json.dumps(out))
