@@ -16,6 +16,7 @@ from bench.records.columns import GPU_CATALOGUE, HOST_CATALOGUE
 SCHEMA_VERSION = 1
 RUN_JSON = "run.json"
 TRAIN_JSONL = "train.jsonl"
+PROFILE_JSON = "profile.json"  # the workload's profile window (optional; bench.records.profile reads it)
 SAMPLES_PREFIX = "samples-"
 SAMPLES_SUFFIX = ".csv"
 

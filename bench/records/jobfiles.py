@@ -93,10 +93,10 @@ def read_text(path: Path, max_bytes: int = MAX_FILE_BYTES) -> str:
 
 
 def record_names(names: Iterable[str], extra_files: tuple[str, ...] = ()) -> list[str]:
-    """The names of a run folder that belong to its record (run.json, train.jsonl, samples, extras)."""
-    from bench.records.contract import RUN_JSON, TRAIN_JSONL
+    """The names of a run folder that belong to its record (run.json, train.jsonl, profile.json, samples, extras)."""
+    from bench.records.contract import PROFILE_JSON, RUN_JSON, TRAIN_JSONL
 
-    wanted = {RUN_JSON, TRAIN_JSONL, *extra_files}
+    wanted = {RUN_JSON, TRAIN_JSONL, PROFILE_JSON, *extra_files}
     return sorted(n for n in names if n in wanted or (n.startswith(SAMPLES_PREFIX) and n.endswith(SAMPLES_SUFFIX)))
 
 

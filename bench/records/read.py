@@ -23,6 +23,7 @@ from bench.records.check import meta_problems, samples_problems
 from bench.records.compile_facts import compile_problems
 from bench.records.contract import EXIT_RUNNING, RUN_JSON, SCHEMA_VERSION, TRAIN_JSONL, samples_files
 from bench.records.jobfiles import read_bytes
+from bench.records.profile import read_profile
 from bench.records.schema import schema_check
 from bench.records.timeline import timeline_problems
 from bench.records.timeline_rules import refuse_bad_timeline
@@ -40,6 +41,7 @@ class RunData:
     meta: dict[str, Any] = field(default_factory=dict)
     samples: dict[str, pd.DataFrame] = field(default_factory=dict)  # host -> rows
     train: TrainLog = field(default_factory=TrainLog)
+    profile: dict[str, Any] | None = None  # profile.json (bench.records.profile), None when absent or damaged
     problems: list[str] = field(default_factory=list)
     schema_problems: list[str] = field(default_factory=list)  # run.json against run.schema.json
     refused: dict[str, str] = field(default_factory=dict)  # metric key -> why the record cannot support it
@@ -241,6 +243,8 @@ def load_run(run_dir: Path, env: str | None = None, collected: bool = True) -> R
     data.train = read_train_log(run_dir / TRAIN_JSONL)
     data.problems.extend(_train_problems(data.train, run_dir, meta))
     data.problems.extend(compile_problems(meta, data.train))
+    data.profile, profile_problems = read_profile(run_dir)
+    data.problems.extend(profile_problems)
     clock = train_clock_refusal(data.train, meta)
     if clock:
         data.problems.append(clock)

@@ -41,6 +41,8 @@ SURFACES: tuple[Surface, ...] = (
             "bench.gitops.branch_entries"),
     Surface("packed_samples", "packed_samples.schema.json", "results branch samples-*.csv.cols.xz header",
             "bench.gitops.pack", "bench.gitops"),
+    Surface("profile", "profile.schema.json", "profile.json (the workload's profile window: modules, operators)",
+            "bench.records.profile"),
     Surface("sacct", "sacct.schema.json", "sacct --parsable2 fields of one job line (accounting at collection)",
             "bench.targets.slurm_accounting"),
     Surface("import_map", "import-map.schema.json", "bench import --map MAP.yaml (columns, derived, time, csv)",

@@ -187,17 +187,18 @@ def time_to_train(log: TrainLog) -> tuple[float | None, list[str]]:
 
 def steady_images_per_s(log: TrainLog, warmup_fraction: float = 0.2) -> np.ndarray:
     """images/s of `train` lines after warm-up: the first line and the first
-    `warmup_fraction` of each segment's lines are dropped (compile, cache fill)."""
+    `warmup_fraction` of each segment's lines are dropped (compile, cache fill), and so is
+    every line marked `profiled` (its interval held the profile window's iterations)."""
     import numpy as np
 
     values: list[float] = []
     for _, _, trains in segments(log):
-        rates = [t.get("images_per_s") for t in trains]
-        rates = [float(r) for r in rates if isinstance(r, (int, float)) and not isinstance(r, bool) and r > 0]
-        if not rates:
+        rated = [(t.get("images_per_s"), t.get("profiled") is True) for t in trains]
+        rated = [(float(r), p) for r, p in rated if isinstance(r, (int, float)) and not isinstance(r, bool) and r > 0]
+        if not rated:
             continue
-        skip = max(1, int(len(rates) * warmup_fraction)) if len(rates) >= 3 else 0
-        values.extend(rates[skip:])
+        skip = max(1, int(len(rated) * warmup_fraction)) if len(rated) >= 3 else 0
+        values.extend(r for r, profiled in rated[skip:] if not profiled)
     return np.asarray(values, dtype=float)
 
 

@@ -27,6 +27,7 @@ TINY: dict[str, tuple[list[str], str]] = {
     "cpu_parity.py": (["--tiny"], "atlas_s"),
     "gpu_matrix.py": (["--tiny", "--cpu"], "matrix"),
     "history_scale.py": (["--tiny"], "history"),
+    "profile_overhead.py": (["--tiny"], "share_of_10min_pct"),
     "report_scale.py": (["--tiny"], "report_over_read"),
     "sacct_parse.py": (["--lines", "300", "--repeat", "1"], "s_per_1000_lines"),
     "sampler_overhead.py": (["--tiny"], "overhead_pct_1hz"),

@@ -101,6 +101,12 @@ SETTINGS: dict[str, Setting] = {
     "train.checkpoint_keep": Setting(3, int, "checkpoints kept on disk", check=_positive),
     "train.log_every": Setting(50, int, "write a `train` line every N G iterations", check=_positive),
     "train.sample_grid": Setting(True, bool, "write samples.png from fixed z with G_ema at the end"),
+    "train.profile_iters": Setting(
+        5,
+        int,
+        "G iterations profiled after warm-up into DIR/profile.json, marked and left out of images/s (0 = off)",
+        check=_non_negative,
+    ),
     # data
     "data.source": Setting(
         "synthetic", str, "where real images come from", choices=("synthetic", "imagefolder", "hdf5")
@@ -193,6 +199,7 @@ RUNTIME_KEYS: frozenset[str] = frozenset(
         "train.checkpoint_keep",
         "train.log_every",
         "train.sample_grid",
+        "train.profile_iters",
         "eval.inception_weights",
     }
 )

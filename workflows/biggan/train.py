@@ -21,6 +21,7 @@ from workflows.biggan import runtime
 from workflows.biggan.config import nested
 from workflows.biggan.distributed import any_rank, barrier, same_on_all_ranks
 from workflows.biggan.errors import WorkloadConfigError
+from workflows.biggan.profile_window import PROFILE_JSON, ProfileWindow
 from workflows.biggan.progress import Progress, line
 from workflows.biggan.samples import write_samples
 from workflows.biggan.stop import StopRequest
@@ -117,7 +118,12 @@ def _loop(
     last_images, last_iter, saved_at = trainer.images_seen, trainer.iteration, trainer.iteration
     status = "success"
     first = True
+    window = _profile_window(trainer)
+    profiled = False  # a profiled iteration since the last train line: that line is marked
     while trainer.iteration < max_iters:
+        if window is not None and not first and not window.done and not window.running:
+            window.start(trainer.iteration)
+        profiled = profiled or (window is not None and window.running)
         trainer.step(real)
         if first:
             _log_warmup(trainer, log, process_start, t_start)
@@ -126,9 +132,15 @@ def _loop(
         time_up = c["train.max_seconds"] is not None and now - t_start >= c["train.max_seconds"]
         signalled, time_up = any_rank((stop.signal_name is not None, time_up), world)
         stopping = signalled or time_up
+        if window is not None and window.due_to_stop(trainer.iteration, stopping or trainer.iteration == max_iters):
+            window.stop(trainer.iteration)  # its summary lands in the interval of the marked line
         record = None
         if trainer.iteration % log_every == 0 or trainer.iteration == max_iters or stopping:
+            now = time.time() if profiled else now
             record = _train_record(trainer, now, t_start, last_t, last_images, last_iter)
+            if profiled:
+                record["profiled"] = True
+                profiled = False
             log.write("train", **record)
             last_t, last_images, last_iter = now, trainer.images_seen, trainer.iteration
         progress.advance(record)
@@ -143,6 +155,16 @@ def _loop(
         if ev and trainer.iteration % ev == 0 and trainer.iteration < max_iters:
             _evaluate(trainer, log)
     return status, saved_at
+
+
+def _profile_window(trainer: Trainer) -> ProfileWindow | None:
+    """The profile window of this process (rank 0 only), or None: off, or the run folder has
+    its profile already (a resumed run keeps its first segment's)."""
+    n = trainer.c["train.profile_iters"]
+    if not n or not trainer.world.main or (trainer.run_dir / PROFILE_JSON).exists():
+        return None
+    compiled = trainer.compile.enabled
+    return ProfileWindow(n, trainer.run_dir, trainer.device, {"G": (trainer.G, compiled), "D": (trainer.D, compiled)})
 
 
 def _prepare(c: dict[str, Any], run_dir: Path, experiment: str) -> Trainer:
