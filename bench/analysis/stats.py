@@ -63,6 +63,12 @@ class Comparison:
     n_b: int
     ci_method: str = ""  # "BCa" | "percentile" | "" (no interval)
 
+    @property
+    def smallest_p(self) -> float:
+        """The smallest p these runs a side could give (`smallest_p`): what the Summary names
+        when there were too few runs to judge."""
+        return smallest_p(self.n_a, self.n_b)
+
 
 def _ratio_of_medians(a: np.ndarray, b: np.ndarray, axis: int = -1) -> np.ndarray:
     """median(a) / median(b) along `axis` (vectorised for scipy.stats.bootstrap); NaN where b's median is 0."""
@@ -108,12 +114,6 @@ def ratio_interval(
         if math.isfinite(lo) and math.isfinite(hi):
             return lo, hi, method
     return None, None, ""
-
-    @property
-    def smallest_p(self) -> float:
-        """The smallest p these runs a side could give (`smallest_p`): what the Summary names
-        when there were too few runs to judge."""
-        return smallest_p(self.n_a, self.n_b)
 
 
 def compare_samples(
