@@ -101,8 +101,8 @@ SETTINGS: dict[str, Setting] = {
     "train.checkpoint_keep": Setting(3, int, "checkpoints kept on disk", check=_positive),
     "train.log_every": Setting(50, int, "write a `train` line every N G iterations", check=_positive),
     "train.sample_grid": Setting(True, bool, "write samples.png from fixed z with G_ema at the end"),
-    "train.profile_iters": Setting(
-        5,
+    "train.profile_iters": Setting(  # off by default: in a short run the window swallows the timed lines
+        0,
         int,
         "G iterations profiled after warm-up into DIR/profile.json, marked and left out of images/s (0 = off)",
         check=_non_negative,
