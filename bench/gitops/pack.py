@@ -24,6 +24,9 @@ XZ_SUFFIX = ".xz"  # any other large file
 RAW_LIMIT = 256 << 10  # smaller files are kept as they are (run.json stays readable in a browser)
 _FORMAT = "atlas-columns/2"  # 1: deltas as i4/i8, kind "decimal" (still read)
 _PRESET = 6
+# Other large files (a 48 h train.jsonl: 6.4 MB): preset 3 keeps 0.44 MB in about 0.9 s of CPU where
+# preset 6 keeps 0.37 MB in 2.5 s; the record stays under 5 MB and packs in a third less time.
+_TEXT_PRESET = 3
 
 
 def _shuffle(arr: np.ndarray) -> bytes:
@@ -133,7 +136,7 @@ def pack(name: str, raw: bytes) -> tuple[str, bytes]:
         if packed is not None:
             return name + COLUMNS_SUFFIX, packed
     if len(raw) >= RAW_LIMIT:
-        return name + XZ_SUFFIX, lzma.compress(raw, preset=_PRESET)
+        return name + XZ_SUFFIX, lzma.compress(raw, preset=_TEXT_PRESET)
     return name, raw
 
 
