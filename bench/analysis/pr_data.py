@@ -44,6 +44,15 @@ def read_pr_data(
     mine = [r for r in runs if same_commit(r.git_sha, head)]
     metrics = [run_metrics(r) for r in mine]
     flags = outside([(r.env, r.run_id, r.meta.get("experiment"), m.values) for r, m in zip(mine, metrics, strict=True)])
-    family = fewest_runs(ALPHA / len(pr_family()))
-    limits = (MIN_RUNS_FOR_RANK_TEST, family)
-    return PrData(head, base, judged, thin, unsure, *limits, flags, metrics, dict(thresholds or {}))
+    return PrData(
+        head,
+        base,
+        judged,
+        thin,
+        unsure,
+        min_runs=MIN_RUNS_FOR_RANK_TEST,
+        family_runs=fewest_runs(ALPHA / len(pr_family())),
+        outside=flags,
+        head_metrics=metrics,
+        thresholds=dict(thresholds or {}),
+    )
