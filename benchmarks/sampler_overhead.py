@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -92,7 +93,12 @@ def sampler_tick_cost(samples: int = 300) -> dict[str, float]:
             "-c",
             "import subprocess,sys,time;"
             "p=subprocess.Popen([sys.executable,'-c','import time; time.sleep(60)']);time.sleep(60)",
-        ]
+        ],
+        # its own session, killed as a group below, and off our stdout: a grandchild left
+        # holding the caller's pipe would keep a `capture_output` caller waiting 60 s
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     try:
         time.sleep(0.5)
@@ -105,7 +111,7 @@ def sampler_tick_cost(samples: int = 300) -> dict[str, float]:
             cpu = (time.process_time() - cpu0) / samples
             wall = (time.perf_counter() - wall0) / samples
     finally:
-        child.kill()
+        os.killpg(child.pid, signal.SIGKILL)
         child.wait()
     return {
         "cpu_s_per_sample": cpu,
