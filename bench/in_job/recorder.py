@@ -26,7 +26,7 @@ from bench.errors import AtlasError
 from bench.in_job.cgroups import CgroupReader
 from bench.in_job.gpus import GpuProbe
 from bench.in_job.observed_shape import observed_shape
-from bench.in_job.provenance import git_info, hardware, hostname, image_info, scheduler_info, software
+from bench.in_job.provenance import git_info, hardware, image_info, scheduler_info, software
 from bench.in_job.sampler import Sampler
 from bench.in_job.scheduler import probe_for
 from bench.records.compile_facts import compile_facts
@@ -114,7 +114,6 @@ class Recorder:
         self.command = list(command)
         self.interval_s = interval_s
         self.run_id = run_id or os.environ.get("ATLAS_RUN_ID") or self.run_dir.resolve().name
-        self.host = hostname()
         self.record: dict[str, Any] = {}
         self.child: subprocess.Popen[bytes] | None = None
         self.received: list[int] = []
@@ -124,6 +123,7 @@ class Recorder:
         # the scheduler's probe reads the job id and this node's rank (bench.in_job.scheduler).
         self.kind = kind or os.environ.get("ATLAS_KIND") or None
         self.scheduler = probe_for(scheduler or os.environ.get("ATLAS_SCHEDULER"), os.environ)
+        self.host = self.scheduler.host(os.environ)
         # Multi-node jobs run one recorder per node into one shared run dir: every node
         # writes its own samples-<host>.csv, only the first node (rank 0) writes run.json.
         self.primary = self.scheduler.node_rank(os.environ) == 0

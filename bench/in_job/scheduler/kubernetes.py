@@ -24,3 +24,8 @@ class Probe:
 
     def gpus_per_node(self, environ: Mapping[str, str]) -> tuple[int | None, str | None]:
         return None, None  # the pod sees only its GPUs: NVML's count is the allocation
+
+    def host(self, environ: Mapping[str, str]) -> str:
+        """The pod's hostname: HOSTNAME, which the container runtime sets to it (a JobSet pod's is
+        `<job>-<index>`), else the kernel's."""
+        return environ.get("HOSTNAME") or socket.gethostname()
