@@ -39,6 +39,8 @@ from bench.records.contract import (
     EXIT_RUNNING,
     FINISHED_OK,
     RUN_JSON,
+    SAMPLES_PREFIX,
+    SAMPLES_SUFFIX,
     SCHEMA_VERSION,
     STATUS_CANCELLED,
     STATUS_FAILED,
@@ -285,6 +287,23 @@ class Recorder:
         self._run_start_seen = True
         return True
 
+    def _attempt_hosts(self, sampler: Sampler) -> list[str]:
+        """This node, then, in a multi-node run, every other node whose samples file this attempt
+        wrote into the shared run folder: run.json (written by node 0 only) then names them all."""
+        hosts = [self.host]
+        nodes = (self.record.get("shape") or {}).get("nodes")
+        if not isinstance(nodes, int) or nodes < 2:
+            return hosts
+        since = float(self.record.get("start_time") or 0) - 1.0
+        for path in sorted(self.run_dir.glob(f"{SAMPLES_PREFIX}*{SAMPLES_SUFFIX}")):
+            try:
+                fresh = path.stat().st_mtime >= since
+            except OSError:
+                continue
+            if fresh and path.name != sampler.csv_path.name:
+                hosts.append(path.name[len(SAMPLES_PREFIX) : -len(SAMPLES_SUFFIX)])
+        return hosts
+
     def _finish(self, code: int, end: float, sampler: Sampler) -> str | None:
         """Write the end facts; None, or one line saying what a failed final write lost."""
         rec = self.record
@@ -313,6 +332,7 @@ class Recorder:
         rec["sampler_errors"] = list(sampler.faults)
         rec["samples_file"] = sampler.csv_path.name
         rec["samples_rows"] = sampler.rows
+        rec["hosts"] = self._attempt_hosts(sampler)
         try:
             self._write_run_json()
         except OSError as exc:

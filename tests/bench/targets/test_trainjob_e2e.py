@@ -84,11 +84,12 @@ def test_a_two_node_trainjob_of_smoke_runs_on_the_kubelet_and_is_collected_with_
     assert double.trainjobs[name]["status"]["jobsStatus"][0]["succeeded"] == 1
     # The record: run.json from node 0, samples from both nodes, the TrainJob's scheduler facts.
     run = json.loads((record / "run.json").read_text())
-    assert run["exit"]["status"] == "completed", run["exit"]
+    assert run["exit"]["status"] == "success", run["exit"]
     assert sorted(p.name for p in record.glob("samples-*.csv")) == [
         f"samples-{name}-node-0-0.csv",
         f"samples-{name}-node-0-1.csv",
     ]
+    assert run["hosts"] == [f"{name}-node-0-0", f"{name}-node-0-1"]  # node 0 names both
     assert run["scheduler"]["kind"] == "openshift-trainjob" and run["scheduler"]["job_id"] == name
     assert run["shape"]["nodes"] == 2
     # The timeline: TrainJob created -> its JobSet -> node 0's pod, from the API server's times.
