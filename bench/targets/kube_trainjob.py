@@ -38,6 +38,8 @@ REPLICATED_JOB = "node"
 PATCH_MANAGER = "atlas.bench/trainjob"
 # torchrun's variables the torch plugin reserves: a TrainJob that sets one is refused.
 RESERVED_ENV = ("PET_NNODES", "PET_NPROC_PER_NODE", "PET_NODE_RANK", "PET_MASTER_ADDR", "PET_MASTER_PORT")
+
+
 def trainer_absent(env: str) -> str:
     """The one line `bench run` prints when the cluster serves no TrainJob."""
     return (
@@ -140,7 +142,11 @@ def scheduler_times(obj: dict[str, Any], pod_starts: list[float]) -> dict[str, A
     start = min(pod_starts) if pod_starts else None
     conds = (obj.get("status") or {}).get("conditions") or []
     end = next(
-        (ts(c.get("lastTransitionTime")) for c in conds if c.get("type") in ("Complete", "Failed") and c.get("status") == "True"),
+        (
+            ts(c.get("lastTransitionTime"))
+            for c in conds
+            if c.get("type") in ("Complete", "Failed") and c.get("status") == "True"
+        ),
         None,
     )
     return {

@@ -53,15 +53,19 @@ class TrainJobTarget(OpenShiftTarget):
         self.trainjob(probe, "image@" + ZERO_DIGEST, ZERO_DIGEST)
         s = self.env.settings
         pvc = next(
-            (o for o in objects if o.get("kind") == "PersistentVolumeClaim" and o["metadata"].get("name") == s["results_pvc"]),
+            (
+                o
+                for o in objects
+                if o.get("kind") == "PersistentVolumeClaim" and o["metadata"].get("name") == s["results_pvc"]
+            ),
             None,
         )
         modes = (pvc or {}).get("spec", {}).get("accessModes", [])
         if self.shape.nodes > 1 and pvc is not None and "ReadWriteMany" not in modes:
             raise ConfigError(
-                f"{self.env.folder}: shape.nodes is {self.shape.nodes}, so the TrainJob's pods on different nodes share "
-                f"the results volume, but PVC {pvc['metadata']['name']} is not ReadWriteMany: patch its accessModes "
-                "(and a storage class that supports it) in the overlay"
+                f"{self.env.folder}: shape.nodes is {self.shape.nodes}, so the TrainJob's pods on different "
+                f"nodes share the results volume, but PVC {pvc['metadata']['name']} is not ReadWriteMany: "
+                "patch its accessModes (and a storage class that supports it) in the overlay"
             )
 
     # -- the TrainJob ---------------------------------------------------------------
@@ -106,10 +110,14 @@ class TrainJobTarget(OpenShiftTarget):
         pushed = pushed_at()  # delivery starts at the push: a build it started is in it
         submitted = time.time() if pushed is None else min(pushed, time.time())
         resource = self._trainjobs()  # before building: no Trainer, one line
+        self._check_runtime()
         image, digest, build = self.image_for_commit(job.commit)
         manifest = self.trainjob(job, image, digest, build, submitted)
         created = self._call(
-            f"creating TrainJob {manifest['metadata']['name']}", resource.create, body=manifest, namespace=self.namespace
+            f"creating TrainJob {manifest['metadata']['name']}",
+            resource.create,
+            body=manifest,
+            namespace=self.namespace,
         )
         origin = f"from build {build}" if build else f"with image {image}"
         return RunStatus(
@@ -121,10 +129,32 @@ class TrainJobTarget(OpenShiftTarget):
             extra={"image": image},
         )
 
+    def _check_runtime(self) -> None:
+        """The ClusterTrainingRuntime env.yaml names exists (else the Trainer's webhook refuses the
+        TrainJob); a project account may not read cluster-scoped objects: then the webhook says."""
+        from kubernetes import client
+        from kubernetes.client.exceptions import ApiException
+        from urllib3.exceptions import HTTPError
+
+        name = self.env.settings["runtime"]
+        api = client.CustomObjectsApi(self.api_client())
+        try:
+            api.get_cluster_custom_object(tj.API_GROUP, tj.API_VERSION_NAME, "clustertrainingruntimes", name)
+        except ApiException as exc:
+            if exc.status == 404:
+                raise AtlasError(
+                    f"{self.env.name}: the cluster has no {tj.RUNTIME_KIND} {name!r} (env.yaml `runtime`): "
+                    f"name one `{self.cli} get clustertrainingruntimes` lists, or ask the cluster admin to install it"
+                ) from None
+        except (HTTPError, OSError) as exc:
+            raise self.api_error(exc, f"reading {tj.RUNTIME_KIND} {name}") from None
+
     def _find(self, run_id: str | None = None, commit: str | None = None) -> Any:
         """The TrainJob of `run_id` (None if there is none), or every one of `commit` (a list)."""
         selector = f"{LABEL_RUN}={run_id}" if run_id else f"{COMPONENT}=training"
-        listed = self._call("listing TrainJobs", self._trainjobs().get, namespace=self.namespace, label_selector=selector)
+        listed = self._call(
+            "listing TrainJobs", self._trainjobs().get, namespace=self.namespace, label_selector=selector
+        )
         items = [i for i in listed.to_dict().get("items", []) if LABEL_RUN in (i["metadata"].get("labels") or {})]
         if run_id:
             return items[0] if items else None
@@ -221,13 +251,16 @@ class TrainJobTarget(OpenShiftTarget):
 
     def timeline_marks(self, run_id: str, facts: dict[str, Any]) -> dict[str, dict]:
         """TrainJob created -> its JobSet created -> node 0's pod, from the API server's times (and the Build's)."""
-        from bench.targets.kube_timeline import _build_marks, event_marks, mark, pod_marks, _pod_events
+        from bench.targets.kube_timeline import _build_marks, _pod_events, event_marks, mark, pod_marks
 
         obj = self._find(run_id)
         if obj is None:
             return {}
         meta = obj["metadata"]
-        marks: dict[str, Any] = {"accepted": mark(meta.get("creationTimestamp")), "jobset_created": self._jobset_mark(meta)}
+        marks: dict[str, Any] = {
+            "accepted": mark(meta.get("creationTimestamp")),
+            "jobset_created": self._jobset_mark(meta),
+        }
         build = (meta.get("annotations") or {}).get("atlas/build")
         if build:
             marks.update(_build_marks(self, build))
@@ -251,7 +284,9 @@ class TrainJobTarget(OpenShiftTarget):
 
         api = client.CustomObjectsApi(self.api_client())
         try:
-            jobset = api.get_namespaced_custom_object("jobset.x-k8s.io", "v1alpha2", self.namespace, "jobsets", meta["name"])
+            jobset = api.get_namespaced_custom_object(
+                "jobset.x-k8s.io", "v1alpha2", self.namespace, "jobsets", meta["name"]
+            )
         except ApiException as exc:
             if exc.status == 404:
                 return None

@@ -330,10 +330,8 @@ class Kubelet:
         names = {
             f"{p['spec']['hostname']}.{p['spec']['subdomain']}"
             for p in list(self.double.pods.values())
-            if p["spec"].get("hostname") and (services.get(p["spec"].get("subdomain") or "") or {}).get("spec", {}).get(
-                "clusterIP"
-            )
-            == "None"
+            if p["spec"].get("hostname")
+            and (services.get(p["spec"].get("subdomain") or "") or {}).get("spec", {}).get("clusterIP") == "None"
         }
         for name in sorted(names, key=len, reverse=True):
             suffix = rf"(?:\.{re.escape(self.double.namespace)}\.svc(?:\.cluster\.local)?)?"

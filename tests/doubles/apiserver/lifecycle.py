@@ -381,7 +381,9 @@ class Lifecycle:
                         self.record("jobs", job)
                 else:
                     st["failed"] = st.get("failed", 0) + 1
-                    if st["failed"] > job["spec"].get("backoffLimit", 6) or LABEL_JOBSET in job["metadata"]["labels"]:
+                    if st["failed"] > job["spec"].get("backoffLimit", 6) or LABEL_JOBSET in (
+                        job["metadata"].get("labels") or {}
+                    ):
                         self.finish_job(
                             job_name,
                             "Failed",

@@ -2,7 +2,8 @@
 
 Kubernetes: the definitions kubernetes-validate bundles for the served release;
 OpenShift: the shipped subset of the openshift/api document; PyTorchJob and TrainJob: the
-shipped Kubeflow CRDs (ClusterTrainingRuntime and JobSet: open objects, their CRDs not shipped). Every resource's POST, PUT and PATCH declare the `fieldValidation` query
+shipped Kubeflow CRDs (ClusterTrainingRuntime and JobSet: open objects, their CRDs not
+shipped). Every resource's POST, PUT and PATCH declare the `fieldValidation` query
 parameter, as a real server's do, so `kubectl` leaves field validation to the server
 (kubectl/pkg/util/openapi QueryParamVerifierV3). `/openapi/v2` answers an (empty) protobuf
 document: kubectl downloads it only for kinds no v3 document names, skips validation of
@@ -81,7 +82,11 @@ def all_schemas(schema_path: Path) -> dict[str, Any]:
     trainjob = crd_schema(schema_path.parent / TRAINJOB_CRD_FILE, "v1alpha1")
     schemas["org.kubeflow.trainer.v1alpha1.TrainJob"] = dict(
         _v3(trainjob),
-        **{"x-kubernetes-group-version-kind": [{"group": "trainer.kubeflow.org", "version": "v1alpha1", "kind": "TrainJob"}]},
+        **{
+            "x-kubernetes-group-version-kind": [
+                {"group": "trainer.kubeflow.org", "version": "v1alpha1", "kind": "TrainJob"}
+            ]
+        },
     )
     # The runtime and JobSet CRDs are not shipped (about 0.9 MB each; bench never sends
     # either): the double stores them as sent, as a CRD with x-kubernetes-preserve-unknown-fields.
@@ -96,7 +101,12 @@ def all_schemas(schema_path: Path) -> dict[str, Any]:
 
 
 UNSCHEMED = (
-    ("org.kubeflow.trainer.v1alpha1.ClusterTrainingRuntime", "trainer.kubeflow.org", "v1alpha1", "ClusterTrainingRuntime"),
+    (
+        "org.kubeflow.trainer.v1alpha1.ClusterTrainingRuntime",
+        "trainer.kubeflow.org",
+        "v1alpha1",
+        "ClusterTrainingRuntime",
+    ),
     ("io.x-k8s.jobset.v1alpha2.JobSet", "jobset.x-k8s.io", "v1alpha2", "JobSet"),
 )
 

@@ -36,9 +36,9 @@ from tests.doubles.apiserver.rbac import REVIEWS, review, review_path, user_grou
 from tests.doubles.apiserver.resources import (
     JOBSET_GROUP,
     KUBEFLOW_GROUP,
-    TRAINER_GROUP,
     RESOURCES,
     SERVER_VERSION,
+    TRAINER_GROUP,
     Resource,
     api_group_list,
     api_resource_list,
@@ -95,7 +95,9 @@ class OpenShiftApiDouble(Writes, Lifecycle, Scenarios, Webhooks, Trainer):
         self.schemas = Schemas(self.schema_path)
         self.clock = clock or Clock()
         self.clock.on_advance.append(self.tick)
-        absent = ({KUBEFLOW_GROUP} if not kubeflow else set()) | ({TRAINER_GROUP, JOBSET_GROUP} if not trainer else set())
+        absent = ({KUBEFLOW_GROUP} if not kubeflow else set()) | (
+            {TRAINER_GROUP, JOBSET_GROUP} if not trainer else set()
+        )
         self.resources = [r for r in RESOURCES if r.group_version not in absent]
         self.store: dict[str, dict[str, dict[str, Any]]] = {r.plural: {} for r in RESOURCES}
         self.requests: list[tuple[str, str, Any]] = []  # (method, path, body)

@@ -34,7 +34,7 @@ import secrets
 from typing import Any
 
 from tests.doubles.apiserver.errors import ApiError
-from tests.doubles.apiserver.resources import JOBSET_GROUP, TRAINER_GROUP
+from tests.doubles.apiserver.resources import JOBSET_GROUP
 
 LABEL_JOBSET = "jobset.sigs.k8s.io/jobset-name"
 LABEL_REPLICATED_JOB = "jobset.sigs.k8s.io/replicatedjob-name"
@@ -87,18 +87,23 @@ class Trainer:
         """The Trainer's validating webhook, on create."""
         ref = (obj.get("spec") or {}).get("runtimeRef") or {}
         kind = ref.get("kind") or "ClusterTrainingRuntime"
-        if kind != "ClusterTrainingRuntime" or (ref.get("apiGroup") or "trainer.kubeflow.org") != "trainer.kubeflow.org":
+        if (
+            kind != "ClusterTrainingRuntime"
+            or (ref.get("apiGroup") or "trainer.kubeflow.org") != "trainer.kubeflow.org"
+        ):
             self._deny(f"unsupported runtime: {kind}.{ref.get('apiGroup') or 'trainer.kubeflow.org'}")
         name = ref.get("name", "")
         if name not in self.store["clustertrainingruntimes"]:
             self._deny(
-                f"spec.RuntimeRef: Invalid value: {{\"name\":\"{name}\"}}: clustertrainingruntimes.trainer.kubeflow.org "
+                f'spec.RuntimeRef: Invalid value: {{"name":"{name}"}}: clustertrainingruntimes.trainer.kubeflow.org '
                 f'"{name}" not found: specified clusterTrainingRuntime must be created before the TrainJob is created'
             )
         env = ((obj["spec"].get("trainer") or {}).get("env")) or []
         reserved = sorted({e.get("name") for e in env} & set(RESERVED))
         if reserved:
-            self._deny(f"spec.trainer.env: Invalid value: must not have reserved envs, invalid envs configured: {reserved}")
+            self._deny(
+                f"spec.trainer.env: Invalid value: must not have reserved envs, invalid envs configured: {reserved}"
+            )
 
     @staticmethod
     def _deny(message: str) -> None:
@@ -300,7 +305,11 @@ class Trainer:
                         "creationTimestamp": self.clock.stamp(),
                         "labels": dict(
                             meta.get("labels") or {},
-                            **{"job-name": job_name, "batch.kubernetes.io/job-name": job_name, COMPLETION_INDEX: str(index)},
+                            **{
+                                "job-name": job_name,
+                                "batch.kubernetes.io/job-name": job_name,
+                                COMPLETION_INDEX: str(index),
+                            },
                         ),
                         "annotations": dict(meta.get("annotations") or {}, **{COMPLETION_INDEX: str(index)}),
                         "ownerReferences": [_owner(job)],
@@ -356,4 +365,3 @@ class Trainer:
             {"type": kind, "status": "True", "reason": reason, "message": message, "lastTransitionTime": now}
         ]
         self.event(jobset, reason, message, kind="Normal" if kind == "Completed" else "Warning", component="jobset")
-
