@@ -24,7 +24,9 @@ from bench.targets.base import RunState  # noqa: E402
 from bench.targets.manifests import SCHEMA_FILE, validate_objects  # noqa: E402
 from tests.bench.targets.test_openshift import COMMIT, RUN_ID, job_spec  # noqa: E402
 from tests.doubles.apiserver import OpenShiftApiDouble  # noqa: E402
+from tests.doubles.apiserver.kueue import Kueue  # noqa: E402
 from tests.doubles.kubectl_fixture import needs_kubectl  # noqa: E402
+from tests.doubles.test_apiserver_kubelet import wait_for  # noqa: E402
 
 MOC_TRAINJOB = CLUSTERS_DIR / "moc-trainjob"
 RUNTIME = SCHEMA_FILE.parent / "kubeflow-trainer-torch-distributed.yaml"
@@ -102,15 +104,25 @@ def test_submit_queue_follow_fail_and_cancel_a_trainjob_on_the_double(tmp_path, 
     status = target.submit(job_spec())
     (name,) = double.trainjobs
     assert status.state is RunState.PENDING and status.scheduler_job_id == name and "2 nodes × 4 GPUs" in status.detail
-    assert double.jobs == {} and double.jobsets == {}  # suspended: Kueue has not admitted it
+    assert double.jobs == {} and double.jobsets == {}  # suspended: no Kueue has admitted it yet
     waiting = target.status(RUN_ID)
-    assert waiting.state is RunState.PENDING and "waiting for Kueue" in waiting.detail
+    assert waiting.state is RunState.PENDING and "waiting for Kueue to admit it (LocalQueue v100-localqueue)" in (
+        waiting.detail
+    )
     assert double.trainjobs[name]["status"]["conditions"][0]["reason"] == "Suspended"
-    # Kueue admits it: unsuspended, the Trainer makes the JobSet, its headless Service and Job.
-    client = dynamic.DynamicClient(target.api_client())
-    trainjobs = client.resources.get(api_version="trainer.kubeflow.org/v1alpha1", kind="TrainJob")
-    trainjobs.patch(name=name, namespace="atlas-biggan", body={"spec": {"suspend": False}},
-                    content_type="application/merge-patch+json")  # fmt: skip
+    # Kueue admits its Workload (2 pods of 4 GPUs) and unsuspends it; the Trainer makes the
+    # JobSet, its headless Service and its Job.
+    kueue = Kueue(double, {"gpu-cq": {"cpu": "32", "memory": "192Gi", "nvidia.com/gpu": "8"}},
+                  {"v100-localqueue": "gpu-cq"})  # fmt: skip
+    try:
+        wait_for(lambda: not double.trainjobs[name]["spec"].get("suspend"), 10)
+    finally:
+        kueue.stop()
+    (workload,) = double.store["workloads"].values()
+    assert (
+        workload["spec"]["podSets"][0]["count"] == 2
+        and workload["metadata"]["ownerReferences"][0]["kind"] == "TrainJob"
+    )
     double.clock.advance(1)
     resumed = next(c for c in double.trainjobs[name]["status"]["conditions"] if c["type"] == "Suspended")
     assert (resumed["status"], resumed["reason"], resumed["message"]) == ("False", "Resumed", "TrainJob is resumed")
@@ -122,6 +134,9 @@ def test_submit_queue_follow_fail_and_cancel_a_trainjob_on_the_double(tmp_path, 
     running = target.status(RUN_ID)
     assert running.state is RunState.RUNNING and "2 node pods" in running.detail
     assert [r.run_id for r in target.list_runs(COMMIT)] == [RUN_ID]
+    marks = target.timeline_marks(RUN_ID, {})  # queue = the Workload's wait; then JobSet and node 0's pod
+    assert marks["accepted"]["source"] == marks["granted"]["source"] == "kueue"
+    assert marks["jobset_created"]["source"] == "api-server" and marks["container_started"]["time"] > 0
     double.finish_container(pods[1], exit_code=1)  # node 1 fails: its Job, then the JobSet
     double.clock.advance(1)
     failed = target.status(RUN_ID)
