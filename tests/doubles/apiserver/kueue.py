@@ -3,7 +3,8 @@
 What a NERC-style cluster does with a batch Job (or a Kubeflow Trainer TrainJob: its
 `numNodes` pods of `resourcesPerNode`, a Workload `trainjob-<name>-<hash>` owned by it)
 labelled `kueue.x-k8s.io/queue-name` and created suspended
-(https://kueue.sigs.k8s.io/docs/tasks/run/jobs/): Kueue's job controller makes a Workload for it (`job-<name>-<hash>`, owned by the Job, `spec.queueName`,
+(https://kueue.sigs.k8s.io/docs/tasks/run/jobs/): Kueue's job controller makes a Workload
+for it (`job-<name>-<hash>`, owned by the Job, `spec.queueName`,
 one podSet with the pod template's requests); the ClusterQueue behind that LocalQueue
 admits Workloads oldest first, skipping one that does not fit for a later one that does
 (BestEffortFIFO), when the sum of admitted requests stays within its nominal quota of cpu,
