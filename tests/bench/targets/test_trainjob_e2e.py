@@ -1,7 +1,8 @@
 """A 2-node TrainJob of the smoke experiment, end to end through the API double.
 
 The `torch-distributed` ClusterTrainingRuntime is applied with the real kubectl (the
-admin's step), the run's TrainJob is created with kubectl too, the double's Trainer makes
+admin's step), the run's TrainJob is created with kubectl too, queued for the double's
+Kueue (created suspended, admitted within the quota of two pods), the double's Trainer makes
 its JobSet, headless Service and Indexed Job, and its kubelet runs both node pods here for
 real: torchrun on each, meeting at PET_MASTER_ADDR (node 0 under the headless Service)
 and PET_MASTER_PORT, training the smoke preset with gloo. The kind then follows the
@@ -27,6 +28,7 @@ from bench.targets.lifecycle import collect_run, wait  # noqa: E402
 from bench.targets.manifests import SCHEMA_FILE  # noqa: E402
 from tests.bench.gitops.test_hooks import SHORT  # noqa: E402
 from tests.doubles.apiserver.kubelet import Kubelet  # noqa: E402
+from tests.doubles.apiserver.kueue import Kueue  # noqa: E402
 from tests.doubles.kubectl_fixture import needs_kubectl, started  # noqa: E402
 
 pytestmark = [needs_kubectl, pytest.mark.slow]
@@ -38,11 +40,11 @@ RUN_ID = "20261127t120000-01234567-2nod"
 def test_a_two_node_trainjob_of_smoke_runs_on_the_kubelet_and_is_collected_with_its_timeline(tmp_path: Path):
     for double, kubectl in started(tmp_path / "api"):
         kubelet = Kubelet(double, tmp_path / "node", source=CLUSTERS_DIR.parent)
+        kueue = Kueue(double, {"cpu-cq": {"cpu": "2", "memory": "4Gi"}}, {"cpu-localqueue": "cpu-cq"})
         try:
             kubectl("apply", "-k", str(ENV_DIR))
             kubectl("apply", "-f", str(RUNTIME))
             data = yaml.safe_load((ENV_DIR / "env.yaml").read_text())
-            data.pop("queue")  # no Kueue here: the TrainJob is not suspended
             data.update(
                 kind="trainjob",
                 runtime="torch-distributed",
@@ -62,6 +64,7 @@ def test_a_two_node_trainjob_of_smoke_runs_on_the_kubelet_and_is_collected_with_
             pods = sorted(double.pods)
             record = collect_run(target, RUN_ID, tmp_path / "results", finished=finished)
         finally:
+            kueue.stop()
             kubelet.stop()
     assert kubelet.errors == []
     logs = {k: v[-2000:] for k, v in double.pod_logs.items()}
@@ -76,12 +79,16 @@ def test_a_two_node_trainjob_of_smoke_runs_on_the_kubelet_and_is_collected_with_
     env = {e["name"]: e for e in job["spec"]["template"]["spec"]["containers"][0]["env"]}
     assert env["PET_NNODES"]["value"] == "2" and env["PET_NPROC_PER_NODE"]["value"] == "1"
     assert env["PET_MASTER_ADDR"]["value"] == f"{name}-node-0-0.{name}" and env["PET_MASTER_PORT"]["value"] == "29500"
-    # The TrainJob's conditions as the Trainer copies them from the JobSet.
+    # The TrainJob's conditions as the Trainer sets them: resumed by Kueue, then the JobSet's end.
     conds = double.trainjobs[name]["status"]["conditions"]
-    assert [(c["type"], c["reason"], c["message"]) for c in conds] == [
-        ("Complete", "AllJobsCompleted", "jobset completed successfully")
+    assert [(c["type"], c["status"], c["reason"], c["message"]) for c in conds] == [
+        ("Suspended", "False", "Resumed", "TrainJob is resumed"),
+        ("Complete", "True", "AllJobsCompleted", "jobset completed successfully"),
     ]
     assert double.trainjobs[name]["status"]["jobsStatus"][0]["succeeded"] == 1
+    (workload,) = double.store["workloads"].values()  # Kueue admitted the queued TrainJob: 2 pods' quota
+    assert workload["metadata"]["ownerReferences"][0]["name"] == name and workload["spec"]["podSets"][0]["count"] == 2
+    assert [c["type"] for c in workload["status"]["conditions"]] == ["QuotaReserved", "Admitted", "Finished"]
     # The record: run.json from node 0, samples from both nodes, the TrainJob's scheduler facts.
     run = json.loads((record / "run.json").read_text())
     assert run["exit"]["status"] == "success", run["exit"]
@@ -95,8 +102,9 @@ def test_a_two_node_trainjob_of_smoke_runs_on_the_kubelet_and_is_collected_with_
     # The timeline: TrainJob created -> its JobSet -> node 0's pod, from the API server's times.
     timeline = run["timeline"]
     marks, phases = timeline["marks"], {p["phase"]: p for p in timeline["phases"]}
-    assert marks["accepted"]["source"] == "api-server" and marks["jobset_created"]["source"] == "api-server"
-    assert marks["accepted"]["time"] <= marks["jobset_created"]["time"] <= marks["granted"]["time"]
-    assert marks["granted"]["time"] <= marks["container_started"]["time"]
+    assert marks["accepted"]["source"] == marks["granted"]["source"] == "kueue"  # the Workload's wait
+    assert marks["jobset_created"]["source"] == marks["container_started"]["source"] == "api-server"
+    assert marks["accepted"]["time"] <= marks["granted"]["time"] <= marks["jobset_created"]["time"] + 1
+    assert marks["jobset_created"]["time"] <= marks["container_started"]["time"]
     assert list(phases) == list(PHASES)
-    assert phases["train"]["seconds"] > 0 and phases["queue"]["seconds"] is not None
+    assert phases["queue"]["source"] == "kueue" and phases["train"]["seconds"] > 0

@@ -22,9 +22,8 @@ As kubeflow/trainer v2.3.0 does it (https://github.com/kubeflow/trainer/tree/v2.
   `Suspended` True while `spec.suspend`, then False (Resumed).
 
 Not modelled: namespaced TrainingRuntimes, initializers, MPI/JAX/other plugins, retries of
-a failed node pod (the first failure fails the Job and so the JobSet), Kueue admission of
-TrainJobs (the double's Kueue admits batch Jobs), runtime CRD validation (runtimes and
-JobSets are stored as sent).
+a failed node pod (the first failure fails the Job and so the JobSet), runtime CRD
+validation (runtimes and JobSets are stored as sent). Kueue admits TrainJobs in kueue.py.
 """
 
 from __future__ import annotations
