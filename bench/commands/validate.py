@@ -31,7 +31,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from bench.commands.validation import check_env, check_experiments
+    from bench.commands.validation import check_env, check_experiments, env_note
     from bench.environments.check import comparison_shape_warnings
     from bench.environments.load import CLUSTERS_DIR, known_envs
 
@@ -56,6 +56,9 @@ def run(args: argparse.Namespace) -> int:
                 print(f"  {p}")
         else:
             print(f"ok   env {name}")
+            note = env_note(name, clusters)
+            if note:
+                print(f"  note: {note}")
     for warning in comparison_shape_warnings(names, clusters):
         print(f"warning: {warning}")
     if not args.no_experiments:

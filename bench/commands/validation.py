@@ -50,6 +50,16 @@ def check_env(name: str | Environment, clusters_dir: Path = CLUSTERS_DIR) -> lis
     return errors
 
 
+def env_note(name: str, clusters_dir: Path = CLUSTERS_DIR) -> str:
+    """The one line the kind of a valid env has to say of it (its `validate_note`), else ""."""
+    from bench.targets import target_class
+
+    try:
+        return target_class(load_env(name, clusters_dir, check_numbers=False).kind).validate_note
+    except AtlasError:
+        return ""
+
+
 def check_experiments(names: list[str] | None = None) -> tuple[list[str], list[str]]:
     """(checked names, problems) for the workload's experiment presets."""
     try:

@@ -26,7 +26,7 @@ from bench.errors import AtlasError
 from bench.in_job.cgroups import CgroupReader
 from bench.in_job.gpus import GpuProbe
 from bench.in_job.observed_shape import observed_shape
-from bench.in_job.provenance import git_info, hardware, hostname, image_info, scheduler_info, software
+from bench.in_job.provenance import git_info, hardware, image_info, scheduler_info, software
 from bench.in_job.sampler import Sampler
 from bench.in_job.scheduler import probe_for
 from bench.records.compile_facts import compile_facts
@@ -39,6 +39,8 @@ from bench.records.contract import (
     EXIT_RUNNING,
     FINISHED_OK,
     RUN_JSON,
+    SAMPLES_PREFIX,
+    SAMPLES_SUFFIX,
     SCHEMA_VERSION,
     STATUS_CANCELLED,
     STATUS_FAILED,
@@ -114,7 +116,6 @@ class Recorder:
         self.command = list(command)
         self.interval_s = interval_s
         self.run_id = run_id or os.environ.get("ATLAS_RUN_ID") or self.run_dir.resolve().name
-        self.host = hostname()
         self.record: dict[str, Any] = {}
         self.child: subprocess.Popen[bytes] | None = None
         self.received: list[int] = []
@@ -124,6 +125,7 @@ class Recorder:
         # the scheduler's probe reads the job id and this node's rank (bench.in_job.scheduler).
         self.kind = kind or os.environ.get("ATLAS_KIND") or None
         self.scheduler = probe_for(scheduler or os.environ.get("ATLAS_SCHEDULER"), os.environ)
+        self.host = self.scheduler.host(os.environ)
         # Multi-node jobs run one recorder per node into one shared run dir: every node
         # writes its own samples-<host>.csv, only the first node (rank 0) writes run.json.
         self.primary = self.scheduler.node_rank(os.environ) == 0
@@ -285,6 +287,23 @@ class Recorder:
         self._run_start_seen = True
         return True
 
+    def _attempt_hosts(self, sampler: Sampler) -> list[str]:
+        """This node, then, in a multi-node run, every other node whose samples file this attempt
+        wrote into the shared run folder: run.json (written by node 0 only) then names them all."""
+        hosts = [self.host]
+        nodes = (self.record.get("shape") or {}).get("nodes")
+        if not isinstance(nodes, int) or nodes < 2:
+            return hosts
+        since = float(self.record.get("start_time") or 0) - 1.0
+        for path in sorted(self.run_dir.glob(f"{SAMPLES_PREFIX}*{SAMPLES_SUFFIX}")):
+            try:
+                fresh = path.stat().st_mtime >= since
+            except OSError:
+                continue
+            if fresh and path.name != sampler.csv_path.name:
+                hosts.append(path.name[len(SAMPLES_PREFIX) : -len(SAMPLES_SUFFIX)])
+        return hosts
+
     def _finish(self, code: int, end: float, sampler: Sampler) -> str | None:
         """Write the end facts; None, or one line saying what a failed final write lost."""
         rec = self.record
@@ -313,6 +332,7 @@ class Recorder:
         rec["sampler_errors"] = list(sampler.faults)
         rec["samples_file"] = sampler.csv_path.name
         rec["samples_rows"] = sampler.rows
+        rec["hosts"] = self._attempt_hosts(sampler)
         try:
             self._write_run_json()
         except OSError as exc:

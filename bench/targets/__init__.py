@@ -1,7 +1,7 @@
 """Target registry: `clusters/<env>/env.yaml` names a `kind`, the kind names a class.
 
 Each kind lives in its own module named after it (`bench/targets/<kind>.py`: local,
-container, slurm, kubernetes, openshift) and registers itself with `@register("kind")`,
+container, slurm, kubernetes, openshift, trainjob) and registers itself with `@register("kind")`,
 as ReFrame's scheduler back-ends do; a new kind is that one module and nothing else.
 Modules are imported when their kind is asked for, and they import their client
 libraries lazily, so the OpenShift client is only needed by people who use OpenShift.

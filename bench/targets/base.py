@@ -80,6 +80,9 @@ class Target(ABC):
     # (False: data.file may name a pre-staged absolute path). bench.stage_data checks
     # data.file by this, never by the kind's name.
     data_on_volume: ClassVar[bool] = False
+    # One line `bench validate` prints under an env of this kind that is valid (e.g. that a
+    # path it would take is legacy, and what replaces it); empty: nothing to say.
+    validate_note: ClassVar[str] = ""
 
     def __init__(self, env: Environment) -> None:
         from bench.environments.schema import settings_problems

@@ -25,8 +25,9 @@ def queue_job(manifest: dict[str, Any], queue: str | None) -> None:
     manifest.setdefault("spec", {})["suspend"] = True
 
 
-def kueue_marks(target: Any, job_name: str) -> dict[str, dict[str, Any]]:
-    """`accepted` (Workload created) and `granted` (its Admitted condition) of the Job's Workload.
+def kueue_marks(target: Any, job_name: str, owner_kind: str = "Job") -> dict[str, dict[str, Any]]:
+    """`accepted` (Workload created) and `granted` (its Admitted condition) of the Job's (or
+    TrainJob's: `owner_kind`) Workload.
 
     {} where there is none (no Kueue on the cluster, the Workload is gone): the pod's
     marks then stand."""
@@ -43,7 +44,7 @@ def kueue_marks(target: Any, job_name: str) -> dict[str, dict[str, Any]]:
         return {}
     for wl in listed.get("items") or []:
         owners = wl.get("metadata", {}).get("ownerReferences") or []
-        if not any(o.get("kind") == "Job" and o.get("name") == job_name for o in owners):
+        if not any(o.get("kind") == owner_kind and o.get("name") == job_name for o in owners):
             continue
         out = {}
         created = ts(wl["metadata"].get("creationTimestamp"))

@@ -51,6 +51,11 @@ class C10dRendezvous:
 # Kubernetes expands $(VAR) in a container's command from its environment, which is where
 # the Kubeflow Training Operator puts these for every PyTorchJob pod.
 PYTORCHJOB_RENDEZVOUS = Rendezvous("$(RANK)", "$(MASTER_ADDR)", "$(MASTER_PORT)")
+# Kubeflow Trainer v2's torch plugin sets PET_NODE_RANK (the pod's Job completion index),
+# PET_MASTER_ADDR (node 0's name under the JobSet's headless service) and PET_MASTER_PORT
+# (pkg/runtime/framework/plugins/torch/torch.go); torchrun reads PET_* too, but the explicit
+# arguments keep the command the same shape as every other multi-node launch.
+TRAINJOB_RENDEZVOUS = Rendezvous("$(PET_NODE_RANK)", "$(PET_MASTER_ADDR)", "$(PET_MASTER_PORT)")
 
 
 def launcher(

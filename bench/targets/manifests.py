@@ -34,6 +34,9 @@ SCHEMA_FILE = CLUSTERS_DIR / "_schemas" / "openshift-openapi-subset.json"
 # The Kubeflow Training Operator's PyTorchJob CRD, beside the OpenShift definitions.
 PYTORCHJOB_CRD_FILE = "kubeflow-pytorchjob-crd.yaml"
 PYTORCHJOB = ("kubeflow.org/v1", "PyTorchJob")
+# Kubeflow Trainer v2's TrainJob CRD (its successor), beside it.
+TRAINJOB_CRD_FILE = "kubeflow-trainer-trainjob-crd.yaml"
+TRAINJOB = ("trainer.kubeflow.org/v1alpha1", "TrainJob")
 
 # (apiVersion, kind) -> definition name in the OpenShift OpenAPI document.
 OPENSHIFT_KINDS: dict[tuple[str, str], str] = {
@@ -124,15 +127,36 @@ def _strict_v3(node: Any) -> Any:
     return node
 
 
+@functools.lru_cache(maxsize=8)
+def crd_schema(crd_path: Path, version: str = "v1") -> dict[str, Any]:
+    """A CRD's openAPIV3Schema of `version` as published (descriptions kept); cached per file."""
+    try:
+        docs = yaml.load_all(crd_path.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        crd = next(d for d in docs if isinstance(d, dict) and d.get("kind") == "CustomResourceDefinition")
+        served = next(v for v in crd["spec"]["versions"] if v["name"] == version)
+        return served["schema"]["openAPIV3Schema"]
+    except (OSError, yaml.YAMLError, KeyError, TypeError, StopIteration) as exc:
+        raise ConfigError(f"cannot read the CRD {crd_path}: {exc}") from exc
+
+
 @functools.lru_cache(maxsize=4)
 def pytorchjob_schema(crd_path: Path) -> dict[str, Any]:
     """The strict schema of kubeflow.org/v1 PyTorchJob from the shipped CRD; cached per file."""
-    try:
-        crd = yaml.load(crd_path.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-        version = next(v for v in crd["spec"]["versions"] if v["name"] == "v1")
-        return _strict_v3(version["schema"]["openAPIV3Schema"])
-    except (OSError, yaml.YAMLError, KeyError, TypeError, StopIteration) as exc:
-        raise ConfigError(f"cannot read the PyTorchJob CRD {crd_path}: {exc}") from exc
+    return _strict_v3(crd_schema(crd_path, "v1"))
+
+
+@functools.lru_cache(maxsize=4)
+def trainjob_schema(crd_path: Path) -> dict[str, Any]:
+    """The strict schema of trainer.kubeflow.org/v1alpha1 TrainJob from the shipped CRD."""
+    return _strict_v3(crd_schema(crd_path, "v1alpha1"))
+
+
+def validate_trainjob(obj: dict[str, Any], crd_path: Path) -> list[str]:
+    """Errors of one TrainJob against its CRD schema, made strict. The CRD spells out every
+    field it takes (the trainer's env and resources, the runtime patches' volumes and
+    mounts) with the Kubernetes schemas inlined, so the CRD alone checks them all."""
+    validator = jsonschema.Draft7Validator(trainjob_schema(crd_path))
+    return [f"{_path(e)}: {e.message}" for e in sorted(validator.iter_errors(obj), key=str)]
 
 
 def validate_pytorchjob(obj: dict[str, Any], crd_path: Path) -> list[str]:
@@ -193,6 +217,8 @@ def validate_objects(objects: Iterable[dict[str, Any]], schema_path: Path = SCHE
         key = (obj.get("apiVersion"), obj.get("kind"))
         if key == PYTORCHJOB:
             errors = validate_pytorchjob(obj, schema_path.parent / PYTORCHJOB_CRD_FILE)
+        elif key == TRAINJOB:
+            errors = validate_trainjob(obj, schema_path.parent / TRAINJOB_CRD_FILE)
         elif key in OPENSHIFT_KINDS:
             errors = validate_openshift(obj, schema_path)
         else:

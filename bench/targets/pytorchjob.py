@@ -14,7 +14,7 @@ security context), so a one-node Job and an N-node PyTorchJob differ only in the
 from __future__ import annotations
 
 import copy
-from typing import Any
+from typing import Any, ClassVar
 
 from bench.errors import AtlasError
 from bench.targets.base import RunState, RunStatus
@@ -27,6 +27,12 @@ LABEL_JOB_NAME = "training.kubeflow.org/job-name"
 LABEL_REPLICA_TYPE = "training.kubeflow.org/replica-type"
 # The operator finds the training container by this name (its port, its environment).
 CONTAINER = "pytorch"
+# What `bench validate` says of every env whose multi-node runs would be PyTorchJobs.
+LEGACY_NOTE = (
+    "multi-node runs (shape.nodes > 1) of this kind are Kubeflow PyTorchJobs (kubeflow.org/v1, Training Operator "
+    "1.x), legacy since Kubeflow Trainer v2; the equivalent is a TrainJob: `kind: trainjob` with "
+    "`runtime: torch-distributed` in env.yaml (clusters/moc-trainjob is moc's)"
+)
 
 
 def operator_absent(env: str, nodes: int) -> str:
@@ -111,6 +117,7 @@ class PyTorchJobRunner:
     env: Any
     namespace: str
     shape: Any
+    validate_note: ClassVar[str] = LEGACY_NOTE
 
     def _dynamic_resource(self, api_version: str, kind: str) -> Any:
         """A kubernetes.dynamic resource; the one-line operator message when PyTorchJob is missing."""

@@ -39,6 +39,10 @@ class SchedulerProbe(Protocol):
         """(GPUs allocated per node, the variable that said so); (None, None): unknown here."""
         ...
 
+    def host(self, environ: Mapping[str, str]) -> str:
+        """This node's name (its `samples-<host>.csv`, run.json's `hosts`)."""
+        ...
+
 
 def known_probes() -> list[str]:
     """The schedulers this package has a probe for (one module each)."""

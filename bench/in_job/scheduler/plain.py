@@ -19,3 +19,8 @@ class Probe:
 
     def gpus_per_node(self, environ: Mapping[str, str]) -> tuple[int | None, str | None]:
         return None, None
+
+    def host(self, environ: Mapping[str, str]) -> str:
+        from bench.in_job.provenance import hostname
+
+        return hostname()

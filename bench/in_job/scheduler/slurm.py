@@ -22,3 +22,8 @@ class Probe:
 
     def gpus_per_node(self, environ: Mapping[str, str]) -> tuple[int | None, str | None]:
         return int_env(environ, "SLURM_GPUS_ON_NODE")
+
+    def host(self, environ: Mapping[str, str]) -> str:
+        from bench.in_job.provenance import hostname
+
+        return hostname()

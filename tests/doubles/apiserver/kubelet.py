@@ -11,7 +11,8 @@ With a Kubelet attached, the double's clock follows the wall clock and:
   cannot reach; `scripts/podman-image.sh` builds a local one); otherwise the Build says
   (an Event) that the checkout is the image.
 - a Job that is not suspended gets a pod (the job controller), retried up to backoffLimit
-  and stopped by a podFailurePolicy FailJob exit code; `run_pod` runs any pod, whatever
+  and stopped by a podFailurePolicy FailJob exit code; a JobSet's Indexed Job (a
+  TrainJob's, trainer.py) gets all its pods at once, which run side by side; `run_pod` runs any pod, whatever
   owns it: init containers first, one after another, then the first container, each as a
   local process of the image's folder with the container's command, args, env and
   workingDir (`python` is this checkout's interpreter). Paths under a volume's mountPath
@@ -20,6 +21,10 @@ With a Kubelet attached, the double's clock follows the wall clock and:
 - what the pod's status, Events and logs say comes from what ran: Pulling/Pulled with the
   time the image took to be there (its Build), Started, the exit code, startedAt /
   finishedAt; an image no Build produced is Failed + BackOff (ImagePullBackOff).
+- the container's environment is the pod's: HOSTNAME, downward-API fieldRefs (name,
+  namespace, labels['k'], annotations['k']), and $(VAR) expanded in the command, args and
+  env; the cluster DNS name of a pod under a headless Service (`<hostname>.<subdomain>`, a
+  TrainJob's PET_MASTER_ADDR) is this machine, 127.0.0.1, where every pod runs;
 - `exec` in a pod (the collector's `tar`) runs with the same rewriting (`map_argv`); a pod
   deleted while it runs (its Job cancelled) has its process terminated.
 """
@@ -38,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.doubles.apiserver.lifecycle import go_duration
+from tests.doubles.apiserver.trainer import LABEL_JOBSET
 
 
 class Kubelet:
@@ -129,7 +135,9 @@ class Kubelet:
                 ]
                 self.jobs_seen.update(ready)
             for name in ready:
-                threading.Thread(target=self._guard, args=(self._run_job, name), daemon=True).start()
+                indexed = LABEL_JOBSET in (self.double.jobs[name]["metadata"].get("labels") or {})
+                run = self._run_indexed if indexed else self._run_job
+                threading.Thread(target=self._guard, args=(run, name), daemon=True).start()
             self.double.tick()
             time.sleep(0.1)
 
@@ -166,6 +174,17 @@ class Kubelet:
                     )
             if code is None:
                 return
+
+    def _run_indexed(self, job_name: str) -> None:
+        """A JobSet's Indexed Job (trainer.py): all its pods at once, each in its own thread."""
+        threads = [
+            threading.Thread(target=self._guard, args=(self.run_pod, name), daemon=True)
+            for name in self.double.indexed_pods(job_name)
+        ]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
 
     # -- one pod --------------------------------------------------------------------------
     def run_pod(self, pod_name: str) -> int | None:
@@ -251,10 +270,11 @@ class Kubelet:
         argv = [*(c.get("command") or []), *(c.get("args") or [])]
         if not argv:
             argv = ["python", "-m", "bench.in_job.command", "--"]  # the Dockerfile's ENTRYPOINT
+        env = self._env(pod, c, tree)
+        argv = [self.cluster_dns(expand(a, env)) for a in argv]
         argv = self.map_argv(pod, argv, c)
         if argv[0] in ("python", "python3"):
             argv[0] = self.python
-        env = self._env(pod, c, tree)
         cwd = self.map_argv(pod, [c["workingDir"]], c)[0] if c.get("workingDir") else str(tree)
         log = self.root / "logs" / f"{log_key}.log"
         log.parent.mkdir(parents=True, exist_ok=True)
@@ -294,15 +314,29 @@ class Kubelet:
             "OMP_NUM_THREADS": "1",
         }
         meta = pod["metadata"]
+        base["HOSTNAME"] = pod["spec"].get("hostname") or meta["name"]  # the container's hostname, as in a pod
         for e in c.get("env") or []:
             if "value" in e:
-                base[e["name"]] = str(e["value"])
+                base[e["name"]] = self.cluster_dns(expand(str(e["value"]), base))
             field = ((e.get("valueFrom") or {}).get("fieldRef") or {}).get("fieldPath", "")
             if field:
-                base[e["name"]] = {"metadata.name": meta["name"], "metadata.namespace": meta.get("namespace", "")}.get(
-                    field, ""
-                )
+                base[e["name"]] = field_value(meta, field)
         return {k: self.map_argv(pod, [v], c)[0] for k, v in base.items()}
+
+    def cluster_dns(self, text: str) -> str:
+        """The cluster DNS for pods this kubelet runs: `<hostname>.<subdomain>[.<ns>.svc[.cluster.local]]`
+        of a pod under a headless Service (a JobSet's) resolves to this machine, where they all run."""
+        services = self.double.store["services"]
+        names = {
+            f"{p['spec']['hostname']}.{p['spec']['subdomain']}"
+            for p in list(self.double.pods.values())
+            if p["spec"].get("hostname")
+            and (services.get(p["spec"].get("subdomain") or "") or {}).get("spec", {}).get("clusterIP") == "None"
+        }
+        for name in sorted(names, key=len, reverse=True):
+            suffix = rf"(?:\.{re.escape(self.double.namespace)}\.svc(?:\.cluster\.local)?)?"
+            text = re.sub(rf"(?<![\w.-]){re.escape(name)}{suffix}(?![\w-])", "127.0.0.1", text)
+        return text
 
     # -- volumes ----------------------------------------------------------------------
     def volume_folder(self, pod: dict[str, Any], volume: str) -> Path:
@@ -330,6 +364,25 @@ class Kubelet:
         pattern = re.compile(r"(^|[=:\s])(" + "|".join(re.escape(p) for p, _ in pairs) + r")(?=/|$|:)")
         folders = dict(pairs)
         return [pattern.sub(lambda m: m.group(1) + str(folders[m.group(2)]), a) for a in argv]
+
+
+def expand(text: str, env: dict[str, str]) -> str:
+    """Kubernetes' $(VAR) expansion in a command, its args and env values: a defined variable
+    is replaced, an undefined one left as written, `$$` is a literal `$`
+    (k8s.io/kubernetes third_party/forked/golang/expansion)."""
+    return re.sub(
+        r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)",
+        lambda m: "$" if m.group(0) == "$$" else env.get(m.group(1), m.group(0)),
+        text,
+    )
+
+
+def field_value(meta: dict[str, Any], path: str) -> str:
+    """A downward-API fieldRef: metadata.name / namespace, metadata.labels['k'], metadata.annotations['k']."""
+    found = re.fullmatch(r"metadata\.(labels|annotations)\['([^']+)'\]", path)
+    if found:
+        return str((meta.get(found.group(1)) or {}).get(found.group(2), ""))
+    return {"metadata.name": meta["name"], "metadata.namespace": meta.get("namespace", "")}.get(path, "")
 
 
 def _digest(image: str) -> str:

@@ -1,8 +1,10 @@
 """Kueue for the API double: ClusterQueue quota, LocalQueues, Workloads, BestEffortFIFO admission.
 
-What a NERC-style cluster does with a batch Job labelled `kueue.x-k8s.io/queue-name` and
-created suspended (https://kueue.sigs.k8s.io/docs/tasks/run/jobs/): Kueue's job
-controller makes a Workload for it (`job-<name>-<hash>`, owned by the Job, `spec.queueName`,
+What a NERC-style cluster does with a batch Job (or a Kubeflow Trainer TrainJob: its
+`numNodes` pods of `resourcesPerNode`, a Workload `trainjob-<name>-<hash>` owned by it)
+labelled `kueue.x-k8s.io/queue-name` and created suspended
+(https://kueue.sigs.k8s.io/docs/tasks/run/jobs/): Kueue's job controller makes a Workload
+for it (`job-<name>-<hash>`, owned by the Job, `spec.queueName`,
 one podSet with the pod template's requests); the ClusterQueue behind that LocalQueue
 admits Workloads oldest first, skipping one that does not fit for a later one that does
 (BestEffortFIFO), when the sum of admitted requests stays within its nominal quota of cpu,
@@ -78,20 +80,21 @@ class Kueue:
             time.sleep(0.1)
 
     def sync(self) -> None:
-        """One pass of Kueue's job and workload controllers."""
+        """One pass of Kueue's job and workload controllers (batch Jobs and TrainJobs)."""
         d = self.double
-        owned = {w["metadata"]["ownerReferences"][0]["name"]: w for w in d.store["workloads"].values()}
-        for name, job in list(d.jobs.items()):
-            queue = (job["metadata"].get("labels") or {}).get(QUEUE_LABEL)
-            if queue and name not in owned and job["spec"].get("suspend"):
-                owned[name] = self._workload(job, queue)
-            wl = owned.get(name)
-            if wl is not None and (job.get("status") or {}).get("conditions") and not _has(wl, "Finished"):
-                self._condition(wl, "Finished", "JobFinished", "Job finished")
-                d.record("workloads", wl)
-        for wl in list(owned.values()):  # the owner is gone: the Workload goes with it
-            if wl["metadata"]["ownerReferences"][0]["name"] not in d.jobs and not _has(wl, "Finished"):
-                self._condition(wl, "Finished", "OwnerDeleted", "Job deleted")
+        owned = {_owner_key(w): w for w in d.store["workloads"].values()}
+        for plural in OWNER_KINDS:
+            for name, job in list(d.store.get(plural, {}).items()):
+                queue = (job["metadata"].get("labels") or {}).get(QUEUE_LABEL)
+                if queue and (plural, name) not in owned and job["spec"].get("suspend"):
+                    owned[(plural, name)] = self._workload(plural, job, queue)
+                wl = owned.get((plural, name))
+                if wl is not None and _finished(job) and not _has(wl, "Finished"):
+                    self._condition(wl, "Finished", "JobFinished", f"{OWNER_KINDS[plural][1]} finished")
+                    d.record("workloads", wl)
+        for (plural, name), wl in owned.items():  # the owner is gone: the Workload goes with it
+            if name not in d.store.get(plural, {}) and not _has(wl, "Finished"):
+                self._condition(wl, "Finished", "OwnerDeleted", f"{OWNER_KINDS[plural][1]} deleted")
                 d.record("workloads", wl)
         pending = sorted(
             (w for w in d.store["workloads"].values() if not _has(w, "Admitted") and not _has(w, "Finished")),
@@ -100,10 +103,12 @@ class Kueue:
         for wl in pending:  # BestEffortFIFO: the oldest first; one that does not fit waits, later ones may go
             self._admit_if_it_fits(wl)
 
-    def _workload(self, job: dict[str, Any], queue: str) -> dict[str, Any]:
+    def _workload(self, plural: str, job: dict[str, Any], queue: str) -> dict[str, Any]:
         d = self.double
-        name = f"job-{job['metadata']['name']}-{hashlib.sha256(job['metadata']['uid'].encode()).hexdigest()[:5]}"
-        template = job["spec"]["template"]
+        api_version, kind = OWNER_KINDS[plural]
+        prefix = kind.lower()  # Kueue's workload name: <owner kind>-<name>-<hash>
+        name = f"{prefix}-{job['metadata']['name']}-{hashlib.sha256(job['metadata']['uid'].encode()).hexdigest()[:5]}"
+        count, template = _pod_set(plural, job)
         wl = {
             "apiVersion": GROUP_VERSION,
             "kind": "Workload",
@@ -115,8 +120,8 @@ class Kueue:
                 "labels": {"kueue.x-k8s.io/job-uid": job["metadata"]["uid"]},
                 "ownerReferences": [
                     {
-                        "apiVersion": "batch/v1",
-                        "kind": "Job",
+                        "apiVersion": api_version,
+                        "kind": kind,
                         "name": job["metadata"]["name"],
                         "uid": job["metadata"]["uid"],
                         "controller": True,
@@ -127,7 +132,7 @@ class Kueue:
             "spec": {
                 "queueName": queue,
                 "active": True,
-                "podSets": [{"name": "main", "count": int(job["spec"].get("parallelism", 1)), "template": template}],
+                "podSets": [{"name": "main" if plural == "jobs" else "node", "count": count, "template": template}],
             },
             "status": {"conditions": []},
         }
@@ -152,7 +157,8 @@ class Kueue:
         if any(used[n] + need[n] > quota[n] + 1e-9 for n in RESOURCE_NAMES if need[n]):
             short = ", ".join(n for n in RESOURCE_NAMES if need[n] and used[n] + need[n] > quota[n] + 1e-9)
             if not _has(wl, "QuotaReserved", "False"):
-                message = f"couldn't assign flavors to pod set main: insufficient unused quota for {short}"
+                pod_set = wl["spec"]["podSets"][0]["name"]
+                message = f"couldn't assign flavors to pod set {pod_set}: insufficient unused quota for {short}"
                 self._condition(wl, "QuotaReserved", "Pending", message, status="False")
                 self.double.record("workloads", wl)
             return
@@ -160,7 +166,7 @@ class Kueue:
             "clusterQueue": cq,
             "podSetAssignments": [
                 {
-                    "name": "main",
+                    "name": wl["spec"]["podSets"][0]["name"],
                     "count": wl["spec"]["podSets"][0]["count"],
                     "flavors": dict.fromkeys((n for n in RESOURCE_NAMES if need[n]), "default-flavor"),
                     "resourceUsage": {n: _format(n, need[n]) for n in RESOURCE_NAMES if need[n]},
@@ -170,9 +176,10 @@ class Kueue:
         self._condition(wl, "QuotaReserved", "QuotaReserved", f"Quota reserved in ClusterQueue {cq}")
         self._condition(wl, "Admitted", "Admitted", "The workload is admitted")
         self.double.record("workloads", wl)
-        job = self.double.jobs[wl["metadata"]["ownerReferences"][0]["name"]]
+        plural, name = _owner_key(wl)
+        job = self.double.store[plural][name]
         job["spec"]["suspend"] = False  # Kueue's job reconciler starts it
-        self.double.record("jobs", job)
+        self.double.record(plural, job)
 
     def _condition(self, wl: dict[str, Any], kind: str, reason: str, message: str, status: str = "True") -> None:
         conds = [c for c in wl["status"]["conditions"] if c["type"] != kind]
@@ -187,6 +194,33 @@ class Kueue:
             }
         )
         wl["status"]["conditions"] = conds
+
+
+# What Kueue's integrations here admit: batch Jobs and Kubeflow Trainer TrainJobs (plural -> owner).
+OWNER_KINDS = {"jobs": ("batch/v1", "Job"), "trainjobs": ("trainer.kubeflow.org/v1alpha1", "TrainJob")}
+
+
+def _owner_key(wl: dict[str, Any]) -> tuple[str, str]:
+    owner = wl["metadata"]["ownerReferences"][0]
+    plural = next((p for p, (_, kind) in OWNER_KINDS.items() if kind == owner["kind"]), "jobs")
+    return plural, owner["name"]
+
+
+def _finished(job: dict[str, Any]) -> bool:
+    """A Job with a condition (Complete/Failed), a TrainJob with Complete or Failed True."""
+    conds = (job.get("status") or {}).get("conditions") or []
+    if job.get("kind") == "TrainJob":
+        return any(c["type"] in ("Complete", "Failed") and c["status"] == "True" for c in conds)
+    return bool(conds)
+
+
+def _pod_set(plural: str, job: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    """(count, pod template) of the owner's one pod set: a TrainJob's numNodes pods of resourcesPerNode."""
+    if plural == "jobs":
+        return int(job["spec"].get("parallelism", 1)), job["spec"]["template"]
+    trainer = job["spec"].get("trainer") or {}
+    container = {"name": "node", "image": trainer.get("image", ""), "resources": trainer.get("resourcesPerNode") or {}}
+    return int(trainer.get("numNodes") or 1), {"spec": {"containers": [container]}}
 
 
 def _has(wl: dict[str, Any], kind: str, status: str = "True") -> bool:

@@ -25,6 +25,7 @@ import hashlib
 from typing import Any
 
 from tests.doubles.apiserver.resources import Resource
+from tests.doubles.apiserver.trainer import LABEL_JOBSET
 
 NODE = "worker-gpu-0"
 REGISTRY = "image-registry.openshift-image-registry.svc:5000"
@@ -71,6 +72,8 @@ class Lifecycle:
             self.bind_pod(obj)
             self.prepare_pod(obj["metadata"]["name"])
             self.start_container(obj["metadata"]["name"])
+        if r.plural == "trainjobs":
+            self.sync_trainjobs()  # trainer.py: the Trainer controller makes its JobSet at once
         if r.plural == "buildconfigs":
             self.config_change(obj)  # webhooks.py: a ConfigChange trigger starts build 1
         if r.plural == "imagestreams":  # the image controller publishes the registry address
@@ -86,8 +89,10 @@ class Lifecycle:
             self.record("persistentvolumeclaims", obj)
 
     def tick(self) -> None:
-        """A clock tick: namespaces whose contents are gone finish terminating."""
+        """A clock tick: namespaces whose contents are gone finish terminating; the Trainer and
+        JobSet controllers sync (a resumed TrainJob gets its JobSet, a finished JobSet its status)."""
         with self.changed:
+            self.sync_trainjobs()
             for ns in list(self.store["namespaces"].values()):
                 if (ns.get("status") or {}).get("phase") == "Terminating":
                     self.record("namespaces", ns, "DELETED")
@@ -338,7 +343,7 @@ class Lifecycle:
             self._condition(pod, "Ready", "True")
             job = self.jobs.get(pod["metadata"]["labels"].get("job-name", ""))
             if job:
-                job["status"]["ready"] = 1
+                job["status"]["ready"] = job["status"].get("ready", 0) + 1
                 self.record("jobs", job)
             return self.record("pods", pod)
 
@@ -367,13 +372,18 @@ class Lifecycle:
             job = self.jobs.get(job_name)
             if job:
                 st = job["status"]
-                st.update(active=max(0, st.get("active", 1) - 1), ready=0)
+                st.update(active=max(0, st.get("active", 1) - 1), ready=max(0, st.get("ready", 1) - 1))
                 if exit_code == 0:
                     st["succeeded"] = st.get("succeeded", 0) + 1
-                    self.finish_job(job_name, "Complete")
+                    if st["succeeded"] >= int(job["spec"].get("completions") or 1):  # every index done
+                        self.finish_job(job_name, "Complete")
+                    else:
+                        self.record("jobs", job)
                 else:
                     st["failed"] = st.get("failed", 0) + 1
-                    if st["failed"] > job["spec"].get("backoffLimit", 6):
+                    if st["failed"] > job["spec"].get("backoffLimit", 6) or LABEL_JOBSET in (
+                        job["metadata"].get("labels") or {}
+                    ):
                         self.finish_job(
                             job_name,
                             "Failed",

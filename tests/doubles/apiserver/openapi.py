@@ -1,8 +1,9 @@
 """The OpenAPI documents the double publishes, built from the upstream definitions.
 
 Kubernetes: the definitions kubernetes-validate bundles for the served release;
-OpenShift: the shipped subset of the openshift/api document; PyTorchJob: the shipped
-Kubeflow CRD. Every resource's POST, PUT and PATCH declare the `fieldValidation` query
+OpenShift: the shipped subset of the openshift/api document; PyTorchJob and TrainJob: the
+shipped Kubeflow CRDs (ClusterTrainingRuntime and JobSet: open objects, their CRDs not
+shipped). Every resource's POST, PUT and PATCH declare the `fieldValidation` query
 parameter, as a real server's do, so `kubectl` leaves field validation to the server
 (kubectl/pkg/util/openapi QueryParamVerifierV3). `/openapi/v2` answers an (empty) protobuf
 document: kubectl downloads it only for kinds no v3 document names, skips validation of
@@ -21,7 +22,7 @@ from typing import Any
 import kubernetes_validate
 import yaml
 
-from bench.targets.manifests import OPENSHIFT_KINDS
+from bench.targets.manifests import OPENSHIFT_KINDS, TRAINJOB_CRD_FILE, crd_schema
 from tests.doubles.apiserver.resources import SCHEMA_VERSION, Resource, group_versions
 
 # openapi_v2.Document{swagger: "2.0"} in protobuf (gnostic OpenAPIv2.proto, field 1).
@@ -78,7 +79,36 @@ def all_schemas(schema_path: Path) -> dict[str, Any]:
         _v3(schema),
         **{"x-kubernetes-group-version-kind": [{"group": "kubeflow.org", "version": "v1", "kind": "PyTorchJob"}]},
     )
+    trainjob = crd_schema(schema_path.parent / TRAINJOB_CRD_FILE, "v1alpha1")
+    schemas["org.kubeflow.trainer.v1alpha1.TrainJob"] = dict(
+        _v3(trainjob),
+        **{
+            "x-kubernetes-group-version-kind": [
+                {"group": "trainer.kubeflow.org", "version": "v1alpha1", "kind": "TrainJob"}
+            ]
+        },
+    )
+    # The runtime and JobSet CRDs are not shipped (about 0.9 MB each; bench never sends
+    # either): the double stores them as sent, as a CRD with x-kubernetes-preserve-unknown-fields.
+    for name, group, version, kind in UNSCHEMED:
+        schemas[name] = {
+            "type": "object",
+            "description": f"{kind} (served by the API double without its CRD's schema)",
+            "x-kubernetes-preserve-unknown-fields": True,
+            "x-kubernetes-group-version-kind": [{"group": group, "version": version, "kind": kind}],
+        }
     return schemas
+
+
+UNSCHEMED = (
+    (
+        "org.kubeflow.trainer.v1alpha1.ClusterTrainingRuntime",
+        "trainer.kubeflow.org",
+        "v1alpha1",
+        "ClusterTrainingRuntime",
+    ),
+    ("io.x-k8s.jobset.v1alpha2.JobSet", "jobset.x-k8s.io", "v1alpha2", "JobSet"),
+)
 
 
 def schema_name(schemas: dict[str, Any], r: Resource) -> str:

@@ -4,7 +4,8 @@ Short names and categories are upstream's: core kinds from each REST storage's
 ShortNames()/Categories() in kubernetes/kubernetes pkg/registry/*/*/storage/storage.go
 (po, ns, sa, pvc, ev; pods and jobs in `all`), OpenShift's from openshift-apiserver
 pkg/*/apiserver/registry (bc, is; builds, buildconfigs, imagestreams in `all`), PyTorchJob's
-from the Kubeflow CRD (no short name). Discovery documents follow
+from the Kubeflow CRD (no short name), TrainJob's, ClusterTrainingRuntime's and JobSet's from
+theirs (none). Discovery documents follow
 k8s.io/apimachinery/pkg/apis/meta/v1 (APIVersions, APIGroupList, APIResourceList).
 """
 
@@ -74,6 +75,10 @@ RESOURCES = [
     Resource("build.openshift.io/v1", "builds", "Build", categories=("all",)),
     Resource("image.openshift.io/v1", "imagestreams", "ImageStream", short_names=("is",), categories=("all",)),
     Resource("kubeflow.org/v1", "pytorchjobs", "PyTorchJob", subresources=("status",)),
+    # Kubeflow Trainer v2 (its CRDs' names; no short names) and the JobSets it makes (trainer.py).
+    Resource("trainer.kubeflow.org/v1alpha1", "trainjobs", "TrainJob", subresources=("status",)),
+    Resource("trainer.kubeflow.org/v1alpha1", "clustertrainingruntimes", "ClusterTrainingRuntime", namespaced=False),
+    Resource("jobset.x-k8s.io/v1alpha2", "jobsets", "JobSet", subresources=("status",)),
     # The rest of kubectl's default `apply --prune` allow-list (kubectl/pkg/cmd/apply/prune.go):
     # a 1.37 server serves them all, so pruning lists each one.
     Resource("v1", "configmaps", "ConfigMap", short_names=("cm",)),
@@ -89,6 +94,8 @@ RESOURCES = [
     Resource("apps/v1", "statefulsets", "StatefulSet", short_names=("sts",), categories=("all",)),
 ]
 KUBEFLOW_GROUP = "kubeflow.org/v1"
+TRAINER_GROUP = "trainer.kubeflow.org/v1alpha1"
+JOBSET_GROUP = "jobset.x-k8s.io/v1alpha2"
 SUBRESOURCE_KINDS = {"exec": "PodExecOptions", "log": "Pod", "instantiate": "BuildRequest", "status": None}
 
 

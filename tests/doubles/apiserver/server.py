@@ -5,7 +5,8 @@ No OpenShift can run here, so this HTTPS server answers what the openshift targe
 names, categories), OpenAPI v3, create / get / list / watch / replace / patch (JSON, merge,
 strategic, server-side apply) / delete with dry-run, upstream validation (validate.py),
 managed fields, namespace termination, server-side Tables, BuildConfig `instantiate` and
-webhooks (webhooks.py), pod `exec` over WebSocket and pod logs. Time comes from a Clock
+webhooks (webhooks.py), Kubeflow Trainer v2 TrainJobs made into JobSets (trainer.py), pod `exec`
+over WebSocket and pod logs. Time comes from a Clock
 the test advances; the controllers' and kubelet's writes are in lifecycle.py. A Kubelet
 (kubelet.py) makes pods really run here and Kueue (kueue.py) admits queued Jobs; the
 clock then follows the wall's. It serves one namespace.
@@ -33,9 +34,11 @@ from tests.doubles.apiserver.openapi import OPENAPI_V2_PROTOBUF, openapi_v3_docu
 from tests.doubles.apiserver.protobuf import request_body
 from tests.doubles.apiserver.rbac import REVIEWS, review, review_path, user_groups
 from tests.doubles.apiserver.resources import (
+    JOBSET_GROUP,
     KUBEFLOW_GROUP,
     RESOURCES,
     SERVER_VERSION,
+    TRAINER_GROUP,
     Resource,
     api_group_list,
     api_resource_list,
@@ -47,6 +50,7 @@ from tests.doubles.apiserver.schema import Schemas
 from tests.doubles.apiserver.selectors import Matcher, compile_selectors
 from tests.doubles.apiserver.tables import table
 from tests.doubles.apiserver.tls import make_ca
+from tests.doubles.apiserver.trainer import LABEL_JOBSET, Trainer
 from tests.doubles.apiserver.validate import validate_object
 from tests.doubles.apiserver.watchlist import WatchMode, initial_events_end, list_options
 from tests.doubles.apiserver.webhooks import Webhooks
@@ -71,7 +75,7 @@ BUILD_REQUEST_FIELDS = {
 }
 
 
-class OpenShiftApiDouble(Writes, Lifecycle, Scenarios, Webhooks):
+class OpenShiftApiDouble(Writes, Lifecycle, Scenarios, Webhooks, Trainer):
     """State of one namespace plus the HTTPS server that exposes it."""
 
     def __init__(
@@ -81,6 +85,7 @@ class OpenShiftApiDouble(Writes, Lifecycle, Scenarios, Webhooks):
         schema_path: Path,
         token: str = "test-token",
         kubeflow: bool = True,
+        trainer: bool = True,
         history: int = 1000,
         clock: Clock | None = None,
         create_namespace: bool = True,
@@ -90,7 +95,10 @@ class OpenShiftApiDouble(Writes, Lifecycle, Scenarios, Webhooks):
         self.schemas = Schemas(self.schema_path)
         self.clock = clock or Clock()
         self.clock.on_advance.append(self.tick)
-        self.resources = [r for r in RESOURCES if kubeflow or r.group_version != KUBEFLOW_GROUP]
+        absent = ({KUBEFLOW_GROUP} if not kubeflow else set()) | (
+            {TRAINER_GROUP, JOBSET_GROUP} if not trainer else set()
+        )
+        self.resources = [r for r in RESOURCES if r.group_version not in absent]
         self.store: dict[str, dict[str, dict[str, Any]]] = {r.plural: {} for r in RESOURCES}
         self.requests: list[tuple[str, str, Any]] = []  # (method, path, body)
         self.chunked_bodies = 0  # request bodies that came chunked
@@ -188,6 +196,8 @@ class OpenShiftApiDouble(Writes, Lifecycle, Scenarios, Webhooks):
     jobs = property(lambda self: self.store["jobs"])
     pods = property(lambda self: self.store["pods"])
     pytorchjobs = property(lambda self: self.store["pytorchjobs"])
+    trainjobs = property(lambda self: self.store["trainjobs"])
+    jobsets = property(lambda self: self.store["jobsets"])
 
     def events_for(self, name: str) -> list[dict[str, Any]]:
         """Events about the object `name`, oldest first."""
@@ -344,7 +354,7 @@ class OpenShiftApiDouble(Writes, Lifecycle, Scenarios, Webhooks):
         return review(self.store, self.namespace, plural, namespace, body, user or "dev", groups, admin=not user)
 
     def owned_pods(self, plural: str, name: str) -> list[dict[str, Any]]:
-        label = {"jobs": "job-name", "pytorchjobs": KF_JOB_NAME}.get(plural)
+        label = {"jobs": "job-name", "pytorchjobs": KF_JOB_NAME, "jobsets": LABEL_JOBSET}.get(plural)
         return [p for p in list(self.pods.values()) if label and p["metadata"]["labels"].get(label) == name]
 
     def _instantiate(self, bc_name: str | None, body: Any) -> tuple[int, dict[str, Any]]:

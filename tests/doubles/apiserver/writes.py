@@ -106,6 +106,8 @@ class Writes:
             meta["generation"] = 1
         obj.pop("status", None)
         self._finish(r, obj, None)
+        if r.plural == "trainjobs":
+            self.admit_trainjob(obj)  # the Trainer's validating webhook (trainer.py)
         self._own_update(r, obj, None, self._manager(query, agent))
         obj["status"] = self.initial_status(r, obj)
         if "dryRun" in query:
@@ -251,7 +253,19 @@ class Writes:
         gone = self.record(r.plural, obj, "DELETED")
         for pod in self.owned_pods(r.plural, name):
             self.record("pods", pod, "DELETED")
+        self._collect_dependents(obj["metadata"].get("uid"))
         return 200, gone
+
+    def _collect_dependents(self, uid: str | None) -> None:
+        """The garbage collector: what the deleted object owned goes too, and what that owned."""
+        if not uid:
+            return
+        for plural, objects in self.store.items():
+            for dependent in list(objects.values()):
+                owners = dependent["metadata"].get("ownerReferences") or []
+                if any(o.get("uid") == uid for o in owners):
+                    self.record(plural, dependent, "DELETED")
+                    self._collect_dependents(dependent["metadata"].get("uid"))
 
 
 def _json(body: bytes) -> Any:
