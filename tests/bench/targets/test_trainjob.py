@@ -34,7 +34,9 @@ DIGEST = "sha256:" + "0" * 64
 
 
 def moc_trainjob(**settings) -> object:
+    """moc-trainjob on two nodes (its env.yaml keeps Satori's one-node shape): the multi-node TrainJob."""
     data = yaml.safe_load((MOC_TRAINJOB / "env.yaml").read_text())
+    data["shape"] = {**data["shape"], "nodes": 2}
     data.update(settings)
     return target_class("trainjob")(Environment("moc-trainjob", "trainjob", MOC_TRAINJOB, data))
 
@@ -193,6 +195,8 @@ def test_bench_validate_accepts_the_trainjob_env_and_calls_pytorchjob_legacy(tmp
     assert "ok   env moc\n  note: multi-node runs (shape.nodes > 1) of this kind are Kubeflow PyTorchJobs" in moc
     assert "`kind: trainjob` with `runtime: torch-distributed`" in moc and "note:" not in trainjob.split("warning")[0]
     # Two nodes write one run folder: a results volume that is not ReadWriteMany is refused.
+    env_yaml = tmp_path / "moc-trainjob" / "env.yaml"
+    env_yaml.write_text(env_yaml.read_text().replace("  nodes: 1\n", "  nodes: 2\n"))
     patch = tmp_path / "moc-trainjob" / "kustomization.yaml"
     patch.write_text(patch.read_text().replace("value: [ReadWriteMany]", "value: [ReadWriteOnce]"))
     assert main(["validate", "--clusters", str(tmp_path), "--no-experiments", "moc-trainjob"]) == 1
