@@ -23,6 +23,7 @@ from bench.analysis import time_sums as ts
 from bench.analysis import timeline_metrics as tm
 from bench.analysis.attempts import attempt_spans, per_attempt, wall_over_attempts
 from bench.analysis.cost import record_cost
+from bench.analysis.samples_figure import Samples, number
 from bench.records import contract as c
 from bench.records.columns import CATALOGUE, GPU_CATALOGUE
 from bench.records.energy_counter import counter_energy_wh
@@ -38,85 +39,6 @@ from bench.records.trainlog import (
 )
 
 HIGHER, LOWER = "higher", "lower"  # Metric.direction; "" = neither (a fact, not a score)
-
-
-@dataclass(frozen=True)
-class Samples:
-    """A figure reduced from one samples column: over time per host or GPU, then across them.
-
-    `per_gpu`: the column is `gpu<i>_<column>` for each of the job's GPUs (`contract.job_gpu_ids`).
-    `over_time`: mean, p95 or max. `across`: sum, max or pool (all hosts' or GPUs' samples
-    reduced together). `scale` converts the column's unit into the metric's.
-    `host_column`: the whole machine's column to use when no host has `column` (records
-    without process-tree columns, e.g. imported sar logs); the figure is then labelled
-    "host". `per_core`: that column is % of all cores, so it is multiplied by
-    `hardware.cpu_cores_logical` to read as % of one core (no figure when unknown).
-    """
-
-    column: str
-    over_time: str = "mean"
-    across: str = "sum"
-    per_gpu: bool = False
-    scale: float = 1.0
-    host_column: str | None = None
-    per_core: bool = False
-
-    def origin(self, run: RunData) -> tuple[str, float, str] | None:
-        """(column, extra factor, "process" or "host") this run's figure comes from."""
-        if self.per_gpu or self.host_column is None or _has_values(run, self.column):
-            return self.column, 1.0, "process"
-        if not _has_values(run, self.host_column):
-            return None
-        hw = run.meta.get("hardware") if isinstance(run.meta.get("hardware"), dict) else {}
-        cores = _f(hw.get("cpu_cores_logical")) if self.per_core else 1.0
-        return (self.host_column, cores, "host") if cores else None
-
-    def columns(self, run: RunData, df: pd.DataFrame, column: str) -> list[str]:
-        if self.per_gpu:
-            return [f"{g}_{column}" for g in c.job_gpu_ids(run.meta, df.columns) if f"{g}_{column}" in df]
-        return [column] if column in df else []
-
-    def series(self, run: RunData, chart: TimeSeries) -> tuple[np.ndarray, np.ndarray]:
-        """(seconds since the run's start, value) on the run's first host; GPUs combined by `chart.combine`."""
-        picked = self.origin(run)
-        if not run.samples or picked is None:
-            return np.empty(0), np.empty(0)
-        column, factor, _ = picked
-        df = run.samples[sorted(run.samples)[0]]  # first host: one line per environment
-        cols = self.columns(run, df, column)
-        if not cols:
-            return np.empty(0), np.empty(0)
-        t = df["time"].to_numpy(dtype=float)
-        base = run.start_time if run.start_time is not None else (t[0] if t.size else 0.0)
-        stack = np.vstack([df[col].to_numpy(dtype=float, na_value=np.nan) for col in cols])
-        if not self.per_gpu:
-            y = stack[0]
-        else:  # per sample over GPUs; NaN where no GPU has a value (np.nanmean would warn there)
-            ok = np.isfinite(stack)
-            total, count = np.where(ok, stack, 0.0).sum(axis=0), ok.sum(axis=0)
-            y = np.full(stack.shape[1], np.nan)
-            np.divide(total, 1 if chart.combine == "sum" else count, out=y, where=count > 0)
-        return t - base, y * self.scale * factor
-
-    def value(self, ctx: RunContext) -> float | None:
-        run = ctx.run
-        picked = self.origin(run)
-        if picked is None:
-            return None
-        column, factor, _ = picked
-        parts = [
-            _finite(df[col].to_numpy(dtype=float, na_value=np.nan))
-            for df in run.samples.values()
-            for col in self.columns(run, df, column)
-        ]
-        parts = [p for p in parts if p.size]
-        if not parts:
-            return None
-        reduce = {"mean": np.mean, "max": np.max, "p95": lambda a: np.percentile(a, 95)}[self.over_time]
-        if self.across == "pool":
-            return float(reduce(np.concatenate(parts))) * self.scale * factor
-        each = [float(reduce(p)) for p in parts]
-        return (float(np.sum(each)) if self.across == "sum" else max(each)) * self.scale * factor
 
 
 @dataclass(frozen=True)
@@ -194,20 +116,6 @@ class RunContext:
         return node if isinstance(node, dict) else {}
 
 
-def _has_values(run: RunData, column: str) -> bool:
-    return any(column in df and df[column].notna().any() for df in run.samples.values())
-
-
-def _finite(arr: np.ndarray) -> np.ndarray:
-    return arr[np.isfinite(arr)]
-
-
-def _f(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return float(value) if np.isfinite(value) else None
-
-
 # -- derived figures ---------------------------------------------------------------------
 
 
@@ -262,19 +170,20 @@ def _gpu_hours(ctx: RunContext) -> float | None:
 def _cpu_limit(ctx: RunContext) -> float | None:
     hw, cg = ctx.section("hardware"), ctx.section("hardware", "cgroup")
     # the job's allowance only: a host's core count is not a limit (runs.csv keeps an unknown limit unknown)
-    return _f(cg.get("cpu_limit_cores")) or _f(hw.get("cpu_affinity_cores"))
+    return number(cg.get("cpu_limit_cores")) or number(hw.get("cpu_affinity_cores"))
 
 
 def _mem_limit_gb(ctx: RunContext) -> float | None:
     """The job's own memory limit (its cgroup's: what a request sets); a bare process and an
     import have none, and the machine's memory is no request: unknown, as the CPU allowance."""
-    limit = _f(ctx.section("hardware", "cgroup").get("memory_limit_bytes"))
+    limit = number(ctx.section("hardware", "cgroup").get("memory_limit_bytes"))
     return limit / 1e9 if limit else None
 
 
 def _host_mem_gb(ctx: RunContext) -> float | None:
     """The machine's memory: run.json hardware.memory_bytes, else the samples' host total (imports)."""
-    total = _f(ctx.section("hardware").get("memory_bytes")) or Samples("host_mem_total_bytes", "max", "max").value(ctx)
+    recorded = number(ctx.section("hardware").get("memory_bytes"))
+    total = recorded or Samples("host_mem_total_bytes", "max", "max").value(ctx)
     return total / 1e9 if total else None
 
 

@@ -35,48 +35,13 @@ from bench.targets import pytorchjob as kf
 from bench.targets import register
 from bench.targets.base import JobSpec, RunState, RunStatus, Target
 from bench.targets.kube_copy import RecordCopier
+from bench.targets.kube_errors import KUBE_LOGIN, api_error
 from bench.targets.kube_status import COMPONENT, LABEL_COMMIT, LABEL_RUN, JobStatusReader, ts
 from bench.targets.kube_timeout import bound_requests, request_timeout_s
 from bench.targets.kueue import queue_job
 from bench.targets.launch import recorded_launch
 from bench.targets.manifests import load_job_template, validate_objects
 from bench.targets.pytorchjob import PyTorchJobRunner
-
-KUBE_LOGIN = "check the kubeconfig's context (`kubectl config current-context`) or log in again"
-
-
-def api_error(exc: Exception, doing: str, env: str, api: str = "Kubernetes", login: str = KUBE_LOGIN) -> AtlasError:
-    """A clear AtlasError for a failed API call; never includes credentials."""
-    from kubernetes.client.exceptions import ApiException
-
-    if isinstance(exc, ApiException):
-        status = exc.status
-        message = ""
-        try:
-            import json
-
-            message = json.loads(exc.body or "{}").get("message", "")
-        except ValueError:
-            message = (exc.body or "")[:200]
-        if status == 0 or status is None:
-            return AtlasError(
-                f"{env}: cannot reach the {api} API while {doing} ({exc.reason}); "
-                "check the server in your kubeconfig and your network/VPN"
-            )
-        if status == 401:
-            return AtlasError(
-                f"{env}: the {api} API refused the credentials while {doing} (401 Unauthorized): {login}; tokens expire"
-            )
-        if status == 403:
-            return AtlasError(
-                f"{env}: forbidden while {doing} (403): {message or 'no permission'}; "
-                "ask the project admin for the `edit` role in the namespace"
-            )
-        return AtlasError(f"{env}: {api} API error {status} while {doing}: {message or exc.reason}")
-    return AtlasError(
-        f"{env}: cannot reach the {api} API while {doing}: {type(exc).__name__}: {exc}; "
-        "check the server in your kubeconfig and your network/VPN"
-    )
 
 
 def own_run_folder(pod_spec: dict[str, Any], train: dict[str, Any], mount: str, run_id: str) -> None:
