@@ -1,5 +1,5 @@
 """The two groups an explanation compares: two commits' runs in a results folder, or the
-two sides of a history change point.
+two sides of a history change point (the runs its test compared).
 
 Only runs that count in a history count here (bench.analysis.history.usable: finished
 as asked, committed code): a failed or dirty run says nothing of its commit. A commit is
@@ -14,9 +14,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from bench.analysis.changepoints import ChangePoint
 from bench.analysis.explain import ExplainError, view_of_entry, view_of_record
 from bench.analysis.explain_causes import RunView
-from bench.analysis.history import usable
+from bench.analysis.history import CommitPoint, point_key, usable
 from bench.records.profile import read_profile
 
 
@@ -68,3 +69,15 @@ def entry_views(entries: Sequence[dict[str, Any]], results: Path | None = None) 
             profile = read_profile(Path(results) / str(e.get("env")) / str(e.get("run_id")))[0]
         views.append(view_of_entry(e, profile))
     return views
+
+
+def change_point_sides(
+    cp: ChangePoint, points: Sequence[CommitPoint], entries: Sequence[dict[str, Any]]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The entries of the runs on each side of a change point (the runs its test compared)."""
+    before = {p.key for p in points[cp.start : cp.index]}
+    after = {p.key for p in points[cp.index : cp.end]}
+    mine = [
+        e for e in entries if usable(e) and e.get("env") == cp.env and (e.get("experiment") or "?") == cp.experiment
+    ]
+    return [e for e in mine if point_key(e) in before], [e for e in mine if point_key(e) in after]

@@ -42,7 +42,9 @@ def change(move: PhaseMove) -> str:
 
 def _phase_part(e: Explanation, lit: Callable[[object], str]) -> str:
     if e.phase is None:
-        total = f"{e.total.label} {change(e.total)}, {interval(e.total)}" if e.total else "no timeline"
+        total = f"{e.total.label} {change(e.total)}, {interval(e.total)}" if e.total else "no total time"
+        if not e.phases:
+            return f"no timeline phases recorded ({total})"
         largest = f"; largest move: {lit(e.phases[0].label)} {change(e.phases[0])}" if e.phases else ""
         return f"no phase moved clearly ({total}{largest})"
     p = e.phase
