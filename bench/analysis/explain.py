@@ -4,8 +4,10 @@ The difference in end-to-end time (push to result, else submit to result, else t
 train: the longest named sum of phases every run has, bench.analysis.time_sums) is cut
 into the timeline's phases: per phase the head group's median minus the base group's,
 with the project's own statistics (bench.analysis.stats.compare_samples: the ratio of
-medians, its seeded BCa bootstrap interval and the Mann-Whitney p). The phase that moved
-most among those that moved clearly (explain_causes.clear) is the explanation's phase;
+medians, its seeded BCa bootstrap interval and the Mann-Whitney p). The total is tested
+first, once, at GATE_ALPHA (0.01): a comparison of a dozen phases at 0.05 each would name a
+phase in most unchanged comparisons. Where the total moved, the phase that moved most the
+same way among those that moved clearly (explain_causes.clear) is the explanation's phase;
 where it is `train` and both groups have profiles, its move is cut further into modules
 and operators (bench.analysis.explain_layers). Then the candidate causes, ranked
 (bench.analysis.explain_causes). The same explanation serves `bench explain`, the change
@@ -18,10 +20,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from bench.analysis.explain_causes import Cause, CodeChange, RunView, causes, clear, config_changes
+from bench.analysis.explain_causes import GATE_ALPHA, Cause, CodeChange, RunView, causes, clear, config_changes
 from bench.analysis.explain_layers import LayerMoves, layer_moves
 from bench.analysis.history import provenance
-from bench.analysis.stats import Comparison, compare_samples, median
+from bench.analysis.stats import Comparison, compare_samples, median, smallest_p
 from bench.analysis.time_sums import SUM_BY_KEY
 from bench.records.strict_numbers import finite
 from bench.records.timeline import ALL_PHASES
@@ -51,6 +53,11 @@ class PhaseMove:
     def clear(self) -> bool:
         return clear(self.cmp)
 
+    @property
+    def gate(self) -> bool:
+        """The total moved at GATE_ALPHA (a Mann-Whitney p is needed: 3 runs a side at least)."""
+        return self.cmp.p_value is not None and clear(self.cmp, GATE_ALPHA)
+
 
 @dataclass(frozen=True)
 class Explanation:
@@ -63,12 +70,17 @@ class Explanation:
     n_head: int
     total: PhaseMove | None  # None: no named sum every run has (no timelines)
     phases: list[PhaseMove]  # largest move first
-    phase: PhaseMove | None  # the explanation's phase: the largest clear move (None: none moved clearly)
+    phase: PhaseMove | None  # the explanation's phase: the largest clear move (None: the total did not move)
     layers: LayerMoves | None
     layers_note: str  # why there is no layer decomposition, where there is none
     config: list[str] | None  # config changes; [] unchanged; None unknown
     causes: list[Cause]
     code: CodeChange
+
+    @property
+    def smallest_p(self) -> float:
+        """The smallest p these runs a side can give: above GATE_ALPHA, no phase can be named."""
+        return smallest_p(self.n_head, self.n_base)
 
     @property
     def top_cause(self) -> Cause | None:
@@ -155,8 +167,9 @@ def explain(
         raise ExplainError(f"no runs for the {' and '.join(empty)} group: nothing to compare")
     phases = [m for p in ALL_PHASES if (m := _move(p, p, base, head, f"phase_{p}_s")) is not None]
     phases.sort(key=lambda m: (-abs(m.delta_s), m.key))
-    moved = [m for m in phases if m.clear and m.delta_s != 0]
-    phase = moved[0] if moved else None
+    total = _total(base, head)
+    moved = [m for m in phases if m.clear and total is not None and m.delta_s * total.delta_s > 0]
+    phase = moved[0] if moved and total is not None and total.gate else None
     layers, note = _layers(phase, base, head)
     config = config_changes(base, head)
     return Explanation(
@@ -165,7 +178,7 @@ def explain(
         head_name,
         len(base),
         len(head),
-        _total(base, head),
+        total,
         phases,
         phase,
         layers,

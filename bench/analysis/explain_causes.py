@@ -33,6 +33,11 @@ from bench.analysis.history import PROVENANCE, dominant
 from bench.analysis.stats import Comparison, compare_samples, median
 
 ALPHA = 0.05
+# The test of a whole comparison (its total, the profiled models as wholes): a phase or a
+# layer is named only where it passed. At most 1 false alarm in 50 unchanged comparisons
+# asks for under 2 %; 0.01 needs 5 runs a side at least (the smallest exact Mann-Whitney p
+# of 4 vs 4 is 0.029).
+GATE_ALPHA = 0.01
 HOST_LOAD_POINTS = 10.0
 # Settings that name a place, not a way of running: a different data path is not a cause.
 NOT_CAUSES = frozenset({"data.path", "runtime.compile_cache_dir", "runtime.progress"})
@@ -131,10 +136,18 @@ def _side(runs: Sequence[RunView], key: str) -> str | None:
     return dominant([r.provenance for r in runs], key)
 
 
+def _short(value: str | None) -> str:
+    """A provenance value for a sentence: a digest to its first 12 hex digits."""
+    text = value or "?"
+    if text.startswith("sha256:") and len(text) > 19:
+        return text[:19] + "…"
+    return text if len(text) <= 60 else text[:59] + "…"
+
+
 def platform_changes(base: Sequence[RunView], head: Sequence[RunView], keys=PLATFORM) -> list[str]:
     """["driver 535.00 → 550.54", ...] for each provenance field whose common value differs."""
     return [
-        f"{label} {_side(base, k) or '?'} → {_side(head, k) or '?'}"
+        f"{label} {_short(_side(base, k))} → {_short(_side(head, k))}"
         for k, label in keys
         if _side(base, k) != _side(head, k)
     ]

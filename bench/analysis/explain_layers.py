@@ -6,6 +6,12 @@ self time. Windows differ in length, so every figure is taken per profiled itera
 group's figure is the median over its runs that have a profile; a module's move is the
 head's median minus the base's. Its share is of the move of the models as wholes (G + D):
 "80 % of it in G.blocks.3" says where the profiled time went, which the timeline cannot.
+A module or operator is named only where the models' move passes the explanation's gate
+(GATE_ALPHA) and its own move is clear (bench.analysis.explain_causes.clear: the bootstrap
+interval of the ratio excludes 1 and the Mann-Whitney p is at most 0.05): a profile's own
+noise names no layer. Where the models
+did not move while the train phase did, the time went elsewhere (data loading, the
+host, synchronisation), and the explanation says the layers did not move.
 Device time (CUDA) is used where every profile of both groups has it, else host (CPU) time:
 on a GPU the host time of an operator is mostly its launch, not its work.
 """
@@ -13,10 +19,11 @@ on a GPU the host time of an operator is mostly its launch, not its work.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from bench.analysis.stats import median
+from bench.analysis.explain_causes import GATE_ALPHA, clear
+from bench.analysis.stats import Comparison, compare_samples, median
 from bench.records.strict_numbers import finite
 
 ROOTS = ("G", "D")  # the models as wholes: the denominator of a module's share, never a cause
@@ -30,11 +37,16 @@ class PartMove:
     name: str
     base_ms: float
     head_ms: float
+    cmp: Comparison  # head / base over the runs' figures
     kind: str = ""  # the module's direction that moved most ("forward" / "backward"); "" for an operator
 
     @property
     def delta_ms(self) -> float:
         return self.head_ms - self.base_ms
+
+    @property
+    def clear(self) -> bool:
+        return clear(self.cmp) and self.delta_ms != 0
 
 
 @dataclass(frozen=True)
@@ -43,14 +55,26 @@ class LayerMoves:
     the operator that moved most, and which clock was read."""
 
     modules: list[PartMove]  # largest move (in the direction of the total) first
-    total_delta_ms: float  # G + D as wholes, head - base, per iteration
-    operator: PartMove | None
+    total: PartMove  # G + D as wholes, per iteration
+    operator: PartMove | None  # the operator that moved most, clearly, the total's way
     clock: str  # "device" | "cpu"
     runs: tuple[int, int]  # profiles read (base, head)
 
     @property
+    def total_delta_ms(self) -> float:
+        return self.total.delta_ms
+
+    @property
+    def moved(self) -> bool:
+        """The models as wholes moved, at the explanation's gate (GATE_ALPHA, a p needed)."""
+        return self.total.cmp.p_value is not None and clear(self.total.cmp, GATE_ALPHA) and self.total.delta_ms != 0
+
+    @property
     def top(self) -> PartMove | None:
-        return self.modules[0] if self.modules else None
+        """The module that moved most the models' way, where the models and it moved clearly."""
+        if not self.moved:
+            return None
+        return next((m for m in self.modules if m.clear and self.share(m) is not None), None)
 
     def share(self, part: PartMove) -> float | None:
         """The part's move as a fraction of the models' move; None where the models did not
@@ -93,16 +117,24 @@ def _operator_ms(profile: dict[str, Any], clock: str) -> dict[str, float]:
     return out
 
 
-def _medians(rows: list[dict[Any, float]]) -> dict[Any, float]:
-    """Per key, the median over the runs that have it; a key only some runs' top list names is
-    kept where most of them have it (below that its median would be of the slowest runs only)."""
+def _per_run(rows: list[dict[Any, float]]) -> dict[Any, list[float]]:
+    """Per key, the runs' values; a key only some runs' top list names is kept where most of
+    them have it (below that its median would be of the slowest runs only)."""
     keys = {k for r in rows for k in r}
     out = {}
     for k in keys:
         found = [r[k] for r in rows if k in r]
         if 2 * len(found) > len(rows):
-            out[k] = median(found)
-    return {k: v for k, v in out.items() if v is not None}
+            out[k] = found
+    return out
+
+
+def _part(name: str, base: list[float], head: list[float], kind: str = "") -> PartMove:
+    return PartMove(name, median(base) or 0.0, median(head) or 0.0, compare_samples(head, base), kind)
+
+
+def _sums(rows: list[dict[tuple[str, str], float]], modules: tuple[str, ...]) -> list[float]:
+    return [sum(r.get((m, k), 0.0) for m in modules for k in KINDS) for r in rows]
 
 
 def layer_moves(base: Sequence[dict[str, Any]], head: Sequence[dict[str, Any]]) -> LayerMoves | None:
@@ -113,26 +145,22 @@ def layer_moves(base: Sequence[dict[str, Any]], head: Sequence[dict[str, Any]]) 
     if not base or not head:
         return None
     clock = "device" if _uses_device([*base, *head]) else "cpu"
-    b = _medians([_module_ms(p, clock) for p in base])
-    h = _medians([_module_ms(p, clock) for p in head])
-    total = sum(h.get((r, k), 0.0) - b.get((r, k), 0.0) for r in ROOTS for k in KINDS)
+    rb, rh = [_module_ms(p, clock) for p in base], [_module_ms(p, clock) for p in head]
+    total = _part("G + D", _sums(rb, ROOTS), _sums(rh, ROOTS))
+    sign = 1 if total.delta_ms >= 0 else -1
+    b, h = _per_run(rb), _per_run(rh)
     modules = []
     for module in sorted({m for m, _ in b} & {m for m, _ in h}):
         if module in ROOTS:
             continue
-        deltas = {k: h.get((module, k), 0.0) - b.get((module, k), 0.0) for k in KINDS}
-        kind = max(KINDS, key=lambda k: deltas[k] * (1 if total >= 0 else -1))
-        modules.append(
-            PartMove(
-                module,
-                sum(b.get((module, k), 0.0) for k in KINDS),
-                sum(h.get((module, k), 0.0) for k in KINDS),
-                kind,
-            )
-        )
-    sign = 1 if total >= 0 else -1
+        deltas = {k: (median(h.get((module, k), [])) or 0.0) - (median(b.get((module, k), [])) or 0.0) for k in KINDS}
+        kind = max(KINDS, key=lambda k: deltas[k] * sign)
+        modules.append(_part(module, _sums(rb, (module,)), _sums(rh, (module,)), kind))
     modules.sort(key=lambda m: (-m.delta_ms * sign, m.name))
-    ob, oh = _medians([_operator_ms(p, clock) for p in base]), _medians([_operator_ms(p, clock) for p in head])
-    ops = [PartMove(name, ob[name], oh[name]) for name in sorted(set(ob) & set(oh))]
-    operator = max(ops, key=lambda o: (o.delta_ms * sign, o.name), default=None)
-    return LayerMoves(modules, total, operator, clock, (len(base), len(head)))
+    ob = _per_run([_operator_ms(p, clock) for p in base])
+    oh = _per_run([_operator_ms(p, clock) for p in head])
+    ops = [_part(name, ob[name], oh[name]) for name in sorted(set(ob) & set(oh))]
+    moved = [o for o in ops if o.clear and o.delta_ms * sign > 0]
+    operator = max(moved, key=lambda o: (o.delta_ms * sign, o.name), default=None)
+    found = LayerMoves(modules, total, operator, clock, (len(base), len(head)))
+    return found if found.moved else replace(found, operator=None)

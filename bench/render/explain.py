@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from bench.analysis.explain import Explanation, PhaseMove
+from bench.analysis.explain import GATE_ALPHA, Explanation, PhaseMove
 from bench.analysis.metrics import fmt
 from bench.render.escape import code, md
 
@@ -46,6 +46,12 @@ def _phase_part(e: Explanation, lit: Callable[[object], str]) -> str:
         if not e.phases:
             return f"no timeline phases recorded ({total})"
         largest = f"; largest move: {lit(e.phases[0].label)} {change(e.phases[0])}" if e.phases else ""
+        few = e.smallest_p
+        if e.total is not None and few > GATE_ALPHA:
+            return (
+                f"too few runs to name a phase ({e.n_head} vs {e.n_base}: the smallest p is {few:.2g}, "
+                f"{GATE_ALPHA:g} is needed; {total}{largest})"
+            )
         return f"no phase moved clearly ({total}{largest})"
     p = e.phase
     text = f"{lit(p.label)} phase {change(p)}, {interval(p)}"
@@ -55,17 +61,25 @@ def _phase_part(e: Explanation, lit: Callable[[object], str]) -> str:
     return text
 
 
-def _layer_part(e: Explanation, lit: Callable[[object], str], mono: Callable[[object], str]) -> str:
+def _ms(x: float) -> str:
+    return f"{'+' if x >= 0 else '−'}{fmt(abs(x))} ms/iteration"
+
+
+def _layer_part(e: Explanation, mono: Callable[[object], str]) -> str:
     moves = e.layers
-    if moves is None or moves.top is None:
+    if moves is None:
         return e.layers_note
+    total = moves.total
+    models = f"G + D {_pct(total.cmp.ratio - 1) if total.cmp.ratio is not None else _ms(total.delta_ms)}"
+    if not moves.moved:
+        return f"the profiled layers did not move ({models}): the time went outside the models"
     top = moves.top
+    if top is None:
+        return f"the profiled layers moved ({models}), no one module clearly"
     share = moves.share(top)
-    where = f"{mono(top.name)} ({top.kind})"
-    text = f"{share * 100:.0f} % of the profiled change in {where}" if share is not None else f"most in {where}"
-    if moves.operator is not None and moves.operator.delta_ms != 0:
-        op = moves.operator
-        text += f", operator {mono(op.name)} {'+' if op.delta_ms >= 0 else '−'}{fmt(abs(op.delta_ms))} ms/iteration"
+    text = f"{share * 100:.0f} % of the profiled change in {mono(top.name)} ({top.kind}, {_ms(top.delta_ms)})"
+    if moves.operator is not None:
+        text += f", operator {mono(moves.operator.name)} {_ms(moves.operator.delta_ms)}"
     return text
 
 
@@ -74,7 +88,7 @@ def sentence(e: Explanation, markdown: bool = False) -> str:
     lit = (lambda v: md(v, 200)) if markdown else str
     mono = (lambda v: f"`{code(v, 200)}`") if markdown else (lambda v: f"`{v}`")
     parts = [_phase_part(e, lit)]
-    layer = _layer_part(e, lit, mono)
+    layer = _layer_part(e, mono)
     if layer:
         parts.append(layer)
     config = [c.text for c in e.causes if c.kind == "config"]
@@ -107,15 +121,17 @@ def table(e: Explanation) -> str:
     out = "\n".join(rows)
     if e.layers is not None and e.layers.modules:
         lines = [
-            f"| module ({e.layers.clock} time) | base (ms/iteration) | head (ms/iteration) | change | share |",
-            "|---|---:|---:|---:|---:|",
+            f"| module ({e.layers.clock} time) | base (ms/iteration) | head (ms/iteration) | change | share | moved |",
+            "|---|---:|---:|---:|---:|---|",
         ]
-        for m in e.layers.modules[:5]:
+        for m in [e.layers.total, *e.layers.modules[:5]]:
             share = e.layers.share(m)
-            shown = "" if share is None else f"{share * 100:.0f} %"
+            shown = "" if share is None or m is e.layers.total else f"{share * 100:.0f} %"
+            name = f"`{code(m.name)}` ({m.kind})" if m.kind else m.name
+            mark = "**yes**" if m is e.layers.top else ("yes" if m.clear else "")
             lines.append(
-                f"| `{code(m.name)}` ({m.kind}) | {fmt(m.base_ms)} | {fmt(m.head_ms)} | "
-                f"{'+' if m.delta_ms >= 0 else '−'}{fmt(abs(m.delta_ms))} | {shown} |"
+                f"| {name} | {fmt(m.base_ms)} | {fmt(m.head_ms)} | "
+                f"{'+' if m.delta_ms >= 0 else '−'}{fmt(abs(m.delta_ms))} | {shown} | {mark} |"
             )
         out += "\n\n" + "\n".join(lines)
     if e.causes:
