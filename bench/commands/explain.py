@@ -38,11 +38,13 @@ def run(args: argparse.Namespace) -> int:
     from bench.analysis.explain_groups import commit_groups
     from bench.errors import ConfigError
     from bench.gitops.code_changes import code_change
+    from bench.gitops.results_branch import toplevel
     from bench.render.explain import sentence, table
 
+    root = toplevel(args.repo_dir) if args.repo_dir.exists() else None
     try:
         base_sha, head_sha, base, head = commit_groups(args.results, args.env, args.base, args.head, args.experiment)
-        found = explain(args.env, base_sha, head_sha, base, head, code_change(args.repo_dir, base_sha, head_sha))
+        found = explain(args.env, base_sha, head_sha, base, head, code_change(root, base_sha, head_sha))
     except ExplainError as exc:
         raise ConfigError(str(exc)) from None
     if args.json:
