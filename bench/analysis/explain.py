@@ -149,7 +149,16 @@ def _layers(phase: PhaseMove | None, base: Sequence[RunView], head: Sequence[Run
     if missing:
         return None, f"no profile.json in the {' and '.join(missing)} runs"
     found = layer_moves([r.profile for r in base if r.profile], [r.profile for r in head if r.profile])
-    return found, "" if found is not None else "no usable profile window"
+    if found is not None:
+        return found, ""
+    skipped = [name for name, side in (("base", base), ("head", head)) if any(_skipped(r.profile) for r in side)]
+    if skipped:  # train.profile_iters auto on runs too short to keep their steady images/s
+        return None, f"profile window skipped in the {' and '.join(skipped)} runs (too short)"
+    return None, "no usable profile window"
+
+
+def _skipped(profile: dict[str, Any] | None) -> bool:
+    return isinstance(profile, dict) and isinstance(profile.get("skipped"), str)
 
 
 def explain(
