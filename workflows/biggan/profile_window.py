@@ -7,10 +7,12 @@ hand. The window is short (`train.profile_iters`: null = auto, 0 = off, N = N it
 and its iterations are marked in train.jsonl (`"profiled": true` on the `train` line whose
 interval holds them) so that steady images/s never counts a profiled iteration.
 
-Auto (the default) profiles AUTO_ITERS iterations only where the run keeps its steady
-images/s: of the `train` lines steady images/s reads (bench.records.trainlog drops the
-first line and the first fifth of a segment's lines as warm-up), the window may mark at
-most a fifth, and at least MIN_STEADY_LINES must stay unmarked (`window_fit`). A long
+Auto (the default) profiles AUTO_ITERS iterations only where they are at most 1 % of the
+run's iterations (MAX_SHARE) and the run keeps its steady images/s: of the `train` lines
+steady images/s reads (bench.records.trainlog drops the first line and the first fifth of
+a segment's lines as warm-up), the window may mark at most a fifth, and at least
+MIN_STEADY_LINES must stay unmarked (`window_fit`). A run bounded by time
+(`train.max_seconds`) is not profiled by auto: its count of lines is not known ahead. A long
 run's window falls inside its first, warm-up line and costs no timed line at all; a short
 run (the smoke experiment, a PR's runs) skips it, and `profile.json` says why (`skipped`).
 
@@ -39,6 +41,7 @@ TOP_OPERATORS = 15
 AUTO_ITERS = 5  # the window's length where train.profile_iters is null (auto)
 MIN_STEADY_LINES = 3  # unmarked train lines steady images/s keeps at least
 KEEP_STEADY = 0.8  # and this share of the lines it would read without the window
+MAX_SHARE = 0.01  # of the segment's iterations the window may take (its cost: at most 1 % of the run)
 WARMUP_FRACTION = 0.2  # bench.records.trainlog.steady_images_per_s: the first fifth of a segment's lines
 
 
@@ -53,9 +56,20 @@ def steady_lines(lines: list[int]) -> list[int]:
     return lines[skip:]
 
 
-def window_fit(start: int, max_iters: int, log_every: int, iters: int = AUTO_ITERS) -> str | None:
-    """None when a window of `iters` G iterations after this segment's first leaves steady
-    images/s enough timed lines; else why not, in words for profile.json and the run log."""
+def window_fit(
+    start: int, max_iters: int, log_every: int, iters: int = AUTO_ITERS, max_seconds: float | None = None
+) -> str | None:
+    """None when a window of `iters` G iterations after this segment's first takes at most
+    MAX_SHARE of its iterations and leaves steady images/s enough timed lines; else why not,
+    in words for profile.json and the run log. A run bounded by time (`max_seconds`) has no
+    known count of lines ahead: auto does not profile it."""
+    if max_seconds is not None:
+        return "bounded by train.max_seconds: how many train lines it will write is not known ahead"
+    if iters > MAX_SHARE * (max_iters - start):
+        return (
+            f"too short: {iters} profiled iterations would be more than {MAX_SHARE:.0%} of its "
+            f"{max_iters - start} iterations"
+        )
     lines = train_lines(start, max_iters, log_every)
     first, last = start + 2, min(start + 1 + iters, max_iters)  # the first iteration is warm-up
     marked, previous = set(), start

@@ -172,7 +172,9 @@ def _profile_window(trainer: Trainer) -> ProfileWindow | None:
         return None
     if n is None:  # auto: only where the run keeps its steady images/s
         c = trainer.c
-        why = window_fit(trainer.iteration, c["train.max_iters"], c["train.log_every"], AUTO_ITERS)
+        why = window_fit(
+            trainer.iteration, c["train.max_iters"], c["train.log_every"], AUTO_ITERS, c["train.max_seconds"]
+        )
         if why is not None:
             write_profile(trainer.run_dir / PROFILE_JSON, skipped_profile(why, trainer.device, trainer.iteration))
             line(f"profile window skipped: {why}")
