@@ -13,8 +13,12 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from bench.commands.common_args import add_env, add_results
+
+if TYPE_CHECKING:
+    from bench.analysis.explain import Explanation, PhaseMove
 
 HELP = "which phase, which layer and what changed between two commits' runs"
 
@@ -57,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def as_json(e) -> dict:
+def as_json(e: Explanation) -> dict[str, Any]:
     """The explanation's decisions as plain values (the sentence included)."""
     from bench.render.explain import sentence
 
@@ -79,7 +83,7 @@ def as_json(e) -> dict:
     }
 
 
-def _move(m) -> dict:
+def _move(m: PhaseMove) -> dict[str, Any]:
     return {
         "key": m.key,
         "base_s": m.base_s,

@@ -112,3 +112,14 @@ def test_history_explains_each_change_point_with_the_same_sentence(tmp_path: Pat
     said = cp["explanation"]
     assert said.startswith("train phase +") and "`G.blocks.3`" in said
     assert said.endswith("code changed: workflows/biggan/layers.py.")
+
+
+def test_the_pr_comment_names_the_slower_block(repo: tuple[Path, str, str], tmp_path: Path):
+    work, base, head = repo
+    out = tmp_path / "comment.md"
+    p = bench(work, "comment", "--pr", "1", "--results", "results", "--head", head, "--base", base,
+              "--no-post", "--out", str(out))  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    (line,) = [x for x in out.read_text().splitlines() if x.startswith("**Explained**")]
+    assert line.startswith("**Explained** (`bench explain`): train phase +") and "`G.blocks.3` (forward" in line
+    assert line.endswith("code changed: workflows/biggan/layers.py.")
