@@ -31,6 +31,7 @@ COMMAND_ORDER = [
     "compare",  # tables across environments
     "report",  # Markdown + charts under reports/
     "history",  # change points across every collected commit (results branch or folder)
+    "explain",  # which phase, which layer and what changed between two commits
     "publish",  # commit reports/ back to the repository
     "pr",  # a pull request: run its head and merge-base, write the comment
     "comment",  # upsert the pull-request comment

@@ -53,6 +53,12 @@ class RunSpec:
     # clock of `queue_resolution_s` (None: no scheduler, the queue phase unknown).
     timeline: bool = False
     queue_resolution_s: float | None = 0.001
+    # The timeline's other phases: bench's submit -> the scheduler has the job, the process
+    # start -> its run_start (setup; warm-up is this plus one logging interval), exit -> placed.
+    deliver_s: float = 1.0
+    setup_s: float = 2.0
+    collect_s: float = 5.0
+    profile: dict | None = None  # written as profile.json (see synthetic_profile)
 
 
 def synthetic_environment(spec: RunSpec) -> dict:
@@ -79,22 +85,71 @@ def write_run(results: Path, spec: RunSpec) -> Path:
     record = _run_json(run_dir, spec, n, end, gpu_info)
     if spec.timeline:
         record["timeline"] = synthetic_timeline(spec, end)
+    if spec.profile is not None:
+        write_json_atomic(run_dir / "profile.json", spec.profile)
     write_json_atomic(run_dir / "run.json", record)
     return run_dir
 
 
+BLOCKS = ("G.shared", "G.linear", "G.blocks.0", "G.blocks.1", "G.blocks.2", "G.blocks.3", "G.output",
+          "D.blocks.0", "D.blocks.1", "D.blocks.2", "D.linear")  # fmt: skip
+OPERATORS = ("aten::convolution_backward", "aten::mkldnn_convolution", "aten::bmm", "aten::native_batch_norm")
+
+
+def synthetic_profile(
+    ms: dict[str, float] | None = None, iters: int = 5, seed: int = 0, noise: float = 0.02, slower: float = 0.0
+) -> dict:
+    """A profile.json as the workload's profile window writes it (format atlas-profile/1):
+    each module of BLOCKS takes `ms[module]` (default 10) ms of forward and as much again of
+    backward per iteration, with seeded relative noise; G and D as wholes are their modules'
+    sums. `slower`: ms per iteration added to the convolution operator (a slower layer's own
+    operator moves with it: pass the same ms in `ms`)."""
+    rng = np.random.default_rng(seed)
+    times = {m: (ms or {}).get(m, 10.0) * (1 + rng.normal(0, noise)) for m in BLOCKS}
+    modules: dict = {}
+    for m in BLOCKS:
+        t = times[m] * iters * 1000
+        modules[m] = {
+            "forward": {"calls": iters, "cpu_us": round(t, 1)},
+            "backward": {"calls": iters, "cpu_us": round(t, 1)},
+        }
+    for root in ("G", "D"):
+        t = sum(times[m] for m in BLOCKS if m.startswith(root + ".")) * iters * 1000
+        modules[root] = {
+            "forward": {"calls": iters, "cpu_us": round(t, 1)},
+            "backward": {"calls": iters, "cpu_us": round(t, 1)},
+        }
+    ops = []
+    for k, name in enumerate(OPERATORS):
+        ms_op = (40.0 / (k + 1) + (slower if name == "aten::mkldnn_convolution" else 0.0)) * (1 + rng.normal(0, noise))
+        ops.append({"name": name, "calls": 10 * iters, "self_cpu_us": round(ms_op * iters * 1000, 1)})
+    return {
+        "format": "atlas-profile/1",
+        "iterations": {"first": 2, "last": 1 + iters, "count": iters},
+        "device": "cpu",
+        "torch": "2.13.0",
+        "activities": ["cpu"],
+        "window_s": 1.0,
+        "compiled": [],
+        "modules": modules,
+        "top_operators": sorted(ops, key=lambda o: -o["self_cpu_us"]),
+        "top_by": "self_cpu_us",
+    }
+
+
 def synthetic_timeline(spec: RunSpec, end: float) -> dict:
-    """The timeline collection would write for this run: 1 s of delivery, the queue wait,
-    0.5 s of launch, warm-up to the first train line, training to the last, 5 s to collect."""
+    """The timeline collection would write for this run: `deliver_s` of delivery, the queue
+    wait, 0.5 s of launch, warm-up to the first train line, training to the last, `collect_s`
+    to collect."""
     from bench.records.timeline import absent, build_timeline, mark
 
-    t0 = spec.start + 2.0
-    steps = max(1, int((spec.duration_s - 4) / spec.log_every_s))
+    t0 = spec.start + spec.setup_s
+    steps = max(1, int((spec.duration_s - 2 - spec.setup_s) / spec.log_every_s))
     host, job = "bench-host", "job"
     scheduler = "slurmctld" if spec.queue_resolution_s and spec.queue_resolution_s >= 1 else host
     accepted = spec.start - 0.5 - spec.queue_wait_s
     marks = {
-        "submitted": mark(accepted - 1.0, host, 0.001),
+        "submitted": mark(accepted - spec.deliver_s, host, 0.001),
         "accepted": mark(accepted, scheduler, spec.queue_resolution_s or 0.001),
         "granted": mark(spec.start - 0.5, scheduler, spec.queue_resolution_s)
         if spec.queue_resolution_s
@@ -106,7 +161,7 @@ def synthetic_timeline(spec: RunSpec, end: float) -> dict:
         "first_iter": mark(t0 + spec.log_every_s, job, 0.001),
         "last_iter": mark(t0 + steps * spec.log_every_s, job, 0.001),
         "exit": mark(end, job, 0.001),
-        "collected": mark(end + 5.0, host, 0.001),
+        "collected": mark(end + spec.collect_s, host, 0.001),
     }
     return build_timeline({k: v for k, v in marks.items() if v is not None}, checkpoint_s=0.0)
 
@@ -166,7 +221,7 @@ def _write_samples(run_dir: Path, spec: RunSpec, rng: np.random.Generator) -> tu
 
 def _write_train_log(run_dir: Path, spec: RunSpec, rng: np.random.Generator) -> None:
     lines = []
-    t0 = spec.start + 2.0
+    t0 = spec.start + spec.setup_s
     lines.append(
         {
             "event": "run_start",
@@ -181,7 +236,7 @@ def _write_train_log(run_dir: Path, spec: RunSpec, rng: np.random.Generator) -> 
             "seed": spec.seed,
         }
     )
-    steps = max(1, int((spec.duration_s - 4) / spec.log_every_s))
+    steps = max(1, int((spec.duration_s - 2 - spec.setup_s) / spec.log_every_s))
     seen = 0.0
     for i in range(1, steps + 1):
         rate = float(max(1.0, rng.normal(spec.images_per_s, spec.images_per_s * 0.02)))

@@ -42,6 +42,8 @@ class ChangePoint:
     n_before: int
     n_after: int
     changed: str  # what the provenance says changed, for people
+    start: int = 0  # the sides: points[start:index] before, points[index:end] after
+    end: int = 0
 
     @property
     def change(self) -> float:
@@ -133,7 +135,8 @@ def change_points(
         worst = max(failed, key=lambda i: tests[i][1].p_value if tests[i][1].p_value is not None else 2.0)
         kept.pop(worst)
     found = []
-    for b, (_, cmp, before, after) in zip(kept, tests):
+    bounds = [0, *kept, len(points)]
+    for i, (b, (_, cmp, before, after)) in enumerate(zip(kept, tests)):
         found.append(
             ChangePoint(
                 env=env,
@@ -147,6 +150,8 @@ def change_points(
                 n_before=len(before),
                 n_after=len(after),
                 changed=describe(_provenance(points[b - 1]), _provenance(points[b])),
+                start=bounds[i],
+                end=bounds[i + 2],
             )
         )
     return found

@@ -104,6 +104,7 @@ class CommitPoint:
     start: float
     values: list[float]
     provenance: list[dict[str, str | None]] = field(default_factory=list)
+    key: tuple[str, ...] = ()  # point_key of its entries: which runs it holds
 
 
 def usable(entry: dict[str, Any]) -> bool:
@@ -116,6 +117,12 @@ def usable(entry: dict[str, Any]) -> bool:
 _PLATFORM = tuple(key for key, _ in PROVENANCE if key not in ("code", "node"))
 
 
+def point_key(entry: dict[str, Any]) -> tuple[str, ...]:
+    """The point an entry's run belongs to: its commit and its platform's provenance."""
+    prov = entry.get("provenance") or {}
+    return (entry["commit"], *(str(prov.get(k)) for k in _PLATFORM))
+
+
 def series(entries: Iterable[dict[str, Any]]) -> dict[tuple[str, str, str], list[CommitPoint]]:
     """(env, experiment, metric) -> points in the order they were first run. A point is one
     commit's runs on one platform: the same commit re-run after a driver update is two
@@ -126,15 +133,15 @@ def series(entries: Iterable[dict[str, Any]]) -> dict[tuple[str, str, str], list
             continue
         start = finite(e.get("start")) or 0.0
         prov = e.get("provenance") or {}
-        point_key = (e["commit"], *(str(prov.get(k)) for k in _PLATFORM))
+        key = point_key(e)
         for metric, value in (e.get("metrics") or {}).items():
             v = finite(value)
             if v is None:
                 continue
             points = by_key.setdefault((e["env"], e.get("experiment") or "?", metric), {})
-            p = points.get(point_key)
+            p = points.get(key)
             if p is None:
-                p = points[point_key] = CommitPoint(e["commit"], start, [])
+                p = points[key] = CommitPoint(e["commit"], start, [], key=key)
             p.start = min(p.start, start)
             p.values.append(v)
             p.provenance.append(prov)

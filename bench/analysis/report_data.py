@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import stat
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,7 @@ from bench.analysis.compare import (
 from bench.analysis.contention import BusyEffect, busy_runs, contended, with_and_without
 from bench.analysis.crosscheck import Finding, cross_check_runs
 from bench.analysis.expected import Outside, outside
+from bench.analysis.explain_causes import CodeChange
 from bench.analysis.history import chart_points
 from bench.analysis.identity import identity_rows, machine, scaling_rows
 from bench.analysis.metrics import HEADLINE
@@ -230,10 +232,16 @@ def _dirty(run: RunData) -> bool:
     return isinstance(git, dict) and git.get("dirty") is True
 
 
-def build_report_data(selected: Selected, results: Path, history: list[dict] | None = None) -> ReportData:
+def build_report_data(
+    selected: Selected,
+    results: Path,
+    history: list[dict] | None = None,
+    code_of: Callable[[str, str], CodeChange] | None = None,
+) -> ReportData:
     """Every decision of one report over `selected` (bench.analysis.select_compare); the
     history chart and change points use every run of the results folder's index and the
-    `history` entries of the results branch (None: no results branch)."""
+    `history` entries of the results branch (None: no results branch); `code_of(base, head)`:
+    the files changed between two commits, for the change points' explanations."""
     sha, runs, result = selected.sha, selected.runs, selected.result
     compared = {(m.env, m.run_id) for m in result.runs}
     chosen = [r for r in runs if (r.env, r.run_id) in compared]
@@ -265,7 +273,7 @@ def build_report_data(selected: Selected, results: Path, history: list[dict] | N
         identity=identity_rows(chosen, result.envs, result.runs),
         scaling=scaling_rows(result.runs),
         outside=outside([(m.env, m.run_id, experiment.get((m.env, m.run_id)), m.values) for m in result.runs]),
-        changes=change_notes(entries, result.experiment),
+        changes=change_notes(entries, result.experiment, Path(results), code_of),
         crosscheck=cross_check_runs(chosen),
         problems=problems,
         cost_notes=[
@@ -297,7 +305,8 @@ def read_report_data(
     allow_dirty: bool = False,
     index: list[IndexedRun] | None = None,
     history: list[dict] | None = None,
+    code_of: Callable[[str, str], CodeChange] | None = None,
 ) -> ReportData:
     """Select, compare and decide one report: `select_and_compare` then `build_report_data`."""
     selected = select_and_compare(Path(results), envs, commit, only, allow_different, baseline, allow_dirty, index)
-    return build_report_data(selected, results, history)
+    return build_report_data(selected, results, history, code_of)

@@ -95,9 +95,12 @@ def render_pr_body(
     against its own merge-base runs), bench.render.comment words it. `runs_note`: why
     `bench pr` ran as many runs as it did (bench.analysis.sample_size)."""
     from bench.analysis.pr_data import read_pr_data
+    from bench.gitops.code_changes import code_change
+    from bench.gitops.results_branch import toplevel
     from bench.render.comment import draw_pr_body
 
-    return draw_pr_body(read_pr_data(results, head, base, envs, thresholds), report_url, runs_note)
+    code = code_change(toplevel(Path(".")), base, head)  # the checkout the comment is rendered in
+    return draw_pr_body(read_pr_data(results, head, base, envs, thresholds, code), report_url, runs_note)
 
 
 def _read_artifact(args: argparse.Namespace) -> Path:

@@ -3,7 +3,8 @@
 Reads the history entries of the `results` branch (bench archive writes them; no
 checkout needed) or, with `--results DIR`, of a results folder, and prints each
 confirmed change point: environment, metric, the commit where it starts, the median
-before -> after, the p-value, and what changed in the runs' provenance there.
+before -> after, the p-value, what changed in the runs' provenance there, and the
+explanation of the runs on its two sides (`bench explain`'s sentence, bench.analysis.explain).
 """
 
 from __future__ import annotations
@@ -69,6 +70,31 @@ def load(args: argparse.Namespace) -> tuple[list[dict], str]:
     return entries, ref
 
 
+def explanations(args: argparse.Namespace, found: list, all_series: dict, entries: list[dict]) -> list[str]:
+    """One sentence per change point (bench.analysis.explain over the runs on its two sides;
+    change points with the same sides share one). Profiles are read where the records are
+    at hand (--results); the files changed come from `git diff` in --repo-dir."""
+    from bench.analysis.explain import explain
+    from bench.analysis.explain_groups import change_point_sides, entry_views
+    from bench.gitops.code_changes import code_change
+    from bench.gitops.results_branch import toplevel
+    from bench.render.explain import sentence
+
+    root = toplevel(args.repo_dir) if args.repo_dir.exists() else None
+    done: dict[tuple, str] = {}
+    out = []
+    for cp in found:
+        key = (cp.env, cp.experiment, cp.start, cp.index, cp.end)
+        if key not in done:
+            points = all_series[(cp.env, cp.experiment, cp.metric)]
+            before, after = change_point_sides(cp, points, entries)
+            base, head = points[cp.index - 1].commit, points[cp.index].commit
+            views = entry_views(before, args.results), entry_views(after, args.results)
+            done[key] = sentence(explain(cp.env, base, head, *views, code_change(root, base, head)))
+        out.append(done[key])
+    return out
+
+
 def run(args: argparse.Namespace) -> int:
     from bench.analysis.changepoints import change_points
     from bench.analysis.history import series, usable
@@ -82,11 +108,12 @@ def run(args: argparse.Namespace) -> int:
             continue
         found += change_points(key, all_series[key], alpha=args.alpha, min_change=args.min_change)
     commits = {e["commit"] for e in entries if usable(e)}
+    why = explanations(args, found, all_series, entries)
     out = sys.stdout
     if args.json:
-        for cp in found:
+        for cp, text in zip(found, why, strict=True):
             change = cp.change if math.isfinite(cp.change) else None  # JSON has no Infinity: from 0 is null
-            print(json.dumps({**cp.__dict__, "change": change}, sort_keys=True), file=out)
+            print(json.dumps({**cp.__dict__, "change": change, "explanation": text}, sort_keys=True), file=out)
         return 0
     print(
         f"history: {len(entries)} run(s), {len(commits)} commit(s), {len(all_series)} series from {source}; "
@@ -96,12 +123,12 @@ def run(args: argparse.Namespace) -> int:
     if found:
         from bench.analysis.metrics import fmt  # with pandas: paid only when there is something to print
 
-        print("environment\tmetric\tcommit\tbefore -> after\tp-value\twhat changed", file=out)
-    for cp in found:
+        print("environment\tmetric\tcommit\tbefore -> after\tp-value\twhat changed\texplanation", file=out)
+    for cp, text in zip(found, why, strict=True):
         env = cp.env if len({k[1] for k in all_series if k[0] == cp.env}) == 1 else f"{cp.env} ({cp.experiment})"
         print(
             f"{env}\t{cp.metric}\t{cp.commit[:7]}\t{fmt(cp.before)} -> {fmt(cp.after)} ({cp.change_text})\t"
-            f"{cp.p_value:.2g}\t{cp.changed}",
+            f"{cp.p_value:.2g}\t{cp.changed}\t{text}",
             file=out,
         )
     return 0

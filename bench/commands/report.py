@@ -50,9 +50,15 @@ def write_report(
     shows (`index`: the run index, already read; `history`: the results branch's entries),
     bench.render.report draws it into `out`."""
     from bench.analysis.report_data import read_report_data
+    from bench.gitops.code_changes import code_change
+    from bench.gitops.results_branch import toplevel
     from bench.render.report import draw_report
 
-    data = read_report_data(results, envs, commit, only, allow_different, baseline, allow_dirty, index, history)
+    root = toplevel(Path("."))  # the checkout the report is written in: the change points' files changed
+    data = read_report_data(
+        results, envs, commit, only, allow_different, baseline, allow_dirty, index, history,
+        lambda base, head: code_change(root, base, head),
+    )  # fmt: skip
     return draw_report(data, out)
 
 

@@ -7,19 +7,22 @@ commit.
 
 from __future__ import annotations
 
+from bench.analysis.explain import Explanation
 from bench.analysis.metrics import METRIC_BY_KEY, fmt
 from bench.analysis.pr_data import REGRESSION, EnvVerdicts, PrData
 from bench.render.escape import code, md
+from bench.render.explain import sentence
 from bench.render.timeline_section import env_lines
 
 
-def _env_section(env: EnvVerdicts) -> tuple[list[str], list[str]]:
+def _env_section(env: EnvVerdicts, explained: Explanation | None = None) -> tuple[list[str], list[str]]:
     """(Markdown lines of one environment's table and notes, its regressions)."""
     lines = [
         f"### {md(env.env)}",
         "",
         f"{env.head_runs} run(s) of the PR, {env.base_runs} of the merge-base.",
         "",
+        *([f"**Explained** (`bench explain`): {sentence(explained, markdown=True)}", ""] if explained else []),
         "| metric | merge-base (median) | PR (median) | change | verdict |",
         "|---|---:|---:|---:|---|",
     ]
@@ -94,7 +97,7 @@ def draw_pr_body(data: PrData, report_url: str | None = None, runs_note: str = "
     regressions: list[str] = []
     head, base = data.head, data.base
     for env in data.judged:
-        lines, found = _env_section(env)
+        lines, found = _env_section(env, data.explained.get(env.env))
         body += lines
         regressions += found
     if regressions:

@@ -28,6 +28,7 @@ from bench.render import charts, timeline_section
 from bench.render.busy import busy_list, busy_summary_lines, busy_table
 from bench.render.chart_notes import history_note, series_note
 from bench.render.escape import code, md
+from bench.render.explain import sentence
 from bench.render.headline import end_to_end_lines
 from bench.render.index import SUMMARY_JSON, write_index
 from bench.render.labels import series_title
@@ -114,9 +115,10 @@ def _provenance(data: ReportData) -> list[tuple[str, str]]:
 
 
 def _change_line(c: Any) -> str:
+    explained = f". Explained: {sentence(c.explained, markdown=True)}" if c.explained is not None else ""
     return (
         f"{c.change_text} {md(c.label)} on {md(c.env)} at `{code(c.commit[:7])}` "
-        f"({fmt(c.before)} → {fmt(c.after)}, p = {c.p_value:.2g}): {md(c.changed, 400)}"
+        f"({fmt(c.before)} → {fmt(c.after)}, p = {c.p_value:.2g}): {md(c.changed, 400)}{explained}"
     )
 
 

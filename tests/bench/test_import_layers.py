@@ -140,7 +140,7 @@ def test_the_record_layers_import_no_env_yaml_workload_analysis_or_render() -> N
 # render/ draws what analysis/ decided: it imports the data types it draws and nothing else of
 # analysis/. The metric catalogue (labels, units, digits) and `fmt`, the one number format, are
 # wording shared with analysis/'s own sentences (advice, band flags), so render/ may read them.
-RENDER_DRAWS = ("bench.analysis.report_data", "bench.analysis.pr_data")
+RENDER_DRAWS = ("bench.analysis.report_data", "bench.analysis.pr_data", "bench.analysis.explain")  # + Explanation
 RENDER_WORDING = ("bench.analysis.metrics",)
 # Arrows from render/ into analysis/ that today's code still has (issue 32 removes them):
 # *Where the time goes* picks each environment's median run and sums its phases itself

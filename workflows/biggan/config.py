@@ -101,10 +101,13 @@ SETTINGS: dict[str, Setting] = {
     "train.checkpoint_keep": Setting(3, int, "checkpoints kept on disk", check=_positive),
     "train.log_every": Setting(50, int, "write a `train` line every N G iterations", check=_positive),
     "train.sample_grid": Setting(True, bool, "write samples.png from fixed z with G_ema at the end"),
-    "train.profile_iters": Setting(  # off by default: in a short run the window swallows the timed lines
-        0,
+    "train.profile_iters": Setting(  # null: on where the run keeps enough timed lines (profile_window.window_fit)
+        None,
         int,
-        "G iterations profiled after warm-up into DIR/profile.json, marked and left out of images/s (0 = off)",
+        "G iterations profiled after warm-up into DIR/profile.json, marked and left out of images/s "
+        "(null = auto: 5 where the run keeps enough timed lines for steady images/s, else skipped and said so; "
+        "0 = off; N = N as asked)",
+        nullable=True,
         check=_non_negative,
     ),
     # data

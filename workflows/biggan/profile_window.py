@@ -3,9 +3,18 @@
 Why: a change in images/s says how much, not where. A short window in every run records
 the time per top-level module of G and D (forward and backward) and the operators that
 took the most self time, so two runs can be compared layer by layer without profiling by
-hand. The window is short (`train.profile_iters`, 0 = off) and its iterations are marked
-in train.jsonl (`"profiled": true` on the `train` line whose interval holds them) so that
-steady images/s never counts a profiled iteration.
+hand. The window is short (`train.profile_iters`: null = auto, 0 = off, N = N iterations)
+and its iterations are marked in train.jsonl (`"profiled": true` on the `train` line whose
+interval holds them) so that steady images/s never counts a profiled iteration.
+
+Auto (the default) profiles AUTO_ITERS iterations only where they are at most 1 % of the
+run's iterations (MAX_SHARE) and the run keeps its steady images/s: of the `train` lines
+steady images/s reads (bench.records.trainlog drops the first line and the first fifth of
+a segment's lines as warm-up), the window may mark at most a fifth, and at least
+MIN_STEADY_LINES must stay unmarked (`window_fit`). A run bounded by time
+(`train.max_seconds`) is not profiled by auto: its count of lines is not known ahead. A long
+run's window falls inside its first, warm-up line and costs no timed line at all; a short
+run (the smoke experiment, a PR's runs) skips it, and `profile.json` says why (`skipped`).
 
 Module times come from `record_function` ranges opened and closed by module hooks: a
 forward pre-hook/hook pair and a full backward pre-hook/hook pair on each top-level child
@@ -29,6 +38,67 @@ from torch import nn
 PROFILE_JSON = "profile.json"
 FORMAT = "atlas-profile/1"
 TOP_OPERATORS = 15
+AUTO_ITERS = 5  # the window's length where train.profile_iters is null (auto)
+MIN_STEADY_LINES = 3  # unmarked train lines steady images/s keeps at least
+KEEP_STEADY = 0.8  # and this share of the lines it would read without the window
+MAX_SHARE = 0.01  # of the segment's iterations the window may take (its cost: at most 1 % of the run)
+WARMUP_FRACTION = 0.2  # bench.records.trainlog.steady_images_per_s: the first fifth of a segment's lines
+
+
+def train_lines(start: int, max_iters: int, log_every: int) -> list[int]:
+    """The iterations at which a segment starting after `start` writes its `train` lines."""
+    return [i for i in range(start + 1, max_iters + 1) if i % log_every == 0 or i == max_iters]
+
+
+def steady_lines(lines: list[int]) -> list[int]:
+    """The lines steady images/s reads: the first and the first fifth dropped (as bench.records.trainlog)."""
+    skip = max(1, int(len(lines) * WARMUP_FRACTION)) if len(lines) >= 3 else 0
+    return lines[skip:]
+
+
+def window_fit(
+    start: int, max_iters: int, log_every: int, iters: int = AUTO_ITERS, max_seconds: float | None = None
+) -> str | None:
+    """None when a window of `iters` G iterations after this segment's first takes at most
+    MAX_SHARE of its iterations and leaves steady images/s enough timed lines; else why not,
+    in words for profile.json and the run log. A run bounded by time (`max_seconds`) has no
+    known count of lines ahead: auto does not profile it."""
+    if max_seconds is not None:
+        return "bounded by train.max_seconds: how many train lines it will write is not known ahead"
+    if iters > MAX_SHARE * (max_iters - start):
+        return (
+            f"too short: {iters} profiled iterations would be more than {MAX_SHARE:.0%} of its "
+            f"{max_iters - start} iterations"
+        )
+    lines = train_lines(start, max_iters, log_every)
+    first, last = start + 2, min(start + 1 + iters, max_iters)  # the first iteration is warm-up
+    marked, previous = set(), start
+    for line in lines:
+        if line >= first and previous < last:
+            marked.add(line)
+        previous = line
+    steady = steady_lines(lines)
+    kept = [line for line in steady if line not in marked]
+    if len(kept) >= MIN_STEADY_LINES and len(kept) >= KEEP_STEADY * len(steady):
+        return None
+    return (
+        f"too short: the window ({iters} iterations) would leave {len(kept)} of the {len(steady)} timed train "
+        f"lines steady images/s reads ({max_iters} iterations, a line every {log_every}); it needs "
+        f"{MIN_STEADY_LINES} at least and {KEEP_STEADY:.0%} of them"
+    )
+
+
+def skipped_profile(why: str, device: torch.device, start: int) -> dict[str, Any]:
+    """The profile.json of a window that did not run: no modules, no operators, and why."""
+    return {
+        "format": FORMAT,
+        "iterations": {"first": start + 1, "last": start + 1, "count": 0},
+        "device": str(device),
+        "torch": torch.__version__,
+        "modules": {},
+        "top_operators": [],
+        "skipped": why,
+    }
 
 
 def module_names(model: nn.Module, prefix: str) -> list[tuple[str, nn.Module]]:

@@ -21,7 +21,14 @@ from workflows.biggan import runtime
 from workflows.biggan.config import nested
 from workflows.biggan.distributed import any_rank, barrier, same_on_all_ranks
 from workflows.biggan.errors import WorkloadConfigError
-from workflows.biggan.profile_window import PROFILE_JSON, ProfileWindow
+from workflows.biggan.profile_window import (
+    AUTO_ITERS,
+    PROFILE_JSON,
+    ProfileWindow,
+    skipped_profile,
+    window_fit,
+    write_profile,
+)
 from workflows.biggan.progress import Progress, line
 from workflows.biggan.samples import write_samples
 from workflows.biggan.stop import StopRequest
@@ -161,8 +168,18 @@ def _profile_window(trainer: Trainer) -> ProfileWindow | None:
     """The profile window of this process (rank 0 only), or None: off, or the run folder has
     its profile already (a resumed run keeps its first segment's)."""
     n = trainer.c["train.profile_iters"]
-    if not n or not trainer.world.main or (trainer.run_dir / PROFILE_JSON).exists():
+    if n == 0 or not trainer.world.main or (trainer.run_dir / PROFILE_JSON).exists():
         return None
+    if n is None:  # auto: only where the run keeps its steady images/s
+        c = trainer.c
+        why = window_fit(
+            trainer.iteration, c["train.max_iters"], c["train.log_every"], AUTO_ITERS, c["train.max_seconds"]
+        )
+        if why is not None:
+            write_profile(trainer.run_dir / PROFILE_JSON, skipped_profile(why, trainer.device, trainer.iteration))
+            line(f"profile window skipped: {why}")
+            return None
+        n = AUTO_ITERS
     compiled = trainer.compile.enabled
     return ProfileWindow(n, trainer.run_dir, trainer.device, {"G": (trainer.G, compiled), "D": (trainer.D, compiled)})
 

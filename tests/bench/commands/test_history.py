@@ -178,4 +178,7 @@ def test_the_report_lists_the_change_point_with_what_changed(tmp_path: Path):
     ips = [line for line in lines if "% images/s, whole job" in line]
     assert len(ips) == 1, section
     assert ips[0].startswith("- +1") and f"at `{shas[15][:7]}`" in ips[0] and "driver 535.00 → 550.54" in ips[0]
+    # bench explain's sentence for the runs on its two sides (these synthetic runs have no timeline)
+    assert "Explained: no timeline phases recorded (time to train " in ips[0]
+    assert "config unchanged; driver 535.00 → 550.54; code " in ips[0]
     assert all(f"`{shas[15][:7]}`" in line for line in lines)

@@ -80,7 +80,7 @@ def test_a_window_longer_than_the_run_stops_at_its_end(tmp_path: Path) -> None:
 
 
 def test_profile_iters_is_validated_like_every_key() -> None:
-    assert resolve("smoke")["train.profile_iters"] == 0  # off unless asked for
+    assert resolve("smoke")["train.profile_iters"] is None  # auto unless asked for
     with pytest.raises(WorkloadConfigError, match="train.profile_iters=-1 must be >= 0"):
         resolve("smoke", ["train.profile_iters=-1"])
     with pytest.raises(WorkloadConfigError, match="train.profile_iters must be an integer"):
