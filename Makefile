@@ -51,7 +51,10 @@ demo: setup
 # the 15 slowest tests at the end (--durations=15), to keep the suite fast.
 # The tests run on PYTEST_WORKERS processes (pytest-xdist); tests sharing the local Slurm
 # or podman stay on one worker each (tests/conftest.py). PYTEST_WORKERS=0: one process.
-PYTEST_WORKERS ?= 2
+# Three on a 2-core machine: the Slurm and chaos tests spend about half their time waiting
+# on the scheduler or a killed job (their own and their children's CPU measured against
+# their wall time), and a third process keeps the cores busy meanwhile.
+PYTEST_WORKERS ?= 3
 PYTEST_RUN = $(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadgroup --durations=15
 NO_TESTS_IS_OK = rc=$$?; if [ $$rc -eq 5 ]; then echo "pytest: no tests collected"; rc=0; fi; exit $$rc
 test: setup lint lint-workflows

@@ -1,6 +1,6 @@
 """Fixtures shared by every test folder, and how the suite runs on several cores.
 
-`make test` runs pytest with pytest-xdist (`-n 2 --dist loadgroup`): two worker
+`make test` runs pytest with pytest-xdist (`-n 3 --dist loadgroup`): three worker
 processes take tests from one queue, each with its own session. A test stays safe
 there when it keeps to itself, as every test here must anyway:
 
