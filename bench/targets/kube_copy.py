@@ -65,6 +65,32 @@ class RecordCopier:
         self._validate(pod)
         return pod
 
+    def copy_with_collector(self, run_id: str, image: str, dest: Path, job_pods: list[Any]) -> list[str]:
+        """Copy the run's folder off the results volume through a short-lived collector pod.
+
+        Any kind whose pods write to the shared results volume (a Job, a PyTorchJob, a
+        TrainJob) is collected the same way; `image` is the run's own (any with sh and tar
+        will do once the run is gone). The pod is deleted however the copy ends.
+        """
+        pod_name = f"atlas-collect-{run_id}"[:63].rstrip("-")
+        core = self._core()
+        self._call(
+            "creating the collector pod",
+            core.create_namespaced_pod,
+            namespace=self.namespace,
+            body=self.collector_manifest(pod_name, image, run_id),
+        )
+        try:
+            self._wait_running(pod_name)
+            return self._copy_out_or_explain(pod_name, run_id, dest, job_pods)
+        finally:
+            from kubernetes.client.exceptions import ApiException
+
+            try:
+                core.delete_namespaced_pod(pod_name, self.namespace, grace_period_seconds=0)
+            except (ApiException, OSError):
+                pass  # it deletes itself at activeDeadlineSeconds
+
     def _wait_running(self, name: str) -> None:
         deadline = time.monotonic() + float(self.env.get("collect_timeout_s", 1800)) / 6
         while True:

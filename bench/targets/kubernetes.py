@@ -429,24 +429,7 @@ class KubernetesTarget(JobStatusReader, RecordCopier, PyTorchJobRunner, Target):
             # the volume. Any image with sh and tar will do.
             pods = []
             image = self.collector_image()
-        pod_name = f"atlas-collect-{run_id}"[:63].rstrip("-")
-        core = self._core()
-        self._call(
-            "creating the collector pod",
-            core.create_namespaced_pod,
-            namespace=self.namespace,
-            body=self.collector_manifest(pod_name, image, run_id),
-        )
-        try:
-            self._wait_running(pod_name)
-            skipped = self._copy_out_or_explain(pod_name, run_id, dest, pods)
-        finally:
-            from kubernetes.client.exceptions import ApiException
-
-            try:
-                core.delete_namespaced_pod(pod_name, self.namespace, grace_period_seconds=0)
-            except (ApiException, OSError):
-                pass  # it deletes itself at activeDeadlineSeconds
+        skipped = self.copy_with_collector(run_id, image, dest, pods)
         if job is not None:
             facts = self.scheduler_times(job, pods)
         elif multi is not None:

@@ -228,24 +228,7 @@ class TrainJobTarget(OpenShiftTarget):
         if obj is not None:
             self.require_finished(self._trainjob_status(obj, pods))
         image = obj["spec"]["trainer"]["image"] if obj is not None else self.collector_image()
-        pod_name = f"atlas-collect-{run_id}"[:63].rstrip("-")
-        core = self._core()
-        self._call(
-            "creating the collector pod",
-            core.create_namespaced_pod,
-            namespace=self.namespace,
-            body=self.collector_manifest(pod_name, image, run_id),
-        )
-        try:
-            self._wait_running(pod_name)
-            skipped = self._copy_out_or_explain(pod_name, run_id, Path(into), pods)
-        finally:
-            from kubernetes.client.exceptions import ApiException
-
-            try:
-                core.delete_namespaced_pod(pod_name, self.namespace, grace_period_seconds=0)
-            except (ApiException, OSError):
-                pass  # it deletes itself at activeDeadlineSeconds
+        skipped = self.copy_with_collector(run_id, image, Path(into), pods)
         facts = tj.scheduler_times(obj, pod_starts(pods)) if obj is not None else {}
         return {**facts, SKIPPED: skipped}
 
