@@ -13,8 +13,8 @@ adjusted p AND a change beyond the floor (regression.within_noise): statistical
 significance alone, over ~14 metrics with few runs, lets a one-CV wobble through now
 and then (tests/bench/analysis/test_noise_false_alarms.py counts them). The gate costs
 little the runs could promise: the minimum detectable effect of a PR's runs (`detectable`,
-at BH's level for one changed metric among 14) is 2.4 CV with 6 runs a side, 1.8 CV
-with 10, so it only bites between 1.8 and 1.96 CV with the most runs.
+at BH's level for one changed metric among 14, 80 % power) is 2.76 CV with 6 runs a
+side and 1.94 CV with 10 (`bench pr`'s most): the floor is below what the runs can find.
 """
 
 from __future__ import annotations

@@ -42,12 +42,13 @@ def to_json(env: str, measured: Iterable[Measured], now: dt.datetime | None = No
         experiments[m.experiment] = {
             "commits": dict(m.commits),
             "runs": sum(m.commits.values()),
-            "metrics": {
-                k: {"cv": round(f.cv, 6), "floor": round(f.floor, 6), "runs": f.runs, "median": float(f"{f.median:.6g}")}
-                for k, f in sorted(m.floors.items())
-            },
+            "metrics": {k: _floor_json(f) for k, f in sorted(m.floors.items())},
         }
     return {"format": FORMAT, "env": env, "date": when, "noise_z": NOISE_Z, "experiments": experiments}
+
+
+def _floor_json(f: Floor) -> dict[str, Any]:
+    return {"cv": round(f.cv, 6), "floor": round(f.floor, 6), "runs": f.runs, "median": float(f"{f.median:.6g}")}
 
 
 def write(results: Path, env: str, measured: Iterable[Measured], now: dt.datetime | None = None) -> Path:
@@ -96,6 +97,12 @@ def stale_reason(stored: Mapping[str, Any], now: Measured) -> str:
     )
 
 
+def block_as_measured(env: str, experiment: str, block: Mapping[str, Any]) -> Measured:
+    """A stored experiment's block read back (a file rewritten keeps what it did not re-measure)."""
+    floors = {k: Floor(k, float(v["cv"]), int(v["runs"]), float(v["median"])) for k, v in block["metrics"].items()}
+    return Measured(env, experiment, {str(k): int(n) for k, n in block["commits"].items()}, floors)
+
+
 @dataclass(frozen=True)
 class Floors:
     """One environment's floors for one experiment, as a verdict uses them."""
@@ -117,11 +124,8 @@ def floors_of(
     if stored is not None and block is not None:
         stale = stale_reason(block, now)
         if not stale:
-            got = {
-                k: Floor(k, float(v["cv"]), int(v["runs"]), float(v["median"]))
-                for k, v in block["metrics"].items()
-                if k in metrics and math.isfinite(v["cv"])
-            }
+            got = block_as_measured(env, experiment, block).floors
+            got = {k: f for k, f in got.items() if k in metrics and math.isfinite(f.cv)}
             return Floors(got, f"{noise_path(results, env)} ({stored['date']})")  # type: ignore[arg-type]
         problem = f"{noise_path(results, env)} is stale ({stale})"  # type: ignore[arg-type]
     if problem:
