@@ -132,3 +132,31 @@ def floors_of(
         problem += f": recomputed from the history; `bench noise --env {env}` stores it again"
     runs = sum(now.commits.values())
     return Floors(now.floors, f"the history ({runs} runs of {len(now.commits)} commits)", problem)
+
+
+@dataclass(frozen=True)
+class EnvNoise:
+    """One environment's noise for a report: its floors, where they came from, what the
+    runs at hand can find (noise.detectable) and a damaged or stale file, if any."""
+
+    env: str
+    floors: dict[str, Floor]
+    source: str
+    problem: str
+    runs: int  # the runs of this environment the report compares
+    detectable: dict[str, float]  # metric -> minimum detectable effect of `runs` against as many
+
+
+def env_noise(
+    results: Path, entries: list[Mapping[str, Any]], runs: Mapping[str, int], experiment: str, metrics: list[str]
+) -> list[EnvNoise]:
+    """Per environment of `runs` (env -> runs compared), its floors (floors_of) and the
+    minimum detectable effect of that many runs a side, at BH's level over `metrics`."""
+    from bench.analysis.noise import detectable
+
+    out = []
+    for env, n in runs.items():
+        found = floors_of(results, env, experiment, [e for e in entries if e.get("env") == env], metrics)
+        mde = {k: d for k, f in found.floors.items() if (d := detectable(f.cv, n, len(metrics))) is not None}
+        out.append(EnvNoise(env, found.floors, found.source, found.problem, n, mde))
+    return out

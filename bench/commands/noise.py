@@ -77,6 +77,9 @@ def run(args: argparse.Namespace) -> int:
     measured = [m for m in (measure(entries, args.env, x, metrics) for x in experiments) if m.floors]
     if not measured:
         what = f"experiment {args.experiment}" if args.experiment else "any experiment"
+        dirty = sum(e.get("dirty") is True and e.get("experiment") in experiments for e in entries)
+        if dirty:
+            what += f" ({dirty} run(s) are of uncommitted code, which a floor never counts: commit, then rerun)"
         raise ConfigError(
             f"no commit of {args.env} has two or more clean, finished runs of {what} under {args.results} "
             f"(at least 3 such runs are needed): run `bench noise --env {args.env} --runs 3` to make them"

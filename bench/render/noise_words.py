@@ -11,6 +11,7 @@ from pathlib import Path
 
 from bench.analysis.metrics import METRIC_BY_KEY
 from bench.analysis.noise import BAND_Z, NOISE_Z, Floor, Measured, propose_bands
+from bench.analysis.noise_store import EnvNoise
 from bench.analysis.sample_size import POWER
 
 
@@ -63,3 +64,22 @@ def proposed_bands_yaml(env: str, measured: Iterable[Measured], metrics: Iterabl
     for m in measured:
         head.append(f"# {m.experiment}: {sum(m.commits.values())} runs of {len(m.commits)} commit(s)")
     return "\n".join(head) + "\n" + yaml.safe_dump(data, sort_keys=True, default_flow_style=None)
+
+
+def report_lines(noise: Iterable[EnvNoise]) -> list[str]:
+    """The report's "Noise floor" lines: per environment its floor and what its runs can find."""
+    from bench.render.escape import code, md
+
+    lines = []
+    for n in noise:
+        if n.problem:
+            lines.append(md(n.problem, 600))
+        said = [x for x in (floor_sentence(n.floors, n.source), detectable_sentence(n.detectable, n.runs)) if x]
+        if said:
+            lines.append(f"{md(n.env)}: " + "; ".join(md(x, 1200) for x in said) + ".")
+        else:
+            lines.append(
+                f"{md(n.env)}: no noise floor (no commit has three runs of this experiment); "
+                f"`bench noise --env {code(n.env)} --runs 3` measures one."
+            )
+    return lines
