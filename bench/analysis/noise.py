@@ -42,6 +42,11 @@ class Floor:
     def floor(self) -> float:
         return NOISE_Z * self.cv
 
+    @property
+    def z(self) -> float:
+        """The floor in CVs (NOISE_Z), for the sentence that states it."""
+        return NOISE_Z
+
 
 @dataclass(frozen=True)
 class Measured:

@@ -145,6 +145,7 @@ class EnvNoise:
     problem: str
     runs: int  # the runs of this environment the report compares
     detectable: dict[str, float]  # metric -> minimum detectable effect of `runs` against as many
+    power: float  # the power that effect is found with (sample_size.POWER)
 
 
 def env_noise(
@@ -153,10 +154,11 @@ def env_noise(
     """Per environment of `runs` (env -> runs compared), its floors (floors_of) and the
     minimum detectable effect of that many runs a side, at BH's level over `metrics`."""
     from bench.analysis.noise import detectable
+    from bench.analysis.sample_size import POWER
 
     out = []
     for env, n in runs.items():
         found = floors_of(results, env, experiment, [e for e in entries if e.get("env") == env], metrics)
         mde = {k: d for k, f in found.floors.items() if (d := detectable(f.cv, n, len(metrics))) is not None}
-        out.append(EnvNoise(env, found.floors, found.source, found.problem, n, mde))
+        out.append(EnvNoise(env, found.floors, found.source, found.problem, n, mde, POWER))
     return out

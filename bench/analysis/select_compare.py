@@ -100,6 +100,7 @@ class EnvVerdicts:
     floors: dict = field(default_factory=dict)  # metric -> bench.analysis.noise.Floor (the noise floor used)
     floor_source: str = ""  # where the floors came from (noise.json or the history)
     detectable: dict = field(default_factory=dict)  # metric -> the smallest change these runs find (noise.detectable)
+    power: float = 0.8  # the power `detectable` is found with (sample_size.POWER)
 
 
 def pr_sides(runs: list[RunData], env: str, head: str, base: str) -> dict[str, list[RunData]]:
@@ -134,6 +135,7 @@ def compare_pr(
     from bench.analysis.metrics import run_metrics
     from bench.analysis.noise import detectable
     from bench.analysis.regression import adjust_family, judge, pr_family, within_noise
+    from bench.analysis.sample_size import POWER
 
     out = []
     for env in sorted({r.env for r in runs}):
@@ -154,7 +156,8 @@ def compare_pr(
         n = min(len(sides["head"]), len(sides["base"]))
         family = sum(v.family > 0 for v in judged) or 1
         mde = {k: d for k, f in found.floors.items() if (d := detectable(f.cv, n, family)) is not None}
-        out.append(EnvVerdicts(env, len(sides["head"]), len(sides["base"]), judged, found.floors, found.source, mde))
+        counts = len(sides["head"]), len(sides["base"])
+        out.append(EnvVerdicts(env, *counts, judged, found.floors, found.source, mde, POWER))
     return out
 
 

@@ -48,13 +48,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _run_first(args: argparse.Namespace) -> None:
     """K runs of this commit through the normal `bench run` path (validated, collected, indexed)."""
-    from bench.cli import build_parser
+    from bench.commands import run as run_command
     from bench.errors import AtlasError
 
     argv = ["run", "--env", args.env, "--experiment", args.experiment, "--runs", str(args.runs)]
     argv += ["--results", str(args.results)] + [x for o in args.overrides for x in ("--set", o)]
-    run_args = build_parser("run").parse_args(argv)
-    rc = int(run_args._run(run_args) or 0)
+    parser = argparse.ArgumentParser(prog="bench run")
+    run_command.add_arguments(parser)
+    rc = int(run_command.run(parser.parse_args(argv[1:])) or 0)
     if rc != 0:
         raise AtlasError(f"`bench {' '.join(argv)}` failed (exit {rc}): the noise floor was not measured")
 
@@ -99,9 +100,11 @@ def run(args: argparse.Namespace) -> int:
         have = {m.experiment for m in measured}
         kept += [block_as_measured(args.env, x, b) for x, b in stored["experiments"].items() if x not in have]
     path = write(args.results, args.env, kept)
+    from bench.analysis.noise import BAND_Z, NOISE_Z, propose_bands
     from bench.render.noise_words import floors_table, proposed_bands_yaml
 
-    print(floors_table(measured, path))
+    print(floors_table(measured, path, NOISE_Z))
     if args.propose_bands:
-        print(proposed_bands_yaml(args.env, measured, metrics))
+        bands = {m.experiment: propose_bands(m, metrics) for m in measured}
+        print(proposed_bands_yaml(args.env, bands, measured, BAND_Z))
     return 0

@@ -43,7 +43,10 @@ def _env_section(env: EnvVerdicts, explained: Explanation | None = None) -> tupl
         elif v.note:
             notes.append(md(v.note, 600))
     lines.append("")
-    noise = [floor_sentence(env.floors, env.floor_source), detectable_sentence(env.detectable, min_runs(env))]
+    noise = [
+        floor_sentence(env.floors, env.floor_source),
+        detectable_sentence(env.detectable, min_runs(env), env.power),
+    ]
     notes += [n for n in noise if n]
     lines += [f"- {n}" for n in dict.fromkeys(notes)]
     if notes:
