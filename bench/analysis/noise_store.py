@@ -22,6 +22,7 @@ from typing import Any
 
 from bench.analysis.noise import NOISE_Z, Floor, Measured, measure
 from bench.atomic_files import write_json_atomic
+from bench.errors import AtlasError
 from bench.finite_schema import problems
 
 FILE = "noise.json"
@@ -57,6 +58,8 @@ def write(results: Path, env: str, measured: Iterable[Measured], now: dt.datetim
     found = problems(SCHEMA_FILE, data)
     if found:  # our own writer: a bug, said plainly rather than stored
         raise ValueError(f"noise.json for {env} leaves its schema at {found[0][0]}: {found[0][1]}")
+    if path.is_dir() and not path.is_symlink():
+        raise AtlasError(f"{path} is a folder, not the noise file: remove it, then run `bench noise --env {env}` again")
     write_json_atomic(path, data)
     return path
 
@@ -64,6 +67,8 @@ def write(results: Path, env: str, measured: Iterable[Measured], now: dt.datetim
 def read(results: Path, env: str) -> tuple[dict[str, Any] | None, str]:
     """(the stored file, "") or (None, why it cannot be used: one line), (None, "") when absent."""
     path = noise_path(results, env)
+    if path.is_symlink() or (path.exists() and not path.is_file()):
+        return None, f"{path} is damaged (not a regular file; a link is never followed)"
     if not path.is_file():
         return None, ""
     try:

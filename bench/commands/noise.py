@@ -62,11 +62,16 @@ def _run_first(args: argparse.Namespace) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from bench.analysis.noise import measure
-    from bench.analysis.noise_store import read, stale_reason, write
+    from bench.analysis.noise_store import noise_path, read, stale_reason, write
     from bench.analysis.regression import pr_family
     from bench.analysis.run_index import read_index
     from bench.errors import ConfigError
 
+    target = noise_path(args.results, args.env)
+    if target.is_dir() and not target.is_symlink():
+        raise ConfigError(
+            f"{target} is a folder, not the noise file: remove it, then run `bench noise --env {args.env}` again"
+        )
     if args.runs is not None:
         if args.runs < 2:
             raise ConfigError(f"--runs must be at least 2 (a spread needs two runs of one commit), got {args.runs}")

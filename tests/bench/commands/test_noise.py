@@ -88,6 +88,19 @@ def test_a_damaged_or_stale_file_is_named_in_one_line_and_recomputed(
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and f"{path} is damaged (" in err[0] and err[0].endswith(": recomputed"), err
         assert problems(SCHEMA_FILE, json.loads(path.read_text())) == []
+    target = tmp_path / "elsewhere.json"
+    target.write_text(path.read_text())
+    path.unlink()
+    path.symlink_to(target)  # a link planted in the results tree: named, not followed, replaced by a file
+    assert main(["noise", "--env", "local", "--results", str(results)]) == 0
+    assert "is damaged (not a regular file; a link is never followed): recomputed" in capsys.readouterr().err
+    assert not path.is_symlink() and path.is_file()
+    path.unlink()
+    path.mkdir()
+    assert main(["noise", "--env", "local", "--results", str(results)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "is a folder, not the noise file: remove it" in err[0], err
+    path.rmdir()
     # the PR comment names a damaged file too, and judges with the history's floor
     path.write_text("[1, 2")
     body = render_pr_body(results, COMMITS[1], COMMITS[0])
