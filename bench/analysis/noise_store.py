@@ -118,16 +118,27 @@ class Floors:
 
 
 def floors_of(
-    results: Path | None, env: str, experiment: str, entries: Iterable[Mapping[str, Any]], metrics: Iterable[str]
+    results: Path | None,
+    env: str,
+    experiment: str,
+    entries: Iterable[Mapping[str, Any]],
+    metrics: Iterable[str],
+    judged: Iterable[str] = (),
 ) -> Floors:
     """The floors a verdict on `env` uses: the stored file where it is sound and current,
-    else measured from `entries` (history entries of the runs at hand), saying why."""
-    metrics = list(metrics)
+    else measured from `entries` (history entries of the runs at hand), saying why.
+    `judged`: the commits being compared (a PR's head and merge-base); their own repeated
+    runs do not make the file stale, or every PR, which runs both several times, would
+    find it so."""
+    from bench.records.select import same_commit
+
+    metrics, entries, judged = list(metrics), list(entries), list(judged)
     now = measure(entries, env, experiment, metrics)
     stored, problem = read(results, env) if results is not None else (None, "")
     block = (stored or {}).get("experiments", {}).get(experiment)
     if stored is not None and block is not None:
-        stale = stale_reason(block, now)
+        others = [e for e in entries if not any(same_commit(str(e.get("commit") or ""), sha) for sha in judged)]
+        stale = stale_reason(block, measure(others, env, experiment, metrics))
         if not stale:
             got = block_as_measured(env, experiment, block).floors
             got = {k: f for k, f in got.items() if k in metrics and math.isfinite(f.cv)}

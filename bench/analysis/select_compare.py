@@ -148,7 +148,7 @@ def compare_pr(
                 continue  # nobody measured it here (e.g. GPU figures on a CPU runner)
             verdicts.append(judge(env, key, base_vals, head_vals, threshold=(thresholds or {}).get(key, 0.05)))
         experiment = next((str(r.meta.get("experiment")) for r in chosen["head"] + chosen["base"]), "")
-        found = noise_floors(runs, env, experiment, list(pr_family()), results)
+        found = noise_floors(runs, env, experiment, list(pr_family()), results, (head, base))
         if found.problem and problems is not None:
             problems.append(found.problem)
         floors = {k: f.floor for k, f in found.floors.items()}
@@ -162,7 +162,12 @@ def compare_pr(
 
 
 def noise_floors(
-    runs: list[RunData], env: str, experiment: str, figures: list[str], results: Path | None = None
+    runs: list[RunData],
+    env: str,
+    experiment: str,
+    figures: list[str],
+    results: Path | None = None,
+    judged: tuple[str, ...] = (),
 ) -> Floors:
     """`env`'s noise floors for `experiment` (bench.analysis.noise_store.floors_of): the
     stored results/<env>/noise.json where it is sound and current, else the coefficient of
@@ -170,4 +175,4 @@ def noise_floors(
     from bench.analysis.history import run_entry
     from bench.analysis.noise_store import floors_of
 
-    return floors_of(results, env, experiment, [run_entry(r) for r in runs if r.env == env], figures)
+    return floors_of(results, env, experiment, [run_entry(r) for r in runs if r.env == env], figures, judged)

@@ -57,6 +57,13 @@ def test_noise_from_history_writes_the_file_and_a_pr_comment_elsewhere_reads_it(
     assert block["commits"] == dict.fromkeys(COMMITS, 3) and block["runs"] == 9 and data["date"]
     ips = block["metrics"]["images_per_s"]
     assert 0.035 < ips["cv"] < 0.12 and ips["floor"] == pytest.approx(1.96 * ips["cv"], abs=1e-5) and ips["runs"] == 9
+    # a PR run in the same tree: its head's and merge-base's own repeated runs leave the file current
+    for i in range(3):
+        write_run(results, RunSpec("local", f"pb{i}", sha=BASE, start=1_790_000_000 + i * 100, seed=40 + i))
+        write_run(results, RunSpec("local", f"ph{i}", sha=HEAD, start=1_790_001_000 + i * 100, seed=50 + i))
+    body = render_pr_body(results, HEAD, BASE)
+    assert f"from {results / 'local' / 'noise.json'} ({data['date']})" in body and "stale" not in body
+    assert "Minimum detectable effect with 3 runs a side (found with 80% power, never below the floor): " in body
     # a CI tree holding only the stored file and one run a side: the comment uses the stored floor
     ci = tmp_path / "ci"
     (ci / "local").mkdir(parents=True)
