@@ -289,7 +289,8 @@ def within_noise(verdicts: Sequence[Verdict], floors: Mapping[str, float]) -> li
     one commit: bench.analysis.noise) are `unchanged`, "within noise (±x %)", significant
     or not: a regression needs the adjusted p AND a change beyond the floor, since a change
     one rerun of unchanged code could show is not worth an alarm (over 50 unchanged
-    comparisons the p alone lets 7 through: tests/bench/analysis/test_noise_false_alarms.py).
+    comparisons of 20 metrics the adjusted p alone lets 7 through, with the floor none:
+    tests/bench/analysis/test_noise_false_alarms.py).
     One run a side past the threshold is then no longer `inconclusive` either: the
     history already measured how far runs of one commit scatter."""
     out = []
