@@ -28,6 +28,7 @@ COMMAND_ORDER = [
     "import",  # or bring in measurements from sar / nvidia-smi / DCGM / CSV as run records
     "archive",  # keep the raw run records on the results branch of the repository
     "check",  # validate a results tree (schema and plausibility of every record)
+    "noise",  # an environment's noise floor per metric (results/<env>/noise.json); proposed bands
     "compare",  # tables across environments
     "report",  # Markdown + charts under reports/
     "history",  # change points across every collected commit (results branch or folder)

@@ -34,6 +34,7 @@ class PrData:
     head_metrics: list[RunMetrics]  # the PR's runs, for where the time goes
     thresholds: dict[str, float]
     explained: dict[str, Explanation] = field(default_factory=dict)  # env -> bench explain's explanation
+    noise_problems: list[str] = field(default_factory=list)  # a damaged or stale noise.json, one line each
 
 
 def _explain(runs: list, judged: list[EnvVerdicts], head: str, base: str, code: CodeChange) -> dict[str, Explanation]:
@@ -58,7 +59,8 @@ def read_pr_data(
     """Read the PR's and the merge-base's runs once and decide the comment's figures.
     `code`: the files changed base -> head (bench.gitops.code_changes), where known."""
     runs = read_pr_runs(results, envs)
-    judged = compare_pr(runs, head, base, thresholds)  # select and judge: not in render/
+    noise_problems: list[str] = []
+    judged = compare_pr(runs, head, base, thresholds, results, noise_problems)  # select and judge: not in render/
     thin = [e for e in judged if min(e.head_runs, e.base_runs) < MIN_RUNS_FOR_RANK_TEST]
     unsure = [e for e in judged if e not in thin and any(v.status == INCONCLUSIVE for v in e.verdicts)]
     mine = [r for r in runs if same_commit(r.git_sha, head)]
@@ -76,4 +78,5 @@ def read_pr_data(
         head_metrics=metrics,
         thresholds=dict(thresholds or {}),
         explained=_explain(runs, judged, head, base, code or CodeChange(base, head, unknown="not looked up")),
+        noise_problems=noise_problems,
     )

@@ -15,7 +15,9 @@ Mann-Whitney U p-value when each side has >= 3 runs.
   and significant when the adjusted p is <= FDR_Q (0.05), so the false discovery rate
   over the family is 0.05. Without it ~14 metrics judged each at 0.10 two-sided would,
   thresholds aside, show a false regression in about half of the comparisons of
-  unchanged code (1 - 0.95^14);
+  unchanged code (1 - 0.95^14). Where the environment's noise floor is measured
+  (bench.analysis.noise), a change below it is `unchanged`, "within noise", whatever its
+  p (`within_noise`);
 - otherwise: significant when the bootstrap interval of the change excludes zero;
 - one run on each side: there is no interval; a change past the threshold is
   `inconclusive` (repeat the runs), never a pass.
@@ -79,7 +81,7 @@ class Verdict:
     p_adjusted: float | None = None  # p_value adjusted by Benjamini–Hochberg over `family` metrics (adjust_family)
     family: int = 0
     worse: bool = False  # the change goes the bad way (a significant one is a regression)
-    noise: float | None = None  # the environment's noise floor (CV) when the change is below it (within_noise)
+    noise: float | None = None  # the environment's noise floor when the change is below it (within_noise)
     interval: tuple[float, float] | None = None  # bootstrap only, relative change
     significant: bool = False
     note: str = ""
@@ -283,15 +285,18 @@ def worst_first(verdicts: Iterable[Verdict]) -> list[Verdict]:
 
 def within_noise(verdicts: Sequence[Verdict], floors: Mapping[str, float]) -> list[Verdict]:
     """Verdicts whose change is smaller than the environment's noise floor for the metric
-    (`floors`: metric -> coefficient of variation of runs of one commit, from
-    sample_size.spreads) and not significant are `unchanged`, "within noise (±x %)": one
-    run a side past the threshold is then no longer `inconclusive`, since the history
-    already measured how far runs of one commit scatter. A significant change is kept:
-    the runs at hand saw it through the noise."""
+    (`floors`: metric -> relative floor, NOISE_Z x the coefficient of variation of runs of
+    one commit: bench.analysis.noise) are `unchanged`, "within noise (±x %)", significant
+    or not: a regression needs the adjusted p AND a change beyond the floor, since a change
+    one rerun of unchanged code could show is not worth an alarm (over 50 unchanged
+    comparisons of 20 metrics the adjusted p alone lets 7 through, with the floor none:
+    tests/bench/analysis/test_noise_false_alarms.py).
+    One run a side past the threshold is then no longer `inconclusive` either: the
+    history already measured how far runs of one commit scatter."""
     out = []
     for v in verdicts:
         floor = floors.get(v.metric)
-        if floor is None or v.change is None or v.significant or abs(v.change) >= floor:
+        if floor is None or v.change is None or abs(v.change) >= floor:
             out.append(v)
             continue
         note = "" if v.method == "single run" else v.note

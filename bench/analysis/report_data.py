@@ -125,6 +125,7 @@ class ReportData:
     dirty: bool
     resamples: int = BOOTSTRAP_RESAMPLES
     summary: dict[str, Any] = field(default_factory=dict)  # summary.json
+    noise: list = field(default_factory=list)  # bench.analysis.noise_store.EnvNoise per environment
 
     @property
     def result(self) -> CompareResult:
@@ -292,7 +293,18 @@ def build_report_data(
             "first_start": min(starts) if starts else None,
             "machines": {e: machine(chosen, result.runs, e) for e in result.envs},
         },
+        noise=_noise(results, entries, result),
     )
+
+
+def _noise(results: Path, entries: list[dict], result: CompareResult) -> list:
+    """Each compared environment's noise floor (results/<env>/noise.json where sound, else
+    its history) and what its runs at hand can find (bench.analysis.noise_store.env_noise)."""
+    from bench.analysis.noise_store import env_noise
+    from bench.analysis.regression import pr_family
+
+    runs = {env: sum(m.env == env for m in result.runs) for env in result.envs}
+    return env_noise(Path(results), entries, runs, result.experiment or "", list(pr_family()))
 
 
 def read_report_data(

@@ -12,8 +12,9 @@ compares with bench.analysis; bench/render/ only draws what they return.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from bench.analysis.comparable import own_reason
 from bench.analysis.compare import CompareResult, compare_runs
@@ -21,6 +22,9 @@ from bench.analysis.run_index import IndexedRun, load_records, read_index, run_d
 from bench.errors import AtlasError
 from bench.records.read import RunData, find_runs
 from bench.records.select import same_commit, select_runs
+
+if TYPE_CHECKING:
+    from bench.analysis.noise_store import Floors
 
 
 @dataclass(frozen=True)
@@ -93,6 +97,10 @@ class EnvVerdicts:
     head_runs: int
     base_runs: int
     verdicts: list  # bench.analysis.regression.Verdict, in the headline metrics' order
+    floors: dict = field(default_factory=dict)  # metric -> bench.analysis.noise.Floor (the noise floor used)
+    floor_source: str = ""  # where the floors came from (noise.json or the history)
+    detectable: dict = field(default_factory=dict)  # metric -> the smallest change these runs find (noise.detectable)
+    power: float = 0.8  # the power `detectable` is found with (sample_size.POWER)
 
 
 def pr_sides(runs: list[RunData], env: str, head: str, base: str) -> dict[str, list[RunData]]:
@@ -112,16 +120,24 @@ def read_pr_runs(results: Path, envs: list[str] | None = None) -> list[RunData]:
 
 
 def compare_pr(
-    runs: list[RunData], head: str, base: str, thresholds: Mapping[str, float] | None = None
+    runs: list[RunData],
+    head: str,
+    base: str,
+    thresholds: Mapping[str, float] | None = None,
+    results: Path | None = None,
+    problems: list[str] | None = None,
 ) -> list[EnvVerdicts]:
     """Per environment, its runs at the PR head judged against its own runs at the merge-base;
     one environment's metrics are one family for the Benjamini–Hochberg adjustment, and a
-    change below the environment's noise floor (noise_floors) reads "within noise"."""
+    change below the environment's noise floor (noise_floors: results/<env>/noise.json where
+    sound, else the runs at hand) reads "within noise". `problems` gets one line per
+    damaged or stale noise.json."""
     from bench.analysis.metrics import run_metrics
+    from bench.analysis.noise import detectable
     from bench.analysis.regression import adjust_family, judge, pr_family, within_noise
+    from bench.analysis.sample_size import POWER
 
     out = []
-    floors = noise_floors(runs, list(pr_family()))
     for env in sorted({r.env for r in runs}):
         chosen = pr_sides(runs, env, head, base)
         sides = {side: [run_metrics(r).as_dict() for r in side_runs] for side, side_runs in chosen.items()}
@@ -131,19 +147,32 @@ def compare_pr(
             if all(v is None for v in base_vals + head_vals):
                 continue  # nobody measured it here (e.g. GPU figures on a CPU runner)
             verdicts.append(judge(env, key, base_vals, head_vals, threshold=(thresholds or {}).get(key, 0.05)))
-        judged = within_noise(adjust_family(verdicts), floors.get(env, {}))
-        out.append(EnvVerdicts(env, len(sides["head"]), len(sides["base"]), judged))
+        experiment = next((str(r.meta.get("experiment")) for r in chosen["head"] + chosen["base"]), "")
+        found = noise_floors(runs, env, experiment, list(pr_family()), results, (head, base))
+        if found.problem and problems is not None:
+            problems.append(found.problem)
+        floors = {k: f.floor for k, f in found.floors.items()}
+        judged = within_noise(adjust_family(verdicts), floors)
+        n = min(len(sides["head"]), len(sides["base"]))
+        family = sum(v.family > 0 for v in judged) or 1
+        mde = {k: d for k, f in found.floors.items() if (d := detectable(f.cv, n, family)) is not None}
+        counts = len(sides["head"]), len(sides["base"])
+        out.append(EnvVerdicts(env, *counts, judged, found.floors, found.source, mde, POWER))
     return out
 
 
-def noise_floors(runs: list[RunData], figures: list[str]) -> dict[str, dict[str, float]]:
-    """env -> figure -> the coefficient of variation of that environment's runs of one
-    commit, pooled over the commits of `runs` with two or more (sample_size.spreads: the
-    spread `bench pr --runs` is sized from); absent where too few runs measured it."""
+def noise_floors(
+    runs: list[RunData],
+    env: str,
+    experiment: str,
+    figures: list[str],
+    results: Path | None = None,
+    judged: tuple[str, ...] = (),
+) -> Floors:
+    """`env`'s noise floors for `experiment` (bench.analysis.noise_store.floors_of): the
+    stored results/<env>/noise.json where it is sound and current, else the coefficient of
+    variation of the runs at hand, pooled over the commits with two or more."""
     from bench.analysis.history import run_entry
-    from bench.analysis.sample_size import spreads
+    from bench.analysis.noise_store import floors_of
 
-    out: dict[str, dict[str, float]] = {}
-    for s in spreads([run_entry(r) for r in runs], figures=figures):
-        out.setdefault(s.env, {})[s.figure] = s.cv
-    return out
+    return floors_of(results, env, experiment, [run_entry(r) for r in runs if r.env == env], figures, judged)

@@ -12,6 +12,7 @@ from bench.analysis.metrics import METRIC_BY_KEY, fmt
 from bench.analysis.pr_data import REGRESSION, EnvVerdicts, PrData
 from bench.render.escape import code, md
 from bench.render.explain import sentence
+from bench.render.noise_words import detectable_sentence, floor_sentence
 from bench.render.timeline_section import env_lines
 
 
@@ -42,10 +43,19 @@ def _env_section(env: EnvVerdicts, explained: Explanation | None = None) -> tupl
         elif v.note:
             notes.append(md(v.note, 600))
     lines.append("")
+    noise = [
+        floor_sentence(env.floors, env.floor_source),
+        detectable_sentence(env.detectable, min_runs(env), env.power),
+    ]
+    notes += [n for n in noise if n]
     lines += [f"- {n}" for n in dict.fromkeys(notes)]
     if notes:
         lines.append("")
     return lines, regressions
+
+
+def min_runs(env: EnvVerdicts) -> int:
+    return min(env.head_runs, env.base_runs)
 
 
 def _no_regression_line(data: PrData) -> str:
@@ -116,10 +126,11 @@ def draw_pr_body(data: PrData, report_url: str | None = None, runs_note: str = "
     if any(v.noise is not None for e in data.judged for v in e.verdicts):
         lines += [
             "",
-            "Within noise (±x %): a change smaller than the environment's noise floor, the coefficient of "
-            "variation of its runs of one commit (pooled over the commits with two or more runs here), "
-            "that the runs at hand do not show significant.",
+            "Within noise (±x %): a change smaller than the environment's noise floor (1.96 × the coefficient "
+            "of variation of its runs of one commit, from results/<env>/noise.json or pooled over the commits "
+            "with two or more runs here): unchanged, whatever its p.",
         ]
+    lines += [f"- {md(p, 600)}" for p in data.noise_problems]
     if runs_note:
         lines += ["", f"Runs: {md(runs_note, 600)}."]
     if report_url:

@@ -32,6 +32,7 @@ from bench.render.explain import sentence
 from bench.render.headline import end_to_end_lines
 from bench.render.index import SUMMARY_JSON, write_index
 from bench.render.labels import series_title
+from bench.render.noise_words import report_lines
 from bench.render.runs_csv import write_runs_csv
 from bench.render.tables import (
     excluded_table,
@@ -206,6 +207,7 @@ def _write_folder(folder: Path, data: ReportData) -> None:
             dirty=data.dirty,
             identity_table=identity_table(data.identity, result.envs),
             expected=[md(f.describe(), 600) for f in data.outside],
+            noise=report_lines(data.noise),
             changes=[_change_line(c) for c in data.changes],
             **timeline_section.section(result, data.chosen, folder),  # after _draw_charts, which clears *.png
             crosscheck=[f"`{code(f'{f.env}/{f.run_id}')}`: {md(f.text, 600)}" for f in data.crosscheck],

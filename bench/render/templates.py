@@ -95,6 +95,17 @@ discovery rate 0.05).
 
 {{ pairs_table }}
 {%- endif %}
+{%- if noise %}
+
+## Noise floor
+
+How far runs of one commit scatter on each environment (`bench noise`; stored in `results/<env>/noise.json`): \
+a PR's change below it reads "within noise", whatever its p.
+
+{% for line in noise -%}
+- {{ line }}
+{% endfor %}
+{%- endif %}
 
 ## Per environment
 

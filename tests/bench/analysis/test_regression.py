@@ -147,16 +147,18 @@ def test_zero_baseline_median():
     assert v.status == INCONCLUSIVE and "undefined" in v.describe()
 
 
-def test_within_noise_keeps_significant_changes_and_softens_the_rest():
+def test_within_noise_needs_a_change_beyond_the_floor_significant_or_not():
     from bench.analysis.regression import within_noise
 
     one = judge("local", "images_per_s", [100], [93])  # one run a side, past the threshold
     sig = judge("local", "images_per_s", [100, 101, 99, 100.5], [93, 94, 92, 93.5])  # 4 a side, p 0.029
     big = judge("local", "images_per_s", [100], [70])
     assert (one.status, sig.status, big.status) == (INCONCLUSIVE, REGRESSION, INCONCLUSIVE)
-    soft, kept, large = within_noise([one, sig, big], {"images_per_s": 0.09})
+    soft, held, large = within_noise([one, sig, big], {"images_per_s": 0.09})
     assert soft.status == UNCHANGED and soft.noise == 0.09 and "within noise (±9.0%)" in soft.describe()
     assert "one run per side" not in soft.describe()
-    assert kept.status == REGRESSION and kept.noise is None  # the runs saw it through the noise
+    assert held.status == UNCHANGED and held.noise == 0.09 and held.significant  # p alone is not a regression
+    (kept,) = within_noise([sig], {"images_per_s": 0.05})  # -7 % is beyond a 5 % floor: the verdict stands
+    assert kept.status == REGRESSION and kept.noise is None
     assert large.status == INCONCLUSIVE and large.noise is None  # -30 % is beyond the floor
     assert within_noise([one], {}) == [one]  # no floor measured: nothing changes

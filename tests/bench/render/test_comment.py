@@ -74,8 +74,10 @@ def test_a_change_below_the_noise_floor_reads_within_noise(tmp_path: Path):
     body = render_pr_body(tmp_path, HEAD, BASE)
     ips = next(line for line in body.splitlines() if line.startswith("| images/s"))
     # -7 % is past the 5 % threshold: with one run a side and no floor it would be inconclusive
-    assert "| -7.0% | unchanged — within noise (±9.1%) |" in ips
+    assert "| -7.0% | unchanged — within noise (±17.7%) |" in ips  # 1.96 x the CV 9.05 %
     assert "Within noise (±x %): a change smaller than the environment's noise floor" in body
+    assert "Noise floor (1.96 × the CV of one commit's runs, from the history (4 runs of 1 commits)): " in body
+    assert "Minimum detectable effect with 1 run a side" not in body  # one run a side: no test, no MDE
     # no earlier runs: no floor, and the same change is inconclusive
     fresh = tmp_path / "fresh"
     runs(fresh, "local", BASE, [100], 1_790_000_000)
