@@ -17,6 +17,10 @@ Prints JSON; asserts nothing.
 
 `--tiny` runs it at a size that takes seconds, to check it still works (make test runs it:
 tests/benchmarks/test_tiny.py); its figures mean nothing.
+
+Full size (48 h, 1 Hz, 4 GPUs; 2 shared cores, load 1.2-1.7, before and after in one run):
+xz preset 6 for the samples and 3 for train.jsonl: 4.756 MB, 14.8 and 15.5 s of CPU;
+preset 3 with an 8 MiB window and preset 1 (now): 4.886 MB, 11.7 and 7.6 s of CPU.
 """
 
 from __future__ import annotations

@@ -23,10 +23,14 @@ COLUMNS_SUFFIX = ".cols.xz"  # samples CSV, column by column
 XZ_SUFFIX = ".xz"  # any other large file
 RAW_LIMIT = 256 << 10  # smaller files are kept as they are (run.json stays readable in a browser)
 _FORMAT = "atlas-columns/2"  # 1: deltas as i4/i8, kind "decimal" (still read)
-_PRESET = 6
-# Other large files (a 48 h train.jsonl: 6.4 MB): preset 3 keeps 0.44 MB in about 0.9 s of CPU where
-# preset 6 keeps 0.37 MB in 2.5 s; the record stays under 5 MB and packs in a third less time.
-_TEXT_PRESET = 3
+# The columnar samples: xz preset 3's fast match finder with preset 6's 8 MiB dictionary. On the
+# 48 h, 4-GPU record (benchmarks/history_scale.py) it keeps 4.48 MB in ~2.3 s of CPU where preset 6
+# keeps 4.36 MB in ~5 s; preset 4 (a 4 MiB dictionary) keeps 4.60 MB, its text columns reaching
+# too far back for the smaller window.
+_FILTERS = [{"id": lzma.FILTER_LZMA2, "preset": 3, "dict_size": 8 << 20}]
+# Other large files (a 48 h train.jsonl: 6.4 MB): preset 1 keeps 0.41 MB in ~0.3 s of CPU where
+# preset 3 keeps 0.39 MB in ~1.3 s.
+_TEXT_PRESET = 1
 
 
 def _shuffle(arr: np.ndarray) -> bytes:
@@ -73,7 +77,7 @@ def encode_columns(raw: bytes) -> bytes | None:
         meta["columns"].append(desc)
         blocks += data
     head = json.dumps(meta, sort_keys=True).encode()
-    packed = lzma.compress(len(head).to_bytes(8, "little") + head + b"".join(blocks), preset=_PRESET)
+    packed = lzma.compress(len(head).to_bytes(8, "little") + head + b"".join(blocks), filters=_FILTERS)
     return packed if decode_columns(packed) == raw else None
 
 

@@ -134,6 +134,15 @@ def read_samples(path: Path) -> tuple[pd.DataFrame | None, list[str]]:
     bad_cells = 0
     for col in df.columns:
         raw_col = df[col]
+        if raw_col.dtype == np.float64:  # the parser's numbers (the usual case): only an infinity is not finite
+            inf = np.isinf(raw_col.to_numpy())
+            if inf.any():
+                bad_cells += int(inf.sum())
+                df[col] = raw_col.mask(inf)
+            continue
+        if raw_col.dtype.kind in "iu":  # whole numbers: every one finite
+            df[col] = raw_col.astype(float)
+            continue
         try:
             values = pd.to_numeric(raw_col, errors="coerce").astype(float)
         except (OverflowError, ValueError, TypeError):  # digits beyond any float: one cell at a time
@@ -149,7 +158,7 @@ def read_samples(path: Path) -> tuple[pd.DataFrame | None, list[str]]:
     )
     if not good_time.all():
         problems.append(f"{name}: {int((~good_time).sum())} row(s) without a readable time; dropped")
-    df = df[good_time]
+        df = df[good_time]
     times = df["time"].to_numpy(dtype=float)
     if times.size > 1:  # the clock went backwards: those rows' times cannot be trusted
         backwards = times < np.maximum.accumulate(np.concatenate(([-np.inf], times[:-1])))

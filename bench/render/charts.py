@@ -81,12 +81,15 @@ _PENDING: list[tuple[int, plt.Figure, Path]] | None = None  # child pid, chart, 
 
 
 def _write(fig: plt.Figure, path: Path) -> None:
+    """Lay out (tight: the labels measured) and write one chart: most of its cost."""
+    fig.tight_layout()
     fig.savefig(path, format="png", dpi=DPI, metadata=PNG_METADATA)
 
 
-def _save(fig: plt.Figure, path: Path) -> None:
-    """Lay out, rasterise and write one chart: most of a chart's cost. Inside
-    `drawn_in_parallel` a forked child does it while this process builds the next chart."""
+def save(fig: plt.Figure, path: Path) -> None:
+    """Lay out, rasterise and write one chart, and close it. Inside `drawn_in_parallel` a
+    forked child does all of it (the layout too: it measures every label, a third of a
+    chart's cost) while this process builds the next chart."""
     pending = _PENDING
     if pending is None:
         _write(fig, path)
@@ -173,8 +176,7 @@ def timeseries_chart(
     ax.set_ylabel(ylabel)
     ax.grid(True, alpha=0.3)
     ax.legend(loc="best", fontsize="small")
-    fig.tight_layout()
-    _save(fig, path)
+    save(fig, path)
     return True
 
 
@@ -218,8 +220,7 @@ def summary_bars(
         ax.set_xticks(range(len(envs)), envs, fontsize="small")
         ax.set_title(labels[m], fontsize="small")
         ax.grid(True, axis="y", alpha=0.3)
-    fig.tight_layout()
-    _save(fig, path)
+    save(fig, path)
     return True
 
 
@@ -249,6 +250,5 @@ def history_chart(points: Iterable[tuple[str, int, str, float]], path: Path) -> 
     ax.set_ylim(bottom=0)
     ax.grid(True, alpha=0.3)
     ax.legend(loc="best", fontsize="small")
-    fig.tight_layout()
-    _save(fig, path)
+    save(fig, path)
     return True

@@ -195,24 +195,24 @@ def draw_report(data: ReportData, out: Path) -> ReportResult:
 def _write_folder(folder: Path, data: ReportData) -> None:
     """Every file of one report, into the hidden `folder` (the caller renames it into place)."""
     result = data.result
-    with charts.drawn_in_parallel():
+    with charts.drawn_in_parallel():  # the Markdown is written while children draw the charts
         chart_list, missing = _draw_charts(folder, data)
-    problems = [(code(run), [md(p, 400) for p in found]) for run, found in data.problems]
-    (folder / "README.md").write_text(
-        _readme(
-            data,
-            charts=chart_list,
-            missing_charts=missing,
-            problems=problems,
-            dirty=data.dirty,
-            identity_table=identity_table(data.identity, result.envs),
-            expected=[md(f.describe(), 600) for f in data.outside],
-            noise=report_lines(data.noise),
-            changes=[_change_line(c) for c in data.changes],
-            **timeline_section.section(result, data.chosen, folder),  # after _draw_charts, which clears *.png
-            crosscheck=[f"`{code(f'{f.env}/{f.run_id}')}`: {md(f.text, 600)}" for f in data.crosscheck],
+        problems = [(code(run), [md(p, 400) for p in found]) for run, found in data.problems]
+        (folder / "README.md").write_text(
+            _readme(
+                data,
+                charts=chart_list,
+                missing_charts=missing,
+                problems=problems,
+                dirty=data.dirty,
+                identity_table=identity_table(data.identity, result.envs),
+                expected=[md(f.describe(), 600) for f in data.outside],
+                noise=report_lines(data.noise),
+                changes=[_change_line(c) for c in data.changes],
+                **timeline_section.section(result, data.chosen, folder),  # after _draw_charts, which clears *.png
+                crosscheck=[f"`{code(f'{f.env}/{f.run_id}')}`: {md(f.text, 600)}" for f in data.crosscheck],
+            )
         )
-    )
     write_runs_csv(result.frame(), folder / "runs.csv")
     excluded = pd.DataFrame([asdict(e) for e in result.excluded], columns=["env", "run_id", "reason"])
     excluded.to_csv(folder / "excluded.csv", index=False)

@@ -175,7 +175,8 @@ def timeline_chart(result: CompareResult, path: Path, runs: list[RunData] | None
     order they happened. False (and no file) when no run has a timeline."""
     if not has_timeline(result):
         return False
-    from bench.render.charts import DPI, PNG_METADATA, plt
+    from bench.render import charts
+    from bench.render.charts import plt
 
     envs = list(result.envs)
     resumed = resumed_runs(runs or [])
@@ -213,9 +214,7 @@ def timeline_chart(result: CompareResult, path: Path, runs: list[RunData] | None
     ax.grid(True, axis="x", alpha=0.3)
     ax.margins(x=0.25)
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.3), fontsize="small", frameon=False, ncol=7)
-    fig.tight_layout()
-    fig.savefig(path, format="png", dpi=DPI, metadata=PNG_METADATA)
-    plt.close(fig)
+    charts.save(fig, path)  # inside `charts.drawn_in_parallel`, by a forked child
     return True
 
 

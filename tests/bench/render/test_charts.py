@@ -49,7 +49,7 @@ def test_rate_axes_start_at_zero_and_bands_are_drawn(tmp_path: Path, monkeypatch
     import bench.render.charts as charts
 
     seen = []
-    monkeypatch.setattr(charts, "_save", lambda fig, path: seen.append(fig))
+    monkeypatch.setattr(charts, "save", lambda fig, path: seen.append(fig))
     x = np.arange(3000.0)
     assert charts.timeseries_chart({"a": (x, 123 + np.sin(x) * 7)}, "images_per_s", tmp_path / "c.png")
     ax = seen[-1].axes[0]
