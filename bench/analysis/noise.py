@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from bench.analysis.sample_size import ALPHA, POWER, detectable_shift, pooled_cv
+from bench.analysis.sample_size import ALPHA, POWER, detectable_shift, fewest_runs, pooled_cv
 
 NOISE_Z = 1.96  # the floor in CVs: 95 % of one commit's runs fall within ±NOISE_Z CV (normal noise)
 BAND_Z = 3.0  # proposed expected.yaml bands: ±3 CV around the median (a run outside is 1 in ~370 by chance)
@@ -95,10 +95,12 @@ def detectable(cv: float, runs: int, family: int = 1) -> float | None:
     """The minimum detectable effect (relative) of `runs` a side on a metric scattering by
     `cv`: the shift a two-sided Mann–Whitney test finds with POWER at ALPHA / family (a lone
     changed metric among `family` under Benjamini–Hochberg), never below the noise floor
-    (a smaller change reads "within noise" whatever its p). None below 2 runs a side."""
-    if runs < 2:
+    (a smaller change reads "within noise" whatever its p). None where `runs` a side cannot
+    reach that level at all (`fewest_runs`: 6 at 0.05 / 14), so nothing is detectable."""
+    alpha = ALPHA / max(family, 1)
+    if runs < max(2, fewest_runs(alpha)):
         return None
-    return max(detectable_shift(cv, runs, ALPHA / max(family, 1), POWER), NOISE_Z * cv)
+    return max(detectable_shift(cv, runs, alpha, POWER), NOISE_Z * cv)
 
 
 def propose_bands(measured: Measured, metrics: Iterable[str]) -> dict[str, dict[str, float]]:

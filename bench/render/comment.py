@@ -45,7 +45,7 @@ def _env_section(env: EnvVerdicts, explained: Explanation | None = None) -> tupl
     lines.append("")
     noise = [
         floor_sentence(env.floors, env.floor_source),
-        detectable_sentence(env.detectable, min_runs(env), env.power),
+        detectable_sentence(env.detectable, min_runs(env), env.power, bool(env.floors)),
     ]
     notes += [n for n in noise if n]
     lines += [f"- {n}" for n in dict.fromkeys(notes)]

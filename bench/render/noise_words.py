@@ -30,9 +30,17 @@ def floor_sentence(floors: Mapping[str, Any], source: str) -> str:
     return f"Noise floor ({z:g} × the CV of one commit's runs, from {source}): {parts}"
 
 
-def detectable_sentence(detectable: Mapping[str, float], runs: int, power: float) -> str:
-    """ "Minimum detectable effect with 6 runs a side (found with 80% power …): …" or ""."""
+def detectable_sentence(detectable: Mapping[str, float], runs: int, power: float, floors: bool = False) -> str:
+    """ "Minimum detectable effect with 6 runs a side (found with 80% power …): …" or "".
+
+    With a floor but no effect (`floors` and an empty `detectable`), the runs are too few for
+    the smallest p they can reach to pass the level the metrics are judged at: said so."""
     if not detectable:
+        if floors and runs > 1:  # one run a side: no test is made at all, nothing to say
+            return (
+                f"Minimum detectable effect with {runs} run{'s' * (runs != 1)} a side: none "
+                "(too few runs for the smallest possible p to reach the level a lone change is judged at)"
+            )
         return ""
     parts = ", ".join(f"{_label(k)} {d:.1%}" for k, d in detectable.items())
     return (
@@ -48,7 +56,7 @@ def report_lines(noise: Iterable[Any]) -> list[str]:
     for n in noise:
         if n.problem:
             lines.append(md(n.problem, 600))
-        said = [floor_sentence(n.floors, n.source), detectable_sentence(n.detectable, n.runs, n.power)]
+        said = [floor_sentence(n.floors, n.source), detectable_sentence(n.detectable, n.runs, n.power, bool(n.floors))]
         said = [x for x in said if x]
         if said:
             lines.append(f"{md(n.env)}: " + "; ".join(md(x, 1200) for x in said) + ".")
