@@ -185,8 +185,10 @@ def record_figures(run_dir: Path) -> dict[str, Any]:
             "images_seen",
         )
     }
-    for key in ("compile", "compile_guard", "graph_breaks", "recompiles", "compile_cache", "compile_mode"):
+    for key in ("compile", "compile_guard", "graph_breaks", "recompiles", "compile_mode"):
         out[key] = facts.get(key)
+    starts = run.train.of("warmup")  # the cache's state is the workload's, not in run.json's compile facts
+    out["compile_cache"] = starts[-1].get("compile_cache") if starts else None
     frames = list(run.samples.values())
     for name, column in (("sm_active", "DCGM_FI_PROF_SM_ACTIVE"), ("tensor_active", "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE")):
         vals = [
@@ -257,9 +259,12 @@ def verdicts(rows: list[dict[str, Any]], device: str) -> list[tuple[str, str, st
     for preset, minimum, gpu in gm.SPEEDUP_TARGETS:
         ratio, detail = _ratio(by, preset)
         where = "" if gpu.lower() in device.lower() else f"; target set for {gpu}"
-        skipped = by.get(f"{preset}/default", {}).get("status") == "skipped"
         if ratio is None:
-            out.append((f"{preset} >= {minimum:g}x reference", "SKIPPED" if skipped else "MISSING", detail, ""))
+            ran = [by[f"{preset}/{v}"] for v in ("default", "reference") if f"{preset}/{v}" in by]
+            status = by.get(f"{preset}/default", {}).get("status")
+            verdict = "NOT RUN" if not ran else "SKIPPED" if status == "skipped" else "MISSING"
+            alone = f"run its cells alone, with the whole budget: `--cells '{preset}/*'`"
+            out.append((f"{preset} >= {minimum:g}x reference", verdict, detail, alone))
             continue
         busy = (by.get(f"{preset}/default") or {}).get("gpu_util_percent_mean")
         verdict = "PASS" if ratio >= minimum else "FAIL"
@@ -285,12 +290,13 @@ def verdicts(rows: list[dict[str, Any]], device: str) -> list[tuple[str, str, st
         out.append(
             (
                 "cifar accumulate 2: runs, images/s within 5 % of accumulate 1",
-                "FAIL" if a2 else "MISSING",
+                "FAIL" if a2 else "NOT RUN" if "cifar/accumulate2" not in by else "MISSING",
                 detail,
                 "the accumulate 2 step crashed or did not run: see cells.jsonl",
             )
         )
-    out.extend(_record_verdicts(cold, warm, overhead))
+    if cold is not None or "cifar/run-warm" in by:
+        out.extend(_record_verdicts(cold, warm, overhead))
     return out
 
 
@@ -449,9 +455,10 @@ def write_readme(
         "",
         *cells,
         "",
-        "Recorded runs: `run-cold/` and `run-warm/` hold each run's run.json, samples-<host>.csv and train.jsonl.",
-        "",
     ]
+    kept = [f"`{d.name}/`" for d in sorted(out.iterdir()) if d.is_dir() and (d / "run.json").is_file()]
+    if kept:
+        body += [f"Recorded runs: {', '.join(kept)} (each run's run.json, samples-<host>.csv and train.jsonl).", ""]
     (out / "README.md").write_text("\n".join(body), encoding="utf-8")
     return targets
 

@@ -22,12 +22,12 @@ BENCH = REPO / "benchmarks"
 CELLS = [
     "cifar/reference",
     "cifar/default",
-    "imagenet128/reference",
-    "imagenet128/default",
     "cifar/accumulate2",
     "cifar/run-cold",
     "cifar/run-warm",
     "cifar/host-overhead",
+    "imagenet128/reference",
+    "imagenet128/default",
     "imagenet128-deep/reference",
     "imagenet128-deep/default",
 ]
