@@ -157,9 +157,15 @@ class PyTorchJobRunner:
         kubeflow = self._dynamic_resource(API_VERSION, KIND)  # before building: no operator, one line
         image, digest, build = self.image_for_commit(job.commit)  # type: ignore[attr-defined]
         manifest = self._pytorchjob(job, image, digest, build, submitted=submitted)
+        return self._create_job("PyTorchJob", kubeflow, manifest, job, image, build, self.shape.label)
+
+    def _create_job(
+        self, kind: str, resource: Any, manifest: dict[str, Any], job: Any, image: str, build: str | None, label: str
+    ) -> RunStatus:
+        """Create a training job object (a PyTorchJob, a TrainJob) and say where its image came from."""
         created = self._call(  # type: ignore[attr-defined]
-            f"creating PyTorchJob {manifest['metadata']['name']}",
-            kubeflow.create,
+            f"creating {kind} {manifest['metadata']['name']}",
+            resource.create,
             body=manifest,
             namespace=self.namespace,
         )
@@ -167,7 +173,7 @@ class PyTorchJobRunner:
         return RunStatus(
             job.run_id,
             RunState.PENDING,
-            f"PyTorchJob ({self.shape.label}) created {origin}",
+            f"{kind} ({label}) created {origin}",
             scheduler_job_id=created.metadata.name,
             commit=job.commit,
             extra={"image": image},

@@ -113,21 +113,8 @@ class TrainJobTarget(OpenShiftTarget):
         self._check_runtime()
         image, digest, build = self.image_for_commit(job.commit)
         manifest = self.trainjob(job, image, digest, build, submitted)
-        created = self._call(
-            f"creating TrainJob {manifest['metadata']['name']}",
-            resource.create,
-            body=manifest,
-            namespace=self.namespace,
-        )
-        origin = f"from build {build}" if build else f"with image {image}"
-        return RunStatus(
-            job.run_id,
-            RunState.PENDING,
-            f"TrainJob ({self.shape.label}, runtime {self.env.settings['runtime']}) created {origin}",
-            scheduler_job_id=created.metadata.name,
-            commit=job.commit,
-            extra={"image": image},
-        )
+        label = f"{self.shape.label}, runtime {self.env.settings['runtime']}"
+        return self._create_job("TrainJob", resource, manifest, job, image, build, label)
 
     def _check_runtime(self) -> None:
         """The ClusterTrainingRuntime env.yaml names exists (else the Trainer's webhook refuses the
