@@ -22,7 +22,7 @@ from typing import Any
 import gpu_matrix as gm
 
 REPO = Path(__file__).resolve().parent.parent
-RECORD_FILES = ("run.json", "train.jsonl")  # plus samples-<host>.csv; checkpoints stay out
+RECORD_FILES = ("run.json", "train.jsonl", "profile.json")  # plus samples-<host>.csv; checkpoints stay out
 ENERGY_AGREE_PCT = 3.0
 ACCUMULATE_WITHIN_PCT = 5.0
 TABLE_HEAD = "| target | verdict | measured | next step |"
@@ -458,7 +458,7 @@ def write_readme(
     ]
     kept = [f"`{d.name}/`" for d in sorted(out.iterdir()) if d.is_dir() and (d / "run.json").is_file()]
     if kept:
-        body += [f"Recorded runs: {', '.join(kept)} (each run's run.json, samples-<host>.csv and train.jsonl).", ""]
+        body += [f"Recorded runs: {', '.join(kept)} (each run's run.json, samples-<host>.csv, train.jsonl and profile.json).", ""]
     (out / "README.md").write_text("\n".join(body), encoding="utf-8")
     return targets
 
