@@ -74,9 +74,21 @@ def read(results: Path, env: str) -> tuple[dict[str, Any] | None, str]:
     try:
         if path.stat().st_size > MAX_NOISE_BYTES:
             return None, f"{path} is damaged (over {MAX_NOISE_BYTES} bytes)"
-        data = json.loads(path.read_text(encoding="utf-8"), parse_constant=_refuse)
-    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
-        return None, f"{path} is damaged ({str(exc).splitlines()[0][:160] if str(exc) else type(exc).__name__})"
+        raw = path.read_bytes()
+    except OSError as exc:
+        return None, f"{path} is damaged ({_shown(str(exc))[:160] or type(exc).__name__})"
+    return parse(raw, str(path), env)
+
+
+def parse(raw: bytes, path: str, env: str) -> tuple[dict[str, Any] | None, str]:
+    """`read` of bytes from anywhere (`path` names them: the file, or the results branch's
+    copy, bench.gitops.branch_noise): (the data, "") or (None, "<path> is damaged (...)")."""
+    if len(raw) > MAX_NOISE_BYTES:
+        return None, f"{path} is damaged (over {MAX_NOISE_BYTES} bytes)"
+    try:
+        data = json.loads(raw.decode("utf-8"), parse_constant=_refuse)
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        return None, f"{path} is damaged ({_shown(str(exc).splitlines()[0])[:160] if str(exc) else type(exc).__name__})"
     found = problems(SCHEMA_FILE, data)
     if found:  # a key the file names may be anything: shown escaped, one line
         return None, f"{path} is damaged ({_shown(found[0][0] or 'top level')[:160]}: {_shown(found[0][1])})"
