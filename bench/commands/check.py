@@ -6,12 +6,12 @@ Prints one line per problem (`results/<env>/<run_id>: problem`) and exits 1 when
 is any, 0 when every record is sound. A sound record of a run whose host was busy with
 other work (bench.analysis.contention) gets a `warning:` line, which is not a problem.
 Records are read one at a time, so a tree of any size is checked in constant memory;
-`--env` and `--commit` check a part of it. Each environment's `noise.json` (its stored noise
-floor, `bench noise`) is checked too: a damaged or stale one is one line with the command
-that measures it again (`--env` narrows that to its environments). Where this repository holds a results branch,
-each history entry whose git object is missing or corrupt in this clone is listed too
-(`bench history` and `bench report` leave that entry out and go on). `bench report` runs
-the same checks and lists the problems in the report.
+`--env` and `--commit` check a part of it. Each environment's `noise.json` (its stored
+noise floor, `bench noise`) is checked too: a damaged or stale one is one line with the
+command that measures it again (`--env` narrows that to its environments). Where this
+repository holds a results branch, each history entry whose git object is missing or
+corrupt in this clone is listed too (`bench history` and `bench report` leave that entry
+out and go on). `bench report` runs the same checks and lists the problems in the report.
 """
 
 from __future__ import annotations
