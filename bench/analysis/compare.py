@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
@@ -24,12 +25,18 @@ from bench.errors import AtlasError
 from bench.records.read import RunData
 from bench.records.timeline import ALL_PHASES
 
+if TYPE_CHECKING:
+    from bench.analysis.pair_noise import PairNoise
+
 # A difference is called clear when the 95 % BCa bootstrap CI of the ratio excludes 1 and
 # the two-sided Mann-Whitney p, adjusted by Benjamini–Hochberg across the metrics of the
 # same comparison (one environment against the baseline), is at most 0.05: the false
 # discovery rate over those metrics is held at 0.05. Where the runs are too few for any p
 # to reach that (3 vs 3: the smallest p there is 0.10), the verdict says "not enough runs
-# to judge" and how small p could have been, never a winner (stats.smallest_p).
+# to judge" and how small p could have been, never a winner (stats.smallest_p). Where the
+# environments' noise floors are known (the report, `bench compare`), a difference smaller
+# than the larger of the two floors is "within noise", never a winner either
+# (bench.analysis.pair_noise).
 SIGNIFICANT_P = 0.05  # also the false discovery rate q of the Benjamini–Hochberg step
 CLOCK_RESOLUTION_S = 1.0  # Slurm accounting and Kubernetes timestamps count whole seconds
 RESOLUTION_FACTOR = 10  # below 10 ticks a median is too coarse for a ratio to mean much
@@ -73,6 +80,9 @@ class PairResult:
     # metrics (compare_runs: `adjust_comparisons`); None where no test ran or the pair is coarse.
     p_adjusted: float | None = None
     family: int = 0  # how many tested metrics the adjustment was over
+    # The noise floor the pair is held to (the larger of the two environments'; None: no
+    # floor measured, or not applied): bench.analysis.pair_noise.apply_floors.
+    noise: PairNoise | None = None
 
     @property
     def judgeable(self) -> bool:
@@ -81,8 +91,13 @@ class PairResult:
         return st.p_value is not None and smallest_p(st.n_a, st.n_b) <= SIGNIFICANT_P
 
     @property
+    def within_noise(self) -> bool:
+        """The difference is smaller than the pair's noise floor: no winner, whatever its p."""
+        return self.noise is not None and self.noise.within
+
+    @property
     def clear(self) -> bool:
-        return not self.coarse and self.judgeable and is_clear(self.stats, self.p_adjusted)
+        return not self.coarse and not self.within_noise and self.judgeable and is_clear(self.stats, self.p_adjusted)
 
 
 @dataclass

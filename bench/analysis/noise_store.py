@@ -74,15 +74,73 @@ def read(results: Path, env: str) -> tuple[dict[str, Any] | None, str]:
     try:
         if path.stat().st_size > MAX_NOISE_BYTES:
             return None, f"{path} is damaged (over {MAX_NOISE_BYTES} bytes)"
-        data = json.loads(path.read_text(encoding="utf-8"), parse_constant=_refuse)
-    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
-        return None, f"{path} is damaged ({str(exc).splitlines()[0][:160] if str(exc) else type(exc).__name__})"
+        raw = path.read_bytes()
+    except OSError as exc:
+        return None, f"{path} is damaged ({_shown(str(exc))[:160] or type(exc).__name__})"
+    return parse(raw, str(path), env)
+
+
+def parse(raw: bytes, path: str, env: str) -> tuple[dict[str, Any] | None, str]:
+    """`read` of bytes from anywhere (`path` names them: the file, or the results branch's
+    copy, bench.gitops.branch_noise): (the data, "") or (None, "<path> is damaged (...)")."""
+    if len(raw) > MAX_NOISE_BYTES:
+        return None, f"{path} is damaged (over {MAX_NOISE_BYTES} bytes)"
+    try:
+        data = json.loads(raw.decode("utf-8"), parse_constant=_refuse)
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        return None, f"{path} is damaged ({_shown(str(exc).splitlines()[0])[:160] if str(exc) else type(exc).__name__})"
     found = problems(SCHEMA_FILE, data)
-    if found:
-        return None, f"{path} is damaged ({found[0][0] or 'top level'}: {found[0][1]})"
+    if found:  # a key the file names may be anything: shown escaped, one line
+        return None, f"{path} is damaged ({_shown(found[0][0] or 'top level')[:160]}: {_shown(found[0][1])})"
     if data["env"] != env:
         return None, f"{path} is damaged (it is the noise floor of {data['env']!r}, not {env!r})"
+    if data["noise_z"] != NOISE_Z:
+        return None, f"{path} is stale (its floors are {data['noise_z']:g} × the CV; bench now uses {NOISE_Z:g})"
+    wrong = inconsistent(data)
+    if wrong:
+        return None, f"{path} is damaged ({wrong})"
     return data, ""
+
+
+FLOOR_SLACK = 5e-6  # cv and floor are each rounded to 6 decimals when written
+
+
+def inconsistent(data: Mapping[str, Any]) -> str:
+    """What a schema cannot say about a file that fits it ("" when nothing): each block's
+    runs are its commits' runs, a metric's runs are among them, and each floor is noise_z ×
+    its CV (the reader uses the CV: a floor edited apart from it would be a number nobody
+    measured)."""
+    for name, block in data["experiments"].items():
+        if block["runs"] != sum(block["commits"].values()):
+            return f"experiments.{name}.runs is {block['runs']}, its commits hold {sum(block['commits'].values())}"
+        for key, m in block["metrics"].items():
+            where = f"experiments.{name}.metrics.{key}"
+            if m["runs"] > block["runs"]:
+                return f"{where}.runs is {m['runs']}, more than the {block['runs']} runs the block was made from"
+            if abs(m["floor"] - data["noise_z"] * m["cv"]) > FLOOR_SLACK:
+                return f"{where}.floor is {m['floor']:g}, not {data['noise_z']:g} × its cv {m['cv']:g}"
+    return ""
+
+
+def check(results: Path, env: str, entries: Iterable[Mapping[str, Any]]) -> str:
+    """`bench check`'s line for `env`'s noise.json ("" when it is sound and current, or
+    absent): damaged (read) or stale against `entries` (the run index's history entries
+    of `env`: stale_reason per experiment the file holds), with the fix."""
+    stored, problem = read(results, env)
+    if stored is not None:
+        entries = list(entries)
+        for experiment, block in sorted(stored["experiments"].items()):
+            stale = stale_reason(block, measure(entries, env, experiment, ()))
+            if stale:
+                problem = f"{noise_path(results, env)} is stale ({experiment}: {stale})"
+                break
+    return f"{problem}: run `bench noise --env {env}` to measure it again" if problem else ""
+
+
+def _shown(text: str) -> str:
+    """`text` with every character that is not printable escaped (a key from the file
+    could carry a terminal's control sequence or a line break)."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def _refuse(name: str) -> float:

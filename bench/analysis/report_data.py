@@ -35,6 +35,7 @@ from bench.analysis.explain_causes import CodeChange
 from bench.analysis.history import chart_points
 from bench.analysis.identity import identity_rows, machine, scaling_rows
 from bench.analysis.metrics import HEADLINE
+from bench.analysis.pair_noise import apply_floors
 from bench.analysis.provenance import provenance
 from bench.analysis.report_history import ChangeNote, change_notes, history_entries
 from bench.analysis.run_index import IndexedRun
@@ -254,6 +255,8 @@ def build_report_data(
     problems = [
         (f"{r.env}/{r.run_id}", list(r.problems)) for r in sorted(runs, key=lambda r: (r.env, r.run_id)) if r.problems
     ]
+    noise = _noise(results, entries, result)
+    apply_floors(result.pairs, noise)  # the Differences are held to the floors the Noise floor section states
     return ReportData(
         name=name,
         sha=sha,
@@ -293,7 +296,7 @@ def build_report_data(
             "first_start": min(starts) if starts else None,
             "machines": {e: machine(chosen, result.runs, e) for e in result.envs},
         },
-        noise=_noise(results, entries, result),
+        noise=noise,
     )
 
 
@@ -305,6 +308,15 @@ def _noise(results: Path, entries: list[dict], result: CompareResult) -> list:
 
     runs = {env: sum(m.env == env for m in result.runs) for env in result.envs}
     return env_noise(Path(results), entries, runs, result.experiment or "", list(pr_family()))
+
+
+def compared_noise(results: Path, selected: Selected) -> list:
+    """`bench compare`'s floors: the report's (`_noise`) from the results folder's runs
+    alone (the command reads no results branch), applied to its Differences."""
+    result = selected.result
+    noise = _noise(results, history_entries(selected.index, result.envs, None), result)
+    apply_floors(result.pairs, noise)
+    return noise
 
 
 def read_report_data(

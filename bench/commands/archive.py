@@ -2,7 +2,9 @@
 
 One commit per call (as the bot, with `[skip ci]`) adds every run the branch does not
 hold yet: its record files as `bench collect` placed them (samples compressed) and its
-history entry. Written with git plumbing only: the work tree, the index and the
+history entry; and each environment's sound `noise.json` (`bench noise`) the branch does
+not hold as it is, unless the branch's counts more runs (bench/gitops/branch_noise.py).
+Written with git plumbing only: the work tree, the index and the
 checked-out branch are never touched. The push is never forced: when the branch moved
 meanwhile, the commit is rebuilt on the new tip and pushed again.
 """
@@ -47,8 +49,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"bench archive: {args.branch} already holds every run of {args.results}")
     else:
         where = "committed locally" if res.status == "committed" else f"pushed to {args.remote}"
+        noise = f" with the noise floor of {', '.join(res.noise)}" if res.noise else ""
         print(
-            f"bench archive: {len(res.added)} run(s) {where} on {args.branch} as {res.commit[:12]} "
+            f"bench archive: {len(res.added)} run(s){noise} {where} on {args.branch} as {res.commit[:12]} "
             f"({res.rebases} rebuild(s) onto a moved branch)"
         )
     return 0

@@ -6,10 +6,12 @@ Prints one line per problem (`results/<env>/<run_id>: problem`) and exits 1 when
 is any, 0 when every record is sound. A sound record of a run whose host was busy with
 other work (bench.analysis.contention) gets a `warning:` line, which is not a problem.
 Records are read one at a time, so a tree of any size is checked in constant memory;
-`--env` and `--commit` check a part of it. Where this repository holds a results branch,
-each history entry whose git object is missing or corrupt in this clone is listed too
-(`bench history` and `bench report` leave that entry out and go on). `bench report` runs
-the same checks and lists the problems in the report.
+`--env` and `--commit` check a part of it. Each environment's `noise.json` (its stored
+noise floor, `bench noise`) is checked too: a damaged or stale one is one line with the
+command that measures it again (`--env` narrows that to its environments). Where this
+repository holds a results branch, each history entry whose git object is missing or
+corrupt in this clone is listed too (`bench history` and `bench report` leave that entry
+out and go on). `bench report` runs the same checks and lists the problems in the report.
 """
 
 from __future__ import annotations
@@ -62,10 +64,28 @@ def run(args: argparse.Namespace) -> int:
         if busy:
             print(f"{run.path}: warning: {busy}")
     print(f"{checked} run record(s) checked, {bad} with problems ({problems} problem(s))")
+    noise = noise_problems(args.results, args.envs or None)
+    for line in noise:
+        print(line)
     branch = branch_problems(Path("."))
     for line in branch:
         print(line)
-    return 1 if problems or branch else 0
+    return 1 if problems or noise or branch else 0
+
+
+def noise_problems(results: Path, envs: list[str] | None) -> list[str]:
+    """One line per environment whose results/<env>/noise.json is damaged (does not parse,
+    leaves its schema, disagrees with itself, is a link) or stale (its run index holds
+    repeated runs the file did not count), with the fix (bench.analysis.noise_store.check)."""
+    from bench.analysis.noise_store import check, noise_path
+    from bench.analysis.run_index import read_index
+
+    names = envs or sorted(d.name for d in results.iterdir() if d.is_dir() and not d.name.startswith("."))
+    have = [e for e in names if noise_path(results, e).is_symlink() or noise_path(results, e).exists()]
+    if not have:
+        return []
+    entries = [r.entry for r in read_index(results, have)]
+    return [line for env in have if (line := check(results, env, [e for e in entries if e.get("env") == env]))]
 
 
 def branch_problems(repo: Path) -> list[str]:

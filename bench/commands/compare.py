@@ -1,6 +1,8 @@
 """Print and write the comparison of environments: per-environment medians and olympic
 means, per-run figures, and for each environment against the baseline the ratio of
-medians with a bootstrap CI and a Mann-Whitney test. Only successful runs of one
+medians with a bootstrap CI and a Mann-Whitney test, held to the pair's noise floor
+(bench.analysis.pair_noise: results/<env>/noise.json where sound, else the folder's
+repeated runs; a difference within it has no winner). Only successful runs of one
 experiment and config hash from a clean tree are compared; the others are listed under
 "Excluded runs" with their reasons (--allow-different, --allow-dirty widen the set)."""
 
@@ -23,9 +25,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from bench.analysis.report_data import headline
+    from bench.analysis.report_data import compared_noise, headline
     from bench.analysis.select_compare import select_and_compare
     from bench.render.headline import end_to_end_lines
+    from bench.render.noise_words import report_lines
     from bench.render.tables import (
         excluded_table,
         pairs_table,
@@ -43,6 +46,7 @@ def run(args: argparse.Namespace) -> int:
         allow_dirty=args.allow_dirty,
     )
     sha, runs, result = selected.sha, selected.runs, selected.result
+    noise = report_lines(compared_noise(args.results, selected))  # floors the Differences are held to
     figures = headline(result)  # the report's Summary figures: the same lines in both
     text = (
         "\n\n".join(
@@ -53,6 +57,7 @@ def run(args: argparse.Namespace) -> int:
                 "\n".join(f"- {v}" for v in [*end_to_end_lines(figures), *verdicts(result)] or figures.compile_notes),
                 summary_table(result),
                 pairs_table(result),
+                ("## Noise floor\n\n" + "\n".join(f"- {x}" for x in noise)) if noise and result.pairs else "",
                 runs_table(result),
                 ("## Excluded runs\n\n" + excluded_table(result.excluded)) if result.excluded else "",
             ]
@@ -94,6 +99,8 @@ def _write(out: Path, text: str, result, sha: str | None) -> None:
             "runs": [p.stats.n_a, p.stats.n_b],
             "smallest_possible_p": smallest_p(p.stats.n_a, p.stats.n_b),
             "clear": p.clear,
+            "noise_floor": p.noise.floor if p.noise is not None else None,
+            "within_noise": p.within_noise,
         }
         for p in result.pairs
     ]

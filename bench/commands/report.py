@@ -81,7 +81,9 @@ def report_each_commit(results: Path, out: Path, stream: TextIO | None = None, *
 
 def kept_history(results: Path, restore_empty: bool = True, stream: TextIO | None = None) -> list[dict] | None:
     """The results branch's history entries (None without one); restore an empty `results` from it
-    (not for --each-commit, which would then write a report for every commit ever kept)."""
+    (not for --each-commit, which would then write a report for every commit ever kept), and
+    each environment folder's noise.json the folder lacks (bench.gitops.branch_noise)."""
+    from bench.gitops.branch_noise import restore_noise
     from bench.gitops.results_branch import read_entries, restore, results_ref, toplevel
 
     root = toplevel(Path("."))
@@ -93,6 +95,8 @@ def kept_history(results: Path, restore_empty: bool = True, stream: TextIO | Non
         restored = restore(root, ref, results, skipped=skipped)
         if restored:
             print(f"restored {len(restored)} run record(s) from {ref} into {results}", file=stream or sys.stdout)
+    for path in restore_noise(root, ref, Path(results), skipped):  # each environment's floor, where the folder has none
+        print(f"restored {path} from {ref}", file=stream or sys.stdout)
     entries = read_entries(root, ref, None, skipped)
     for line in dict.fromkeys(skipped):  # each bad object named once
         print(f"bench report: warning: {line}", file=sys.stderr)

@@ -8,6 +8,8 @@ that the branch does not hold yet, as one commit per collect:
                                    and other large files compressed (bench/gitops/pack.py)
     index/<env>/<run_id>.json      the run's history entry (figures, provenance, and the
                                    record's files with their sha256)
+    noise/<env>.json               the environment's noise floor, results/<env>/noise.json
+                                   (replaced by a later one: bench/gitops/branch_noise.py)
 
 The branch is append-only: a run already there is never rewritten, and no commit is
 ever forced. It is written with git plumbing only (`hash-object`, a temporary index via
@@ -37,6 +39,7 @@ from typing import Any
 
 from bench.atomic_files import LOCK_NAME
 from bench.errors import AtlasError, ConfigError, DiskFullError
+from bench.gitops.branch_noise import NOISE, noise_to_keep
 from bench.gitops.publish import _REJECTED, _redact, bot_env, commit_message
 from bench.records.inside_tree import outside_why, own_files, require_inside
 
@@ -55,6 +58,7 @@ class ArchiveResult:
     attempts: int
     rebases: int
     skipped: tuple[str, ...] = ()  # what was not taken from the results tree, and why (links, ...)
+    noise: tuple[str, ...] = ()  # the environments whose noise.json this commit carried
 
 
 def _git(repo: Path, *args: str, data: bytes | None = None, env: dict[str, str] | None = None, check: bool = True):
@@ -179,7 +183,7 @@ def _not_results(repo: Path, tip: str | None) -> list[str]:
     if not tip:
         return []
     names = _git(repo, "ls-tree", "--name-only", tip).stdout.decode().split("\n")
-    return [n for n in names if n and n not in (RUNS, INDEX)]
+    return [n for n in names if n and n not in (RUNS, INDEX, NOISE)]
 
 
 def _refuse_foreign(repo: Path, where: str, tip: str | None) -> None:
@@ -259,30 +263,37 @@ def archive(
         carried = sorted(_held(root, local) - held) if remote is not None and local and local != tip else []
         new = [(env, run_id, d) for env, run_id, d in candidates if f"{env}/{run_id}" not in held]
         new = [(env, run_id, d) for env, run_id, d in new if f"{env}/{run_id}" not in carried]
-        if not new and not carried:
+        noise_skipped: list[str] = []  # said once, from the attempt that commits
+        noise = noise_to_keep(root, Path(results), tip, noise_skipped)
+        if not new and not carried and not noise:
             if tip:
                 _set_local_branch(root, branch, tip)
-            return ArchiveResult("nothing", tip, (), attempt - 1, rebases, tuple(skipped))
+            return ArchiveResult("nothing", tip, (), attempt - 1, rebases, tuple(skipped + noise_skipped))
         for env, run_id, d in new:
             if f"{env}/{run_id}" not in staged:
                 staged[f"{env}/{run_id}"] = _stage_run(root, env, run_id, d, skipped)
         added = tuple(f"{env}/{run_id}" for env, run_id, _ in new) + tuple(carried)
+        kept = tuple(p.split("/")[1].removesuffix(".json") for p, _ in noise)
         envs = sorted({a.split("/")[0] for a in added})
-        subject = commit_message(f"results: {len(added)} run(s) of {', '.join(envs)}")
+        said = [f"{len(added)} run(s) of {', '.join(envs)}"] if added else []
+        said += [f"noise floor of {', '.join(kept)}"] if kept else []
+        subject = commit_message(f"results: {'; '.join(said)}")
         blobs = [b for env, run_id, _ in new for b in staged[f"{env}/{run_id}"]]
         blobs += _tree_entries(root, local, carried) if carried and local else []
+        blobs += [(path, _blob(root, raw)) for path, raw in noise]
+        done = tuple(skipped + noise_skipped)
         commit = _commit(root, tip, blobs, subject)
         if remote is None:
             moved = _git(root, "update-ref", f"refs/heads/{branch}", commit, tip or "0" * 40, check=False)
             if moved.returncode == 0:
-                return ArchiveResult("committed", commit, added, attempt, rebases, tuple(skipped))
+                return ArchiveResult("committed", commit, added, attempt, rebases, done, kept)
             # another `--local` archive moved the branch meanwhile: rebuild on its new tip
         else:
             push = _git(root, "push", "--porcelain", remote, f"{commit}:refs/heads/{branch}", check=False)
             if push.returncode == 0:
                 _git(root, "update-ref", f"refs/remotes/{remote}/{branch}", commit)
                 _set_local_branch(root, branch, commit)
-                return ArchiveResult("pushed", commit, added, attempt, rebases, tuple(skipped))
+                return ArchiveResult("pushed", commit, added, attempt, rebases, done, kept)
             output = (push.stdout + push.stderr).decode(errors="replace")
             if _NO_SPACE.search(output):
                 raise DiskFullError(

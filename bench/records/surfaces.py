@@ -12,6 +12,8 @@ added here, with its schema file, is fuzzed without another line of test code. O
 The files people write (import maps, expected.yaml, env.yaml numbers) are surfaces too;
 their schemas ship beside their readers (`package`), which enforce them
 (bench.finite_schema), and tests/fuzz/test_fuzz_user_files.py drives each through its command.
+So is `results/<env>/noise.json` (written by `bench noise`, read by the PR comment, the report
+and `bench check`): tests/fuzz/test_fuzz_noise.py drives it through its reader and commands.
 """
 
 from __future__ import annotations
@@ -51,6 +53,8 @@ SURFACES: tuple[Surface, ...] = (
             "bench.analysis.expected", "bench.analysis"),
     Surface("env_numbers", "numbers.schema.json", "clusters/<env>/env.yaml numbers (checked at every load_env)",
             "bench.environments.numbers", "bench.environments"),
+    Surface("noise", "noise.schema.json", "results/<env>/noise.json (an environment's noise floor; bench check)",
+            "bench.analysis.noise_store", "bench.analysis"),
 )  # fmt: skip
 BY_NAME = {s.name: s for s in SURFACES}
 

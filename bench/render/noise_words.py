@@ -49,6 +49,32 @@ def detectable_sentence(detectable: Mapping[str, float], runs: int, power: float
     )
 
 
+def pair_verdict(noise: Any) -> str:
+    """The Differences verdict of a pair within noise (bench.analysis.pair_noise.PairNoise)."""
+    return f"within noise (±{noise.floor:.1%}, {md(noise.env)}'s noise floor, the larger of the two): no winner"
+
+
+def pair_detectable(noise: Any, runs: int, family: int) -> str:
+    """What `runs` a side could have found, for a pair beyond its floor that is not clear
+    (bench.analysis.pair_noise.PairNoise); "" where nothing is known."""
+    if noise is None or noise.within:
+        return ""
+    cv = f"{md(noise.env)}'s CV {noise.cv:.1%}"
+    if noise.detectable is not None:
+        return (
+            f"; minimum detectable effect with {runs} run{'s' * (runs != 1)} a side: {noise.detectable:.1%} "
+            f"({noise.power:.0%} power, {cv})"
+        )
+    if noise.needed is not None and runs > 1:
+        level = f"a lone change among {family} metrics" if family > 1 else "a change"
+        return (
+            f"; minimum detectable effect with {runs} runs a side: none (too few for the smallest possible p "
+            f"to reach the level {level} is judged at); {noise.needed} runs a side find a difference of this "
+            f"size ({noise.power:.0%} power, {cv})"
+        )
+    return ""
+
+
 def report_lines(noise: Iterable[Any]) -> list[str]:
     """The report's "Noise floor" lines (bench.analysis.noise_store.EnvNoise per environment):
     its floor and what its runs can find, a damaged or stale file first."""

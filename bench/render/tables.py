@@ -16,9 +16,11 @@ from bench.analysis.report_data import (
     CompareResult,
     Comparison,
     Excluded,
+    PairResult,
 )
 from bench.render.escape import code, md
 from bench.render.labels import measured_label
+from bench.render.noise_words import pair_detectable, pair_verdict
 from bench.render.time_words import seconds_text
 
 
@@ -72,8 +74,11 @@ def verdicts(result: CompareResult) -> list[str]:
     One direction rule: the ratio is env ÷ baseline, the change is said that way round,
     and the interval printed is that ratio's. One "wins" rule: the Mann–Whitney p,
     adjusted by Benjamini–Hochberg over the comparison's metrics (compare.adjust_comparisons),
-    at most SIGNIFICANT_P AND an interval that excludes 1 (and values finer than a clock tick);
-    runs too few for any p to reach SIGNIFICANT_P say so, with their counts.
+    at most SIGNIFICANT_P AND an interval that excludes 1 (and values finer than a clock tick)
+    AND a difference beyond the pair's noise floor where one is known (bench.analysis.pair_noise:
+    within it the sentence reads "within noise (±x %)"); runs too few for any p to reach
+    SIGNIFICANT_P say so, with their counts, and a difference beyond the floor that is not
+    clear says what the runs could have found (the minimum detectable effect).
     """
     out: list[str] = []
     for p in result.ordered_pairs():  # clear and large differences first
@@ -107,18 +112,23 @@ def verdicts(result: CompareResult) -> list[str]:
             verdict = (
                 f"not comparable: {', '.join(p.coarse)}'s values sit at the clock's {CLOCK_RESOLUTION_S:g} s resolution"
             )
+        elif p.within_noise:
+            verdict = pair_verdict(p.noise)
         elif not p.judgeable:
             verdict = (
                 f"not enough runs to judge (n = {st.n_a} vs {st.n_b}; the smallest possible p is "
                 f"{fmt(st.smallest_p, 2)}, a difference needs p ≤ {SIGNIFICANT_P:g})"
-            )
+            ) + pair_detectable(p.noise, min(st.n_a, st.n_b), p.family)
         elif p.clear and metric.higher_is_better is not None:
             better = p.env_a if (st.ratio > 1) == metric.higher_is_better else p.env_b
             verdict = f"{md(better)} wins (BH-adjusted p ≤ {SIGNIFICANT_P:g} and the interval excludes 1)"
         elif p.clear:
             verdict = f"a clear difference (BH-adjusted p ≤ {SIGNIFICANT_P:g} and the interval excludes 1)"
         else:
-            verdict = f"not a clear difference (needs BH-adjusted p ≤ {SIGNIFICANT_P:g} and an interval excluding 1)"
+            verdict = (
+                f"not a clear difference (needs BH-adjusted p ≤ {SIGNIFICANT_P:g} and an interval excluding 1)"
+                + pair_detectable(p.noise, min(st.n_a, st.n_b), p.family)
+            )
         out.append(f"{head}: {change} ({'; '.join(sure)}) — {verdict}.")
     return result.compile_notes + out if out else out
 
@@ -180,8 +190,8 @@ def pairs_table(result: CompareResult) -> str:
     if not result.pairs:
         return ""
     rows = [
-        "| metric | env | vs | ratio of medians | 95% CI | Mann–Whitney p | BH-adjusted p | runs |",
-        "|---|---|---|---:|---:|---:|---:|---:|",
+        "| metric | env | vs | ratio of medians | 95% CI | Mann–Whitney p | BH-adjusted p | runs | noise floor |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|",
     ]
     for p in result.pairs:
         st = p.stats
@@ -189,7 +199,13 @@ def pairs_table(result: CompareResult) -> str:
         mark = " †" if p.at_resolution else " ‡" if p.coarse else ""
         rows.append(
             f"| {METRIC_BY_KEY[p.metric].label}{mark} | {md(p.env_a)} | {md(p.env_b)} | {fmt(st.ratio)} | {ci} | "
-            f"{fmt(st.p_value, 2)} | {fmt(p.p_adjusted, 2)} | {st.n_a} vs {st.n_b} |"
+            f"{fmt(st.p_value, 2)} | {fmt(p.p_adjusted, 2)} | {st.n_a} vs {st.n_b} | {_floor_cell(p)} |"
+        )
+    if any(p.noise is not None for p in result.pairs):
+        rows.append("")
+        rows.append(
+            "Noise floor: the larger of the two environments' (1.96 × the CV of one commit's runs); "
+            "a difference within it (*within*) has no winner, whatever its p."
         )
     if any(p.at_resolution for p in result.pairs):
         rows.append("")
@@ -201,6 +217,12 @@ def pairs_table(result: CompareResult) -> str:
             f"{RESOLUTION_FACTOR} ticks): the ratio measures the clock, not the environment."
         )
     return "\n".join(rows)
+
+
+def _floor_cell(p: PairResult) -> str:
+    if p.noise is None:
+        return "—"
+    return f"±{p.noise.floor:.1%}" + (" *within*" if p.noise.within else "")
 
 
 def excluded_table(excluded: list[Excluded]) -> str:

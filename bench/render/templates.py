@@ -91,7 +91,8 @@ recorded the same value, else each one's value (the exact difference).
 Ratio = median of `{{ pairs_env }}` ÷ median of the baseline `{{ baseline }}`. 95 % BCa confidence interval from \
 {{ resamples }} bootstrap resamples (seeded; percentile where BCa cannot be computed); two-sided Mann–Whitney U \
 when each side has ≥ 3 runs, its p adjusted by Benjamini–Hochberg over each environment's metrics (false \
-discovery rate 0.05).
+discovery rate 0.05). A difference smaller than the pair's noise floor (the larger of the two environments', \
+from the *Noise floor* section) reads "within noise" and has no winner, whatever its p.
 
 {{ pairs_table }}
 {%- endif %}
@@ -100,7 +101,8 @@ discovery rate 0.05).
 ## Noise floor
 
 How far runs of one commit scatter on each environment (`bench noise`; stored in `results/<env>/noise.json`): \
-a PR's change below it reads "within noise", whatever its p.
+a PR's change below it, or a difference between two environments below the larger of their floors, reads \
+"within noise", whatever its p.
 
 {% for line in noise -%}
 - {{ line }}

@@ -273,7 +273,8 @@ DRIVEN = {
     "import_map",
     "expected",
     "env_numbers",
-}  # user files: test_fuzz_user_files.py
+    "noise",
+}  # user files: test_fuzz_user_files.py; noise.json: test_fuzz_noise.py
 OTHERS = [s.name for s in surfaces.SURFACES if s.name not in DRIVEN]
 
 

@@ -39,6 +39,10 @@ def test_the_report_states_the_stored_floor_and_what_its_runs_can_find(
     assert "Noise floor (1.96 × the CV of one commit's runs, from " in local_line
     assert "Minimum detectable effect with 3 runs a side: none (too few runs" in local_line
     assert moc.floors == {} and any(x.startswith("moc: no noise floor") for x in lines)
+    # the Differences (moc against local) are held to the one floor there is, local's
+    ips = next(p for p in data.result.pairs if p.metric == "images_per_s")
+    assert ips.noise is not None and ips.noise.env == "local"
+    assert ips.noise.floor == pytest.approx(local.floors["images_per_s"].floor)
     # a damaged file: named in one line, the history's floor used instead
     (results / "local" / "noise.json").write_text("{")
     data = read_report_data(results, commit=COMMITS[-1])
