@@ -458,7 +458,8 @@ def write_readme(
     ]
     kept = [f"`{d.name}/`" for d in sorted(out.iterdir()) if d.is_dir() and (d / "run.json").is_file()]
     if kept:
-        body += [f"Recorded runs: {', '.join(kept)} (each run's run.json, samples-<host>.csv, train.jsonl and profile.json).", ""]
+        files = "run.json, samples-<host>.csv, train.jsonl and profile.json"
+        body += [f"Recorded runs: {', '.join(kept)} (each run's {files}).", ""]
     (out / "README.md").write_text("\n".join(body), encoding="utf-8")
     return targets
 
