@@ -28,6 +28,7 @@ test` runs everything.
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -93,6 +94,26 @@ def pytest_testnodedown(node: Any, error: Any) -> None:
 def pytest_terminal_summary(terminalreporter: Any) -> None:
     if _FUZZ_FROM_WORKERS.get("examples"):
         terminalreporter.write_line(fuzz_summary(_FUZZ_FROM_WORKERS))
+
+
+@pytest.fixture(scope="session")
+def recorded_local_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
+    """Six finished local runs (the real recorder around the stand-in workload: a second of
+    CPU each), recorded once per session (per xdist worker) under RUNS/local/<run id>, for
+    the tests that collect them. Read-only: a test copies the ones it needs
+    (`copy_recorded_runs`), as collecting may write beside them."""
+    from tests.bench.records.test_concurrent_collect import finished_runs
+
+    runs = tmp_path_factory.mktemp("recorded-local-runs")
+    return runs, finished_runs(runs / "local", 6)
+
+
+def copy_recorded_runs(recorded: tuple[Path, list[str]], runs: Path, count: int) -> list[str]:
+    """The first `count` of `recorded_local_runs`, copied to `runs`/local/; their run ids."""
+    source, ids = recorded
+    for run_id in ids[:count]:
+        shutil.copytree(source / "local" / run_id, runs / "local" / run_id, symlinks=True)
+    return ids[:count]
 
 
 @pytest.fixture

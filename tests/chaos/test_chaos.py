@@ -48,7 +48,7 @@ from bench.records.contract import EXIT_DISK_FULL, read_run_json
 from bench.records.place import place_run
 from bench.records.read import find_runs, load_run
 from bench.records.trainlog import time_to_train
-from tests.bench.records.test_concurrent_collect import finished_runs
+from tests.conftest import copy_recorded_runs
 from tests.fullfs import fill, mounted_tmpfs
 from tests.workflows.biggan.conftest import env as workload_env
 from tests.workflows.biggan.conftest import events, last
@@ -137,9 +137,10 @@ def usd_per_s(metrics: dict[str, float | None]) -> float | None:
 
 
 @pytest.fixture(scope="module")
-def local_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
+def local_runs(recorded_local_runs, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
+    """Four finished local runs for the collect and report trials (copies of the session's)."""
     runs = tmp_path_factory.mktemp("runs")
-    return runs, finished_runs(runs / "local", 4)
+    return runs, copy_recorded_runs(recorded_local_runs, runs, 4)
 
 
 def bench(*args: str) -> list[str]:
