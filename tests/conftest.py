@@ -13,8 +13,9 @@ there when it keeps to itself, as every test here must anyway:
   "podman", and the tests of a module that has a module-scoped fixture in one group per
   module, by `pytest_collection_modifyitems` below: a new test of those kinds needs
   nothing more. Anything else of that kind: `@pytest.mark.xdist_group("name")`;
-- costly inputs that tests only read (a trained run, a written report) may be shared: a
-  session fixture (built once per worker, copied by a test that changes it), or a file
+- costly inputs that tests only read (recorded runs, a written report) may be shared: a
+  session fixture (built once per worker, copied by a test that changes it:
+  `recorded_local_runs` below, test_report.py's `plain_report`), or a file
   made once per session under a lock in the folder above the workers' own (the chaos
   reference run: tests/chaos/test_chaos.py `reference_file_of_session`).
   (tests/xdist_groups.py does the grouping itself: pytest-xdist's does not work with
