@@ -12,7 +12,12 @@ there when it keeps to itself, as every test here must anyway:
   `slurm` mark) are put in the group "local-slurm", podman tests (the `podman` mark) in
   "podman", and the tests of a module that has a module-scoped fixture in one group per
   module, by `pytest_collection_modifyitems` below: a new test of those kinds needs
-  nothing more. Anything else of that kind: `@pytest.mark.xdist_group("name")`.
+  nothing more. Anything else of that kind: `@pytest.mark.xdist_group("name")`;
+- costly inputs that tests only read (recorded runs, a written report) may be shared: a
+  session fixture (built once per worker, copied by a test that changes it:
+  `recorded_local_runs` below, test_report.py's `plain_report`), or a file
+  made once per session under a lock in the folder above the workers' own (the chaos
+  reference run: tests/chaos/test_chaos.py `reference_file_of_session`).
   (tests/xdist_groups.py does the grouping itself: pytest-xdist's does not work with
   this pytest; tests/test_xdist_groups.py checks it.)
 
@@ -24,6 +29,7 @@ test` runs everything.
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -89,6 +95,26 @@ def pytest_testnodedown(node: Any, error: Any) -> None:
 def pytest_terminal_summary(terminalreporter: Any) -> None:
     if _FUZZ_FROM_WORKERS.get("examples"):
         terminalreporter.write_line(fuzz_summary(_FUZZ_FROM_WORKERS))
+
+
+@pytest.fixture(scope="session")
+def recorded_local_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
+    """Six finished local runs (the real recorder around the stand-in workload: a second of
+    CPU each), recorded once per session (per xdist worker) under RUNS/local/<run id>, for
+    the tests that collect them. Read-only: a test copies the ones it needs
+    (`copy_recorded_runs`), as collecting may write beside them."""
+    from tests.bench.records.test_concurrent_collect import finished_runs
+
+    runs = tmp_path_factory.mktemp("recorded-local-runs")
+    return runs, finished_runs(runs / "local", 6)
+
+
+def copy_recorded_runs(recorded: tuple[Path, list[str]], runs: Path, count: int) -> list[str]:
+    """The first `count` of `recorded_local_runs`, copied to `runs`/local/; their run ids."""
+    source, ids = recorded
+    for run_id in ids[:count]:
+        shutil.copytree(source / "local" / run_id, runs / "local" / run_id, symlinks=True)
+    return ids[:count]
 
 
 @pytest.fixture

@@ -6,10 +6,12 @@ sha, image digest) and so that a surprising number can be explained later.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import platform
 import socket
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -55,9 +57,27 @@ def hardware(gpus: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+def _torch_version() -> Any | None:
+    """torch/version.py (a few constants) loaded on its own, without importing torch,
+    which costs the recorder seconds of CPU and hundreds of MB; None where it is not found."""
+    try:
+        spec = importlib.util.find_spec("torch")  # a top-level name: finds it, imports nothing
+        for folder in (spec.submodule_search_locations or []) if spec else []:
+            path = Path(folder) / "version.py"
+            if path.is_file():
+                loaded = importlib.util.spec_from_file_location("_atlas_torch_version", path)
+                module = importlib.util.module_from_spec(loaded)
+                loaded.loader.exec_module(module)
+                return module
+    except Exception:  # an odd install: the import below decides
+        return None
+    return None
+
+
 def software() -> dict[str, Any]:
-    """Python always; torch/CUDA/cuDNN only if torch is installed (imported lazily,
-    and only here, after the job has started, so it costs the job nothing)."""
+    """Python always; torch/CUDA/cuDNN only if torch is installed. A CPU-only torch build
+    (no CUDA, no ROCm, so no cuDNN) is named from its version file; any other is imported
+    (lazily, here, after the job has started) to ask its cuDNN."""
     info: dict[str, Any] = {
         "python": platform.python_version(),
         "platform": platform.platform(),
@@ -65,6 +85,10 @@ def software() -> dict[str, Any]:
         "cuda": None,
         "cudnn": None,
     }
+    version = _torch_version() if "torch" not in sys.modules else None
+    if version is not None and getattr(version, "cuda", 0) is None and getattr(version, "hip", 0) is None:
+        info["torch"] = str(version.__version__)
+        return info
     try:
         import torch  # noqa: PLC0415 - optional and heavy
     except Exception:

@@ -13,6 +13,7 @@ import io
 import os
 import shutil
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -102,8 +103,26 @@ def head(repo: Path) -> str:
     ).stdout.strip()
 
 
+def in_queue(run_id: str) -> bool | None:
+    """Whether Slurm still lists a job of the run (pending, running, completing, or the next
+    segment of its chain); None when squeue cannot say."""
+    cmd = ["squeue", "-h", "-n", f"atlas-{run_id}", "-o", "%i"]
+    try:
+        listed = subprocess.run(cmd, env=slurm_env(), capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return bool(listed.stdout.split()) if listed.returncode == 0 else None
+
+
 def wait_finished(target: Any, run_id: str, timeout_s: float, poll_s: float = 1.0) -> Any:
-    """The run's final RunStatus, polled by bench's own wait loop (bench.targets.lifecycle.wait)."""
+    """The run's final RunStatus, read by bench's own wait loop (bench.targets.lifecycle.wait)
+    once Slurm lists no job of the run. Each status is one Ansible playbook (about 2 s of
+    CPU), so polling it while the job runs kept a core busy for nothing; squeue costs
+    milliseconds. Where the run is still not finished by then, the wait loop goes on polling."""
     from bench.targets.lifecycle import wait
 
-    return wait(target, [run_id], out=io.StringIO(), poll_s=poll_s, timeout_s=timeout_s)[run_id]
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline and in_queue(run_id):
+        time.sleep(0.5)
+    left = max(1.0, deadline - time.monotonic())
+    return wait(target, [run_id], out=io.StringIO(), poll_s=poll_s, timeout_s=left)[run_id]

@@ -23,6 +23,8 @@ checkpoint, a report and the recorder's final write in the tests of those parts.
 
 from __future__ import annotations
 
+import dataclasses
+import fcntl
 import json
 import os
 import random
@@ -46,7 +48,7 @@ from bench.records.contract import EXIT_DISK_FULL, read_run_json
 from bench.records.place import place_run
 from bench.records.read import find_runs, load_run
 from bench.records.trainlog import time_to_train
-from tests.bench.records.test_concurrent_collect import finished_runs
+from tests.conftest import copy_recorded_runs
 from tests.fullfs import fill, mounted_tmpfs
 from tests.workflows.biggan.conftest import env as workload_env
 from tests.workflows.biggan.conftest import events, last
@@ -83,10 +85,27 @@ REFERENCE_VARIABLE = "ATLAS_CHAOS_REFERENCE"
 
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory: pytest.TempPathFactory) -> Reference:
+    return Reference(**json.loads(reference_file_of_session(tmp_path_factory).read_text()))
+
+
+def reference_file_of_session(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The reference as a JSON file of Reference's fields, trained once per test session:
+    this module and tests/chaos/test_mutants.py, on whichever xdist workers they run, read
+    the one the first of them made (under a lock); a parent session's (REFERENCE_VARIABLE) wins."""
     given = os.environ.get(REFERENCE_VARIABLE)
     if given:
-        return Reference(**json.loads(Path(given).read_text()))
-    return make_reference(tmp_path_factory)
+        return Path(given)
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # the session's folder, above each worker's own
+    path = root / "chaos-reference.json"
+    with open(root / "chaos-reference.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if not path.exists():
+            made = root / "chaos-reference.json.part"
+            made.write_text(json.dumps(dataclasses.asdict(make_reference(tmp_path_factory))))
+            made.replace(path)
+    return path
 
 
 def make_reference(tmp_path_factory: pytest.TempPathFactory) -> Reference:
@@ -118,9 +137,10 @@ def usd_per_s(metrics: dict[str, float | None]) -> float | None:
 
 
 @pytest.fixture(scope="module")
-def local_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
+def local_runs(recorded_local_runs, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
+    """Four finished local runs for the collect and report trials (copies of the session's)."""
     runs = tmp_path_factory.mktemp("runs")
-    return runs, finished_runs(runs / "local", 4)
+    return runs, copy_recorded_runs(recorded_local_runs, runs, 4)
 
 
 def bench(*args: str) -> list[str]:
@@ -308,15 +328,17 @@ def trial_report(rng: random.Random, tmp: Path, local_runs: tuple[Path, list[str
 
 
 @pytest.mark.parametrize("number", range(TRIALS))
-def test_a_random_kill_loses_nothing(number: int, reference: Reference, local_runs, tmp_path: Path) -> None:
+def test_a_random_kill_loses_nothing(
+    number: int, reference: Reference, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
     rng = random.Random(SEED * 1000 + number)
     kind = KINDS[number % len(KINDS)]
-    if kind in ("workload", "recorder"):
+    if kind in ("workload", "recorder"):  # no finished runs to collect: tests/chaos/test_mutants.py runs this alone
         outcome = trial_record(rng, tmp_path, kind, reference)
     elif kind == "collect":
-        outcome = trial_collect(rng, tmp_path, local_runs)
+        outcome = trial_collect(rng, tmp_path, request.getfixturevalue("local_runs"))
     else:
-        outcome = trial_report(rng, tmp_path, local_runs)
+        outcome = trial_report(rng, tmp_path, request.getfixturevalue("local_runs"))
     log = os.environ.get("ATLAS_CHAOS_LOG")  # `make chaos` sums these up: trials, kills landed, resumes
     if log:
         with open(log, "a") as fh:

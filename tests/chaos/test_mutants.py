@@ -10,16 +10,15 @@ attempt (cost moving with it) passed. Each mutant is one textual change to real 
 - last attempt only: the recorder keeps no earlier attempt in `previous_attempts`;
 - wall of the last attempt only: wall time (and so cost) counts the last attempt alone.
 
-Cost: one uninterrupted reference run, made once here by the unmutated tree (none of the
-mutants changes a run that is never interrupted), and one killed-and-resumed run per
-mutant (trial 5: a recorder killed after three checkpoints, so there are older ones to
-pick wrongly).
+Cost: one uninterrupted reference run, made once per session by the unmutated tree and
+shared with test_chaos.py (none of the mutants changes a run that is never interrupted),
+and one killed-and-resumed run per mutant (trial 5: a recorder killed after three
+checkpoints, so there are older ones to pick wrongly; a recorder trial collects no
+finished runs, so the scratch session records none).
 """
 
 from __future__ import annotations
 
-import dataclasses
-import json
 import os
 import shutil
 import subprocess
@@ -28,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.chaos.test_chaos import REFERENCE_VARIABLE, make_reference
+from tests.chaos.test_chaos import REFERENCE_VARIABLE, reference_file_of_session
 
 pytestmark = pytest.mark.slow
 
@@ -74,11 +73,10 @@ def scratch_copy(into: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def reference_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The uninterrupted run, made once by this (unmutated) tree for every mutant's trial:
-    none of the mutants changes an uninterrupted run, and the truth is this tree's."""
-    path = tmp_path_factory.mktemp("chaos-reference") / "reference.json"
-    path.write_text(json.dumps(dataclasses.asdict(make_reference(tmp_path_factory))))
-    return path
+    """The uninterrupted run, made once by this (unmutated) tree for every mutant's trial
+    (and shared with test_chaos.py's trials): none of the mutants changes an uninterrupted
+    run, and the truth is this tree's."""
+    return reference_file_of_session(tmp_path_factory)
 
 
 @pytest.mark.parametrize("name", sorted(MUTANTS))

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from bench.analysis.run_index import INDEX_FILE
+from tests.conftest import copy_recorded_runs
 
 REPO = Path(__file__).resolve().parents[3]
 WORKLOAD = REPO / "tests" / "bench" / "in_job" / "contract_workload.py"
@@ -49,9 +50,9 @@ def collect_cmd(results: Path) -> list[str]:
 
 
 @pytest.mark.slow
-def test_two_collects_at_once_both_succeed_and_place_each_run_once(tmp_path: Path) -> None:
+def test_two_collects_at_once_both_succeed_and_place_each_run_once(recorded_local_runs, tmp_path: Path) -> None:
     runs, results = tmp_path / "runs", tmp_path / "results"
-    ids = finished_runs(runs / "local", 6)
+    ids = copy_recorded_runs(recorded_local_runs, runs, 6)
     env = dict(os.environ, ATLAS_RUNS_DIR=str(runs))
     pipe = subprocess.PIPE
     cmd = collect_cmd(results)
@@ -70,9 +71,9 @@ def test_two_collects_at_once_both_succeed_and_place_each_run_once(tmp_path: Pat
 
 
 @pytest.mark.slow
-def test_a_collect_killed_half_way_is_finished_by_the_next(tmp_path: Path) -> None:
+def test_a_collect_killed_half_way_is_finished_by_the_next(recorded_local_runs, tmp_path: Path) -> None:
     runs, results = tmp_path / "runs", tmp_path / "results"
-    ids = finished_runs(runs / "local", 2)
+    ids = copy_recorded_runs(recorded_local_runs, runs, 2)
     stale = results / "local" / f".{ids[0]}.abcd1234"  # what a SIGKILLed collect leaves
     stale.mkdir(parents=True)
     (stale / "train.jsonl").write_text("half")

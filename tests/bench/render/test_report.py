@@ -14,6 +14,7 @@ from bench.analysis.compare import compare_runs
 from bench.cli import main
 from bench.commands.report import write_report
 from bench.records.read import find_runs
+from bench.render.report import ReportResult
 from tests.synthetic_records import RunSpec, write_run
 
 COSTS = {
@@ -57,26 +58,38 @@ def make_results(root: Path, duration_s: float = 60.0, sha: str = "a" * 40, star
     return root
 
 
+@pytest.fixture(scope="session")
+def plain_report(tmp_path_factory: pytest.TempPathFactory) -> ReportResult:
+    """One report of make_results' runs (results/ beside out/), written once per session (per
+    xdist worker) for the tests that only read it or copy it first: each report is seconds of
+    CPU. No test writes into these folders."""
+    root = tmp_path_factory.mktemp("plain-report")
+    return write_report(make_results(root / "results"), root / "out")
+
+
+def results_of(report: ReportResult) -> Path:
+    """The results folder a `plain_report` was written from."""
+    return report.folder.parent.parent / "results"
+
+
 def digest(folder: Path) -> dict[str, str]:
     return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.iterdir())}
 
 
 @pytest.mark.slow
-def test_same_input_gives_identical_bytes(tmp_path: Path) -> None:
-    results = make_results(tmp_path / "results")
-    first = write_report(results, tmp_path / "out")
+def test_same_input_gives_identical_bytes(plain_report: ReportResult, tmp_path: Path) -> None:
+    first = plain_report
     before = digest(first.folder)
     index_before = first.index.read_bytes()
-    shutil.rmtree(tmp_path / "out")
-    second = write_report(results, tmp_path / "out")
-    assert second.folder == first.folder
+    second = write_report(results_of(first), tmp_path / "out")
+    assert second.folder.name == first.folder.name
     assert digest(second.folder) == before
     assert second.index.read_bytes() == index_before
     assert first.folder.name == "2026-09-21-aaaaaaa"  # date of the runs, not of today
 
 
-def test_report_contents(tmp_path: Path) -> None:
-    res = write_report(make_results(tmp_path / "results"), tmp_path / "out")
+def test_report_contents(plain_report: ReportResult) -> None:
+    res = plain_report
     text = res.readme.read_text()
     for heading in (
         "## Summary",
@@ -168,7 +181,7 @@ def test_a_damaged_report_folder_stays_in_the_index(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_a_full_disk_during_a_report_is_one_error_and_keeps_the_previous_report(
-    small_tmpfs: Path, tmp_path: Path
+    small_tmpfs: Path, plain_report: ReportResult
 ) -> None:
     """Real ENOSPC on a small tmpfs: the report is built in a hidden folder, so the one
     already there stays whole (no 0-byte README.md, runs.csv or summary.json), the error
@@ -179,10 +192,11 @@ def test_a_full_disk_during_a_report_is_one_error_and_keeps_the_previous_report(
     from bench.records.contract import EXIT_DISK_FULL
     from tests.fullfs import fill
 
-    results = make_results(tmp_path / "results")  # only the reports on the small disk: a record's size moves nothing
+    results = results_of(plain_report)  # only the reports on the small disk: a record's size moves nothing
     out = small_tmpfs / "out"
-    first = write_report(results, out)
-    before = digest(first.folder)
+    shutil.copytree(plain_report.folder.parent, out)  # the report already there
+    first = out / plain_report.folder.name
+    before = digest(first)
     index_before = (out / "README.md").read_bytes()
     fill(small_tmpfs, leave=8192)
     cmd = [sys.executable, "-m", "bench", "report", "--results", str(results), "--out", str(out)]
@@ -190,19 +204,20 @@ def test_a_full_disk_during_a_report_is_one_error_and_keeps_the_previous_report(
     assert proc.returncode == EXIT_DISK_FULL, proc.stderr
     assert "Traceback" not in proc.stderr and proc.stderr.count("\n") == 1, proc.stderr
     assert "No space left on device" in proc.stderr and str(out) in proc.stderr
-    assert digest(first.folder) == before and (out / "README.md").read_bytes() == index_before
+    assert digest(first) == before and (out / "README.md").read_bytes() == index_before
     assert not [p for p in out.iterdir() if p.name.startswith(".") and p.is_dir()]  # the temporary is gone
-    assert all(p.stat().st_size > 0 for p in first.folder.iterdir())
+    assert all(p.stat().st_size > 0 for p in first.iterdir())
 
 
-def test_two_reports_at_once_both_succeed_and_leave_one_whole_folder(tmp_path: Path) -> None:
+def test_two_reports_at_once_both_succeed_and_leave_one_whole_folder(
+    plain_report: ReportResult, tmp_path: Path
+) -> None:
     """`bench report` twice at once, real processes: both exit 0, the folder and the index
     are whole (same bytes as a report written alone)."""
     import subprocess
     import sys
 
-    results = make_results(tmp_path / "results")
-    alone = write_report(results, tmp_path / "alone")
+    results, alone = results_of(plain_report), plain_report
     out = tmp_path / "out"
     cmd = [sys.executable, "-m", "bench", "report", "--results", str(results), "--out", str(out)]
     repo = Path(__file__).resolve().parents[3]
@@ -216,10 +231,10 @@ def test_two_reports_at_once_both_succeed_and_leave_one_whole_folder(tmp_path: P
 
 
 @pytest.mark.slow
-def test_a_report_killed_half_way_leaves_nothing_the_next_one_keeps(tmp_path: Path) -> None:
-    results = make_results(tmp_path / "results")
-    out = tmp_path / "out"
-    first = write_report(results, out)
+def test_a_report_killed_half_way_leaves_nothing_the_next_one_keeps(plain_report: ReportResult, tmp_path: Path) -> None:
+    results, out = results_of(plain_report), tmp_path / "out"
+    first = plain_report
+    shutil.copytree(first.folder.parent, out)  # a report already written there
     stale = out / f".{first.folder.name}.tmp-abcd1234"  # what a SIGKILLed report leaves
     stale.mkdir()
     (stale / "README.md").write_text("half")
