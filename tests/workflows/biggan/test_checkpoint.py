@@ -16,6 +16,26 @@ from workflows.biggan.errors import WorkloadConfigError
 JOB = ("train.max_iters=8", "train.checkpoint_every=2", "train.checkpoint_keep=3", "train.sample_grid=false")
 
 
+@pytest.fixture(scope="module")
+def job_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One uninterrupted run of JOB, trained once for the tests that start from it.
+
+    Its folder is never changed: a test that corrupts a checkpoint or resumes works on its
+    own copy (`copy_of_job_run`). The run is deterministic on the CPU, so its weights are
+    the uninterrupted digest every resume of JOB must reproduce.
+    """
+    run_dir = tmp_path_factory.mktemp("job") / "run"
+    proc = run_workload(run_dir, *JOB)
+    assert proc.returncode == 0, proc.stderr
+    return run_dir
+
+
+def copy_of_job_run(job_run: Path, where: Path) -> Path:
+    """A copy of the shared run in `where` (the test's own folder), as if it had trained there."""
+    shutil.copytree(job_run, where)
+    return where
+
+
 def _bundle(iteration: int) -> dict:
     return {
         "iteration": iteration,
@@ -58,10 +78,8 @@ def test_state_digest_is_layout_independent() -> None:
 
 
 @pytest.mark.slow
-def test_corrupt_latest_checkpoint_falls_back_to_the_previous(tmp_path: Path) -> None:
-    run_dir = tmp_path / "run"
-    first = run_workload(run_dir, *JOB)
-    assert first.returncode == 0, first.stderr
+def test_corrupt_latest_checkpoint_falls_back_to_the_previous(tmp_path: Path, job_run: Path) -> None:
+    run_dir = copy_of_job_run(job_run, tmp_path / "run")
     folder = run_dir / "checkpoints"
     kept = [p.name for p in ckpt.list_checkpoints(run_dir)]
     assert kept == ["ckpt-00000008.pt", "ckpt-00000006.pt", "ckpt-00000004.pt"]
@@ -92,10 +110,9 @@ def test_no_readable_checkpoint_is_an_error_not_a_silent_restart(tmp_path: Path)
 
 
 @pytest.mark.slow
-def test_resuming_with_another_model_is_refused(tmp_path: Path) -> None:
-    run_dir = tmp_path / "run"
-    assert run_workload(run_dir, "train.max_iters=2", "train.sample_grid=false").returncode == 0
-    proc = run_workload(run_dir, "train.max_iters=4", "model.g_ch=8")
+def test_resuming_with_another_model_is_refused(tmp_path: Path, job_run: Path) -> None:
+    run_dir = copy_of_job_run(job_run, tmp_path / "run")  # trained with model.g_ch=4 (smoke)
+    proc = run_workload(run_dir, "train.max_iters=10", "model.g_ch=8")
     assert proc.returncode == 2
     assert "different model (model.g_ch=4 there, 8 now)" in proc.stderr
 
@@ -146,10 +163,8 @@ def test_a_bundle_without_digest_is_checked_by_its_zip_crcs(tmp_path: Path) -> N
 
 
 @pytest.mark.slow
-def test_corrupt_checkpoint_in_a_real_run_resumes_to_the_uninterrupted_digest(tmp_path: Path) -> None:
-    run_dir = tmp_path / "run"
-    first = run_workload(run_dir, *JOB)
-    assert first.returncode == 0, first.stderr
+def test_corrupt_checkpoint_in_a_real_run_resumes_to_the_uninterrupted_digest(tmp_path: Path, job_run: Path) -> None:
+    run_dir = copy_of_job_run(job_run, tmp_path / "run")
     want = last(events(run_dir), "run_stop")["g_sha256"]
     _flip_tensor_byte(run_dir / "checkpoints" / "ckpt-00000008.pt")
     again = run_workload(run_dir, *JOB)
@@ -168,14 +183,11 @@ def test_no_space_for_a_checkpoint_is_one_line_and_keeps_the_previous(tmp_path: 
 
 
 @pytest.mark.slow
-def test_disk_full_during_a_real_run_is_one_line_and_resume_loses_nothing(small_tmpfs: Path) -> None:
+def test_disk_full_during_a_real_run_is_one_line_and_resume_loses_nothing(small_tmpfs: Path, job_run: Path) -> None:
     """A real small tmpfs: the first checkpoints fit, then ballast leaves too little room;
     the run stops with one error line, the previous bundle intact, and a rerun after
-    freeing space resumes from it to the uninterrupted weights."""
-    reference = run_workload(small_tmpfs / "ref", *JOB)
-    assert reference.returncode == 0, reference.stderr
-    want = last(events(small_tmpfs / "ref"), "run_stop")["g_sha256"]
-    shutil.rmtree(small_tmpfs / "ref")
+    freeing space resumes from it to the uninterrupted weights (the shared run's)."""
+    want = last(events(job_run), "run_stop")["g_sha256"]
     run_dir = small_tmpfs / "run"
     assert run_workload(run_dir, "train.max_iters=4", *JOB[1:]).returncode == 0
     ballast = fill(small_tmpfs, leave=256 << 10)  # room for log lines, not for a bundle
