@@ -212,12 +212,15 @@ def steady_images_per_s(log: TrainLog, warmup_fraction: float = 0.2) -> np.ndarr
         return log._steady[warmup_fraction].copy()
     values: list[float] = []
     for _, _, trains in segments(log):
-        rated = [(t.get("images_per_s"), t.get("profiled") is True) for t in trains]
-        rated = [(float(r), p) for r, p in rated if isinstance(r, (int, float)) and not isinstance(r, bool) and r > 0]
+        rated = [  # one pass over the segment's lines (10^5 in 48 hours)
+            (float(r), t.get("profiled") is True)
+            for t in trains
+            if isinstance(r := t.get("images_per_s"), (int, float)) and not isinstance(r, bool) and r > 0
+        ]
         if not rated:
             continue
         skip = max(1, int(len(rated) * warmup_fraction)) if len(rated) >= 3 else 0
-        values.extend(r for r, profiled in rated[skip:] if not profiled)
+        values.extend([r for r, profiled in rated[skip:] if not profiled])
     log._steady[warmup_fraction] = np.asarray(values, dtype=float)
     return log._steady[warmup_fraction].copy()
 
