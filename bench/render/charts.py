@@ -198,7 +198,7 @@ def _draw_queued(queued: list[tuple[Callable[[], plt.Figure], Path]]) -> None:
 def drawn_in_parallel() -> Iterator[None]:
     """Charts drawn inside this block are queued, and written when it ends by forked
     children, one per core (on Linux and macOS; elsewhere, or with other threads running,
-    one after another): the report's eight charts are a third of its CPU."""
+    one after another): the report's eight charts are a fifth of its CPU."""
     global _QUEUED
     if _QUEUED is not None:
         yield
