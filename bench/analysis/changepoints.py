@@ -67,11 +67,11 @@ def _noise(signal: np.ndarray) -> float:
 
 def candidates(signal: np.ndarray, min_size: int = MIN_SIZE, penalty: float = PENALTY) -> list[int]:
     """Indices where a new segment starts, by PELT over a linear kernel (ruptures)."""
-    import ruptures as rpt
-
     n = signal.size
     if n < 2 * min_size:
         return []
+    import ruptures as rpt  # after the size test: a report of a short history does without it
+
     z = ((signal - np.median(signal)) / _noise(signal)).reshape(-1, 1)
     ends = rpt.KernelCPD(kernel="linear", min_size=min_size).fit(z).predict(pen=penalty * math.log(n))
     return [int(b) for b in ends[:-1]]

@@ -77,15 +77,21 @@ def needs_strict_parse(data: bytes) -> bool:
     import numpy as np
 
     arr = np.frombuffer(data, dtype=np.uint8)
-    digit = (arr >= 0x30) & (arr <= 0x39)
-    edge = np.flatnonzero(np.diff(np.concatenate(([0], digit.view(np.int8), [0]))))
-    starts, ends = edge[0::2], edge[1::2]
-    candidates = starts[ends - starts >= 19].tolist()
-    letter_e = (arr[:-3] | 0x20) == ord("e")
-    three = digit[1:-2] & digit[2:-1] & digit[3:]
-    signed = np.zeros_like(letter_e)
-    signed[:-1] = ((arr[1:-3] == ord("+")) | (arr[1:-3] == ord("-"))) & digit[2:-2] & digit[3:-1] & digit[4:]
-    candidates += np.flatnonzero(letter_e & (three | signed)).tolist()
+    n = arr.size
+    if n < 4:
+        return False
+    digit = (arr - 0x30) < 10  # uint8 wraps below "0": one test per byte
+    # runs of 19 digits or more: where digit-ness changes, the runs between (first byte, length)
+    bounds = np.concatenate(([0], np.flatnonzero(digit[1:] != digit[:-1]) + 1, [n]))
+    first = bounds[:-1]
+    candidates = first[digit[first] & (np.diff(bounds) >= 19)].tolist()
+    # an e or E followed by three digits, or by a sign and three digits (1e400, 1E+400)
+    e = np.flatnonzero((arr[:-3] | 0x20) == ord("e"))
+    e = e[digit[e + 2] & digit[e + 3]]
+    three = digit[e + 1]
+    candidates += e[three].tolist()
+    e = e[~three & (e + 4 < n)]
+    candidates += e[((arr[e + 1] == ord("+")) | (arr[e + 1] == ord("-"))) & digit[e + 4]].tolist()
     for at in candidates:
         while at > 0 and data[at - 1] in _NUMBER_CHARS:
             at -= 1

@@ -9,11 +9,14 @@ one. Y axes start at zero (every series here is a rate, a share or an amount).
 
 from __future__ import annotations
 
+import functools
+import gc
 import os
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import NoReturn
 
 import matplotlib
 
@@ -77,74 +80,138 @@ def from_host(run: RunData, name: str) -> bool:
     return picked is not None and picked[2] == "host"
 
 
-_PENDING: list[tuple[int, plt.Figure, Path]] | None = None  # child pid, chart, file: inside `drawn_in_parallel`
+# Charts queued inside `drawn_in_parallel`: (what builds the figure, its file)
+_QUEUED: list[tuple[Callable[[], plt.Figure], Path]] | None = None
 
 
 def _write(fig: plt.Figure, path: Path) -> None:
     """Lay out (tight: the labels measured) and write one chart: most of its cost."""
     fig.tight_layout()
+    # tight_layout leaves a placeholder layout engine behind, and with any engine set savefig
+    # draws the whole chart once more before it draws it for the file (a quarter of a chart's
+    # cost, the same pixels): none.
+    fig.set_layout_engine(None)
     fig.savefig(path, format="png", dpi=DPI, metadata=PNG_METADATA)
 
 
+def _built(fig: plt.Figure) -> plt.Figure:
+    return fig
+
+
+def _close_built(queued: list[tuple[Callable[[], plt.Figure], Path]]) -> None:
+    """Close (here) the charts that were queued already built (`save`): whoever wrote them."""
+    for build, _ in queued:
+        if isinstance(build, functools.partial) and build.func is _built:
+            plt.close(build.args[0])
+
+
 def save(fig: plt.Figure, path: Path) -> None:
-    """Lay out, rasterise and write one chart, and close it. Inside `drawn_in_parallel` a
-    forked child does all of it (the layout too: it measures every label, a third of a
-    chart's cost) while this process builds the next chart."""
-    pending = _PENDING
-    if pending is None:
-        _write(fig, path)
-        plt.close(fig)
+    """Lay out, rasterise and write one chart already built, and close it; inside
+    `drawn_in_parallel`, when the block ends, by a forked child."""
+    if _QUEUED is not None:
+        _QUEUED.append((functools.partial(_built, fig), path))
         return
-    while len(pending) >= (os.cpu_count() or 1):  # every core busy: wait for the oldest
-        _wait(pending.pop(0))
-    if threading.active_count() > 1:  # forking a threaded process is unsafe: draw here
-        _write(fig, path)
-        plt.close(fig)
-        return
-    pid = os.fork()
-    if pid == 0:  # the child: write this chart, and nothing else
-        code = 1
-        try:
-            _write(fig, path)
-            code = 0
-        finally:
-            os._exit(code)
-    pending.append((pid, fig, path))
-
-
-def _wait(child: tuple[int, plt.Figure, Path]) -> None:
-    """Reap one child; where it failed, write its chart here, so the real error (a full
-    disk, say) is raised as it would be without children."""
-    pid, fig, path = child
-    _, status = os.waitpid(pid, 0)
     try:
-        if os.waitstatus_to_exitcode(status) != 0 or not path.is_file():
-            _write(fig, path)
+        _write(fig, path)
     finally:
         plt.close(fig)
+
+
+def draw(build: Callable[[], plt.Figure], path: Path, first: bool = False) -> None:
+    """Build one chart (`build()`), lay it out, rasterise and write it, and close it. Inside
+    `drawn_in_parallel` it is queued, and a forked child does all of it (the figure built
+    there too) when the block ends; `first`: a long one, queued ahead of the others so that
+    the children finish together."""
+    if _QUEUED is not None:
+        _QUEUED.insert(0 if first else len(_QUEUED), (build, path))
+        return
+    save(build(), path)
+
+
+def _worker(queued: list[tuple[Callable[[], plt.Figure], Path]], jobs: int, done: int) -> NoReturn:
+    """A forked child: build and write the charts whose numbers it reads from `jobs`, one
+    after another, and write each number to `done` once its file is written."""
+    code = 1
+    try:
+        gc.disable()  # it lives for a few charts: a collection would only copy the parent's pages
+        while len(job := os.read(jobs, 4)) == 4:
+            build, path = queued[int.from_bytes(job, "little")]
+            fig = build()
+            _write(fig, path)
+            plt.close(fig)
+            os.write(done, job)
+        code = 0
+    finally:
+        os._exit(code)
+
+
+def _draw_queued(queued: list[tuple[Callable[[], plt.Figure], Path]]) -> None:
+    """The queued charts drawn by forked children, one per core, each taking the next
+    chart as it finishes one; the parent only hands them out and waits. Forked once every
+    chart's numbers are computed: a parent that kept computing would write to memory its
+    children share, each such page copied (copy-on-write); and a child per core rather
+    than per chart forks, and copies what it touches, once. A chart no child wrote (one
+    failed) is drawn here, so the real error (a full disk, say) is raised as it would be
+    without children. With other threads running (forking them is unsafe), without fork
+    or one core, drawn here one after another."""
+    workers = min(len(queued), os.cpu_count() or 1)
+    if not hasattr(os, "fork") or threading.active_count() > 1 or workers < 2:
+        for build, path in queued:
+            draw(build, path)
+        return
+    jobs_r, jobs_w = os.pipe()
+    done_r, done_w = os.pipe()
+    pids, written = [], b""
+    try:
+        for _ in range(workers):
+            pid = os.fork()
+            if pid == 0:
+                os.close(jobs_w)
+                os.close(done_r)
+                _worker(queued, jobs_r, done_w)
+            pids.append(pid)
+        os.close(done_w)
+        done_w = -1
+        todo = memoryview(b"".join(i.to_bytes(4, "little") for i in range(len(queued))))
+        while todo:
+            todo = todo[os.write(jobs_w, todo) :]
+        os.close(jobs_w)  # the workers read to its end and stop
+        jobs_w = -1
+        while chunk := os.read(done_r, 4096):  # to its end: every worker has exited
+            written += chunk
+    finally:
+        for fd in (jobs_r, jobs_w, done_r, done_w):
+            if fd >= 0:
+                os.close(fd)
+        for pid in pids:
+            os.waitpid(pid, 0)
+    drawn = {int.from_bytes(written[i : i + 4], "little") for i in range(0, len(written), 4)}
+    try:
+        for i, (build, path) in enumerate(queued):
+            if i not in drawn:
+                draw(build, path)
+    finally:
+        _close_built(queued)
 
 
 @contextmanager
 def drawn_in_parallel() -> Iterator[None]:
-    """Charts drawn inside this block are written by forked children, up to one per core
-    (on Linux and macOS; elsewhere, or with other threads running, one after another):
-    the report's eight charts are a third of its time. All are written when it ends."""
-    global _PENDING
-    if _PENDING is not None or not hasattr(os, "fork"):
+    """Charts drawn inside this block are queued, and written when it ends by forked
+    children, one per core (on Linux and macOS; elsewhere, or with other threads running,
+    one after another): the report's eight charts are a fifth of its CPU."""
+    global _QUEUED
+    if _QUEUED is not None:
         yield
         return
-    _PENDING = []
+    _QUEUED = []
     try:
         yield
+    except BaseException:
+        _close_built(_QUEUED)  # nothing is drawn after an error
+        raise
     finally:
-        pending, _PENDING = _PENDING, None
-        try:
-            while pending:
-                _wait(pending.pop(0))
-        finally:
-            for pid, fig, _ in pending:  # after an error: reap the rest, raise the first
-                os.waitpid(pid, 0)
-                plt.close(fig)
+        queued, _QUEUED = _QUEUED, None
+    _draw_queued(queued)
 
 
 def timeseries_chart(
@@ -160,23 +227,27 @@ def timeseries_chart(
     title, ylabel = title or SERIES[name].timeseries.title, SERIES[name].timeseries.ylabel
     hours = max(float(b[0][-1]) for b in bands.values()) > 3 * 3600
     scale = 3600.0 if hours else 1.0
-    fig, ax = plt.subplots(figsize=SIZE)
-    for i, (env, (x, mean, lo, hi)) in enumerate(bands.items()):
-        color = f"C{i}"
-        ax.fill_between(x / scale, lo, hi, color=color, alpha=0.2, linewidth=0)
-        ax.plot(x / scale, mean, label=env, linewidth=1, color=color)
     since = SERIES[name].timeseries.since
-    ax.set_xlabel(f"hours since {since}" if hours else f"seconds since {since}")
     lowest = min(float(np.min(b[2])) for b in bands.values())
-    if lowest >= 0:
-        ax.set_ylim(bottom=0)
-    else:
+    if lowest < 0:
         ylabel += " (axis does not start at zero)"
-    ax.set_title(title)
-    ax.set_ylabel(ylabel)
-    ax.grid(True, alpha=0.3)
-    ax.legend(loc="best", fontsize="small")
-    save(fig, path)
+
+    def build() -> plt.Figure:
+        fig, ax = plt.subplots(figsize=SIZE)
+        for i, (env, (x, mean, lo, hi)) in enumerate(bands.items()):
+            color = f"C{i}"
+            ax.fill_between(x / scale, lo, hi, color=color, alpha=0.2, linewidth=0)
+            ax.plot(x / scale, mean, label=env, linewidth=1, color=color)
+        ax.set_xlabel(f"hours since {since}" if hours else f"seconds since {since}")
+        if lowest >= 0:
+            ax.set_ylim(bottom=0)
+        ax.set_title(title)
+        ax.set_ylabel(ylabel)
+        ax.grid(True, alpha=0.3)
+        ax.legend(loc="best", fontsize="small")
+        return fig
+
+    draw(build, path)
     return True
 
 
@@ -196,31 +267,35 @@ def summary_bars(
         return False
     cols = min(3, len(metrics))
     rows = (len(metrics) + cols - 1) // cols
-    fig, axes = plt.subplots(rows, cols, figsize=(3.2 * cols, 2.6 * rows), squeeze=False)
-    for ax in axes.flat[len(metrics) :]:
-        ax.axis("off")
-    for ax, m in zip(axes.flat, metrics):
-        envs = sorted(values[m])
-        meds, lo, hi = [], [], []
-        for e in envs:
-            v = np.asarray(values[m][e], dtype=float)
-            v = v[np.isfinite(v)]
-            med = float(np.median(v)) if v.size else 0.0
-            meds.append(med)
-            lo.append(med - (v.min() if v.size else med))
-            hi.append((v.max() if v.size else med) - med)
-        ax.bar(range(len(envs)), meds, yerr=[lo, hi], capsize=3, color=[f"C{i}" for i in range(len(envs))])
-        for i, e in enumerate(envs):
-            res = (below or {}).get(m, {}).get(e)
-            text = f"≤ {res:g}" if res is not None else "0" if meds[i] == 0 and values[m][e] else None
-            if not values[m][e] and (lacked or {}).get(m, {}).get(e):
-                text = lacked[m][e].replace(" ", "\n", 1)  # type: ignore[index]  # "no\nscheduler": fits one bar
-            if text:
-                ax.annotate(text, (i, 0), ha="center", va="bottom", fontsize="small")
-        ax.set_xticks(range(len(envs)), envs, fontsize="small")
-        ax.set_title(labels[m], fontsize="small")
-        ax.grid(True, axis="y", alpha=0.3)
-    save(fig, path)
+
+    def build() -> plt.Figure:
+        fig, axes = plt.subplots(rows, cols, figsize=(3.2 * cols, 2.6 * rows), squeeze=False)
+        for ax in axes.flat[len(metrics) :]:
+            ax.axis("off")
+        for ax, m in zip(axes.flat, metrics):
+            envs = sorted(values[m])
+            meds, lo, hi = [], [], []
+            for e in envs:
+                v = np.asarray(values[m][e], dtype=float)
+                v = v[np.isfinite(v)]
+                med = float(np.median(v)) if v.size else 0.0
+                meds.append(med)
+                lo.append(med - (v.min() if v.size else med))
+                hi.append((v.max() if v.size else med) - med)
+            ax.bar(range(len(envs)), meds, yerr=[lo, hi], capsize=3, color=[f"C{i}" for i in range(len(envs))])
+            for i, e in enumerate(envs):
+                res = (below or {}).get(m, {}).get(e)
+                text = f"≤ {res:g}" if res is not None else "0" if meds[i] == 0 and values[m][e] else None
+                if not values[m][e] and (lacked or {}).get(m, {}).get(e):
+                    text = lacked[m][e].replace(" ", "\n", 1)  # type: ignore[index]  # "no\nscheduler": fits one bar
+                if text:
+                    ax.annotate(text, (i, 0), ha="center", va="bottom", fontsize="small")
+            ax.set_xticks(range(len(envs)), envs, fontsize="small")
+            ax.set_title(labels[m], fontsize="small")
+            ax.grid(True, axis="y", alpha=0.3)
+        return fig
+
+    draw(build, path, first=True)  # a panel per headline metric: the longest chart to draw
     return True
 
 
@@ -232,23 +307,26 @@ def history_chart(points: Iterable[tuple[str, int, str, float]], path: Path) -> 
     pts = sorted(points)
     if not pts:
         return False
-    fig, ax = plt.subplots(figsize=SIZE)
-    ticks: dict[int, str] = {}
-    for env in sorted({p[0] for p in pts}):
-        mine = [p for p in pts if p[0] == env]
-        ax.plot([p[1] for p in mine], [p[3] for p in mine], marker="o", label=env)
-        for p in mine:
-            ticks[p[1]] = p[2]
+    envs = sorted({p[0] for p in pts})
+    ticks = {p[1]: p[2] for env in envs for p in pts if p[0] == env}  # the last environment's sha wins, as drawn
     # Every commit labelled up to HISTORY_TICKS; beyond, every k-th counted back from the
     # newest (hundreds of rotated labels overlap into a black band, and laying out each
     # label costs more than the rest of the chart).
     positions = sorted(ticks)
     shown = positions[::-1][:: -(-len(positions) // HISTORY_TICKS)][::-1]
-    ax.set_xticks(shown, [ticks[k] for k in shown], rotation=45, fontsize="small")
-    ax.set_title("images/s per environment across commits (median of runs)")
-    ax.set_ylabel("images/s")
-    ax.set_ylim(bottom=0)
-    ax.grid(True, alpha=0.3)
-    ax.legend(loc="best", fontsize="small")
-    save(fig, path)
+
+    def build() -> plt.Figure:
+        fig, ax = plt.subplots(figsize=SIZE)
+        for env in envs:
+            mine = [p for p in pts if p[0] == env]
+            ax.plot([p[1] for p in mine], [p[3] for p in mine], marker="o", label=env)
+        ax.set_xticks(shown, [ticks[k] for k in shown], rotation=45, fontsize="small")
+        ax.set_title("images/s per environment across commits (median of runs)")
+        ax.set_ylabel("images/s")
+        ax.set_ylim(bottom=0)
+        ax.grid(True, alpha=0.3)
+        ax.legend(loc="best", fontsize="small")
+        return fig
+
+    draw(build, path)
     return True

@@ -76,3 +76,74 @@ def test_an_environment_is_drawn_from_a_run_that_has_the_series(tmp_path: Path) 
     assert "Missing: c (none of its compared runs recorded it)" in gpu
     cpu = text.split("(cpu.png)", 1)[1].split("![", 1)[0]
     assert "b: `b1`" in cpu and "Missing" not in cpu  # the median run where it has the series
+
+
+def test_charts_drawn_by_forked_children_are_the_charts_drawn_here(tmp_path: Path) -> None:
+    """Inside `drawn_in_parallel` the charts are queued and written by a child per core when
+    the block ends: the same bytes as drawn one by one in this process, none missing."""
+    from bench.render import charts
+
+    x = np.arange(5000.0)
+    series = {n: {"a": (x, np.sin(x / (i + 1)) + 2), "b": (x, np.cos(x) + 3)} for i, n in enumerate(charts.SERIES)}
+    bars = {"images_per_s": {"a": [1.0, 2.0, 3.0], "b": [2.0, 2.5, 4.0]}}
+    labels = {"images_per_s": "images/s"}
+
+    def draw_all(folder: Path) -> None:
+        folder.mkdir()
+        for name, lines in series.items():
+            assert charts.timeseries_chart(lines, name, folder / f"{name}.png")
+        assert charts.summary_bars(bars, labels, folder / "summary.png")
+        assert charts.history_chart([("a", 1, "abc1234", 5.0), ("a", 2, "def5678", 6.0)], folder / "history.png")
+
+    with charts.drawn_in_parallel():
+        draw_all(tmp_path / "children")
+        assert not list((tmp_path / "children").iterdir())  # queued: drawn when the block ends
+    draw_all(tmp_path / "here")
+    names = sorted(p.name for p in (tmp_path / "here").iterdir())
+    assert names == sorted(p.name for p in (tmp_path / "children").iterdir()) and len(names) == len(series) + 2
+    for name in names:
+        assert (tmp_path / "children" / name).read_bytes() == (tmp_path / "here" / name).read_bytes(), name
+
+
+def test_a_chart_no_child_could_write_raises_the_real_error_here(tmp_path: Path) -> None:
+    """A child that fails leaves its chart to the parent, which raises what went wrong
+    (here: a folder that does not exist) as drawing without children would; the other
+    charts are written."""
+    import pytest
+
+    from bench.render import charts
+
+    x = np.arange(100.0)
+    with pytest.raises(FileNotFoundError), charts.drawn_in_parallel():
+        assert charts.timeseries_chart({"a": (x, x)}, "cpu", tmp_path / "cpu.png")
+        assert charts.timeseries_chart({"a": (x, x)}, "memory", tmp_path / "no such folder" / "memory.png")
+        assert charts.timeseries_chart({"a": (x, x)}, "gpu_util", tmp_path / "gpu_util.png")
+    assert (tmp_path / "cpu.png").is_file() and (tmp_path / "gpu_util.png").is_file()
+
+
+def test_queued_charts_are_built_in_children_not_here(tmp_path: Path) -> None:
+    """The figures too are built by the children (this process only hands them out): each
+    build runs in another process, at most one per core at a time."""
+    import os
+    import threading
+
+    import pytest
+
+    from bench.render import charts
+
+    if not hasattr(os, "fork") or threading.active_count() > 1 or (os.cpu_count() or 1) < 2:
+        pytest.skip("charts are drawn in this process here (no fork, other threads or one core)")
+
+    def build(name: str):
+        def make():
+            (tmp_path / f"{name}.pid").write_text(str(os.getpid()))
+            return charts.plt.figure(figsize=(1, 1))
+
+        return make
+
+    with charts.drawn_in_parallel():
+        for name in "abcde":
+            charts.draw(build(name), tmp_path / f"{name}.png")
+    pids = {int((tmp_path / f"{name}.pid").read_text()) for name in "abcde"}
+    assert os.getpid() not in pids and 1 <= len(pids) <= (os.cpu_count() or 1)
+    assert all((tmp_path / f"{name}.png").is_file() for name in "abcde")
