@@ -43,21 +43,29 @@ def _on_branch(repo: Path, ref: str | None, envs: list[str]) -> dict[str, bytes 
     return {e: found.get(e) for e in envs}
 
 
-def noise_to_keep(repo: Path, results: Path, tip: str | None, skipped: list[str]) -> list[tuple[str, bytes]]:
-    """[(path on the branch, bytes)] of each environment's sound results/<env>/noise.json the
-    branch at `tip` does not hold as it is and that `covers` the branch's copy; a damaged
-    file, or one the branch's copy counts more runs than, is named in `skipped`."""
-    from bench.analysis.noise_store import noise_path, parse, read
+def _env_folders(results: Path, with_noise: bool) -> list[str]:
+    """The environment folders of `results` (real folders, never links) that have a
+    noise.json (`with_noise`) or lack one."""
+    from bench.analysis.noise_store import noise_path
     from bench.gitops.results_branch import _NAME
 
-    envs = sorted(
+    return sorted(
         p.name
         for p in Path(results).iterdir()
         if _NAME.fullmatch(p.name)
         and p.is_dir()
         and not p.is_symlink()
-        and os.path.lexists(noise_path(results, p.name))
+        and os.path.lexists(noise_path(results, p.name)) == with_noise
     )
+
+
+def noise_to_keep(repo: Path, results: Path, tip: str | None, skipped: list[str]) -> list[tuple[str, bytes]]:
+    """[(path on the branch, bytes)] of each environment's sound results/<env>/noise.json the
+    branch at `tip` does not hold as it is and that `covers` the branch's copy; a damaged
+    file, or one the branch's copy counts more runs than, is named in `skipped`."""
+    from bench.analysis.noise_store import noise_path, parse, read
+
+    envs = _env_folders(results, with_noise=True)
     theirs = _on_branch(repo, tip, envs)
     out = []
     for env in envs:
@@ -85,18 +93,10 @@ def restore_noise(repo: Path, ref: str, results: Path, skipped: list[str] | None
     named in `skipped`, never written."""
     from bench.analysis.noise_store import noise_path, parse
     from bench.atomic_files import write_bytes_atomic
-    from bench.gitops.results_branch import _NAME
 
     if not Path(results).is_dir():
         return []
-    envs = sorted(
-        p.name
-        for p in Path(results).iterdir()
-        if _NAME.fullmatch(p.name)
-        and p.is_dir()
-        and not p.is_symlink()
-        and not os.path.lexists(noise_path(results, p.name))
-    )
+    envs = _env_folders(results, with_noise=False)
     written = []
     for env, raw in _on_branch(repo, ref, envs).items():
         if raw is None:
