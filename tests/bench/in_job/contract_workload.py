@@ -2,9 +2,10 @@
 (workflows/biggan/README.md) and reacts to signals like the real one (exit 75).
 
 Usage: python contract_workload.py RUN_DIR [--iters N] [--sleep S] [--exit CODE]
-       [--ready FILE] [--burn]
+       [--ready FILE] [--burn] [--hold FILE]
 On SIGTERM/SIGUSR1/SIGINT it writes the signal's name to RUN_DIR/got-signal, logs
-run_stop status "preempted" and exits 75.
+run_stop status "preempted" and exits 75. With --hold it waits, after its last line, until
+FILE exists before it exits (a test can then hold the recorder still first).
 """
 
 import argparse
@@ -22,6 +23,7 @@ p.add_argument("--sleep", type=float, default=0.05)
 p.add_argument("--exit", type=int, default=0)
 p.add_argument("--ready", default=None)
 p.add_argument("--burn", action="store_true", help="spin the CPU instead of sleeping")
+p.add_argument("--hold", default=None)
 a = p.parse_args()
 os.makedirs(a.run_dir, exist_ok=True)
 log = open(os.path.join(a.run_dir, "train.jsonl"), "a")
@@ -79,4 +81,6 @@ for i in range(1, a.iters + 1):
     )
 status = "success" if a.exit == 0 else "failed"
 emit(event="run_stop", iteration=a.iters, status=status, g_sha256="0" * 64, images_seen=a.iters * 8)
+while a.hold and not os.path.exists(a.hold):
+    time.sleep(0.02)
 sys.exit(a.exit)

@@ -296,17 +296,26 @@ def test_a_signal_after_the_job_ended_does_not_cost_the_record(tmp_path: Path) -
     completes run.json: the finished job must stay a success with its final record."""
     import psutil
 
-    run_dir = tmp_path / "late"
+    run_dir, release = tmp_path / "late", tmp_path / "release"
     proc = subprocess.Popen(
-        record_cmd(run_dir, "--iters", "3"), cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        record_cmd(run_dir, "--iters", "3", "--hold", str(release)),
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     try:
         recorder = psutil.Process(proc.pid)
         log = run_dir / "train.jsonl"
-        # the job has written its log (a child of the recorder may only be its git provenance probe)
-        wait_for(lambda: log.is_file())
-        wait_for(lambda: not recorder.children() and '"run_stop"' in log.read_text())
-        proc.send_signal(signal.SIGUSR1)  # the job is gone; the recorder is still finishing
+        wait_for(lambda: log.is_file() and '"run_stop"' in log.read_text())  # the job's last line, held
+        # Held still (SIGSTOP) from here, the recorder cannot finish before the signal lands,
+        # however fast its finishing is or busy the machine; then the job may end
+        recorder.suspend()
+        children = recorder.children()  # the job (and at most a finished git probe)
+        release.touch()
+        wait_for(lambda: all(c.status() == psutil.STATUS_ZOMBIE for c in children))  # the job has ended
+        proc.send_signal(signal.SIGUSR1)  # pending until the recorder runs again, finishing
+        recorder.resume()
         code = proc.wait(timeout=60)
     finally:
         if proc.poll() is None:
