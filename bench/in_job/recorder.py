@@ -44,6 +44,7 @@ from bench.records.contract import (
     SCHEMA_VERSION,
     STATUS_CANCELLED,
     STATUS_FAILED,
+    STATUS_PREEMPTED,
     TRAIN_JSONL,
     exit_status,
     queue_wait_s,
@@ -319,6 +320,8 @@ class Recorder:
         sig = -code if code < 0 else None
         stop = str(last_stop["status"]) if last_stop is not None and last_stop.get("status") else None
         status = exit_status(code if code >= 0 else None, signal.Signals(sig).name if sig else None, stop)
+        if status == STATUS_PREEMPTED and signal.SIGUSR1 not in self.received:  # not the time-limit warning
+            _wait_for_file(self.run_dir / CANCEL_MARK, getattr(self.scheduler, "cancel_mark_wait_s", 0.0))
         if status not in FINISHED_OK and (self.run_dir / CANCEL_MARK).exists():
             status = STATUS_CANCELLED  # `bench cancel` or a plain scancel: not a preemption to resume
         rec["exit"] = {
@@ -344,3 +347,11 @@ class Recorder:
                 "and samples are intact"
             )
         return None
+
+
+def _wait_for_file(path: Path, seconds: float) -> None:
+    """Until `path` exists, at most `seconds` (the scheduler's own decision, written by its
+    batch script; see the probe's cancel_mark_wait_s)."""
+    end = time.monotonic() + seconds
+    while not path.exists() and time.monotonic() < end:
+        time.sleep(0.1)

@@ -10,6 +10,11 @@ from bench.in_job.scheduler import int_env, int_or_zero
 
 class Probe:
     name = "slurm"
+    # A plain scancel TERMs every process of the job at once; the batch script decides that it
+    # was a cancel (not a requeue) only after asking scontrol, then writes RUN_DIR/CANCELLED
+    # (ansible/roles/atlas/templates/job.sbatch.j2). A workload that checkpointed on that TERM
+    # may end first: the recorder waits this long for the mark before calling it a preemption.
+    cancel_mark_wait_s = 5.0
 
     def job_id(self, environ: Mapping[str, str]) -> str | None:
         return environ.get("SLURM_JOB_ID") or None

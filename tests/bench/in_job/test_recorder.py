@@ -326,6 +326,42 @@ def test_a_signal_after_the_job_ended_does_not_cost_the_record(tmp_path: Path) -
     assert meta["exit"]["signals_forwarded"] == ["SIGUSR1"], "the signal must have reached a live recorder"
 
 
+@pytest.mark.slow
+def test_a_scancel_mark_written_after_the_job_ended_still_makes_it_a_cancel(tmp_path: Path) -> None:
+    """A plain scancel TERMs the whole job; the batch script marks it CANCELLED only after
+    asking scontrol, and the workload may have checkpointed and ended first. Under Slurm the
+    recorder waits for that mark (the probe's cancel_mark_wait_s) before calling the run
+    preempted (it was called preempted, and resubmitted, once in a full test run)."""
+    import psutil
+
+    run_dir = tmp_path / "cancelled"
+    proc = subprocess.Popen(
+        record_cmd(run_dir, "--iters", "100000"),
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=dict(os.environ, ATLAS_SCHEDULER="slurm", SLURM_JOB_ID="7", SLURM_NODEID="0"),
+    )
+    try:
+        recorder = psutil.Process(proc.pid)
+        log = run_dir / "train.jsonl"
+        wait_for(lambda: log.is_file() and '"train"' in log.read_text())
+        proc.send_signal(signal.SIGTERM)  # scancel's TERM, forwarded to the job
+        wait_for(lambda: '"preempted"' in log.read_text())  # the job checkpointed and says so
+        recorder.suspend()  # the job ends while the recorder is held: its wait starts on resume
+        children = recorder.children()
+        wait_for(lambda: all(c.status() == psutil.STATUS_ZOMBIE for c in children))
+        recorder.resume()
+        time.sleep(1.0)  # scontrol answering the batch script, well inside the 5 s wait
+        (run_dir / "CANCELLED").write_text("scancel: TERM without the time-limit warning\n")
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert json.loads((run_dir / "run.json").read_text())["exit"]["status"] == "cancelled"
+
+
 def test_config_is_in_run_json_while_the_job_runs(tmp_path: Path) -> None:
     """A recorder killed hard (or a final write that fails) still leaves what was trained:
     the config and its hash are written as soon as the workload's run_start appears."""
