@@ -19,7 +19,7 @@ import torch
 from workflows.biggan import checkpoint as ckpt
 from workflows.biggan import runtime
 from workflows.biggan.config import nested
-from workflows.biggan.distributed import any_rank, barrier, same_on_all_ranks
+from workflows.biggan.distributed import any_rank, barrier, same_on_all_ranks, shutdown
 from workflows.biggan.errors import WorkloadConfigError
 from workflows.biggan.profile_window import (
     AUTO_ITERS,
@@ -107,6 +107,10 @@ def train(c: dict[str, Any], run_dir: Path, experiment: str) -> Outcome:
                 line(f"run_stop {outcome.status} at iteration {outcome.iteration} g_sha256 {outcome.g_sha256[:16]}")
         log.close()
         stop.uninstall()
+        if outcome.status != "failed":  # a failed rank exits without waiting on the others
+            # never destroyed, the process group's threads raced interpreter exit: one rank
+            # aborted ("terminate called without an active exception") after a clean run_stop
+            shutdown(world)
 
 
 def _loop(
