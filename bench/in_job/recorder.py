@@ -321,7 +321,7 @@ class Recorder:
         stop = str(last_stop["status"]) if last_stop is not None and last_stop.get("status") else None
         status = exit_status(code if code >= 0 else None, signal.Signals(sig).name if sig else None, stop)
         if status == STATUS_PREEMPTED and signal.SIGUSR1 not in self.received:  # not the time-limit warning
-            _wait_for_file(self.run_dir / CANCEL_MARK, getattr(self.scheduler, "cancel_mark_wait_s", 0.0))
+            _wait_for_file(self.run_dir / CANCEL_MARK, self.scheduler.cancel_mark_wait_s)
         if status not in FINISHED_OK and (self.run_dir / CANCEL_MARK).exists():
             status = STATUS_CANCELLED  # `bench cancel` or a plain scancel: not a preemption to resume
         rec["exit"] = {

@@ -22,6 +22,9 @@ class SchedulerProbe(Protocol):
     """The in-job facts of one scheduler, read from the job's environment variables."""
 
     name: str
+    # seconds the recorder waits, after the job ended on a TERM, for the batch script's
+    # CANCELLED mark (a scheduler whose script decides cancel vs requeue after the TERM); 0: none
+    cancel_mark_wait_s: float
 
     def job_id(self, environ: Mapping[str, str]) -> str | None:
         """The scheduler's id of this job (Slurm job id, pod name); None when it has none."""

@@ -12,6 +12,7 @@ from bench.in_job.scheduler import int_or_zero
 
 class Probe:
     name = "kubernetes"
+    cancel_mark_wait_s = 0.0  # no batch script decides a cancel after the TERM
 
     def job_id(self, environ: Mapping[str, str]) -> str | None:
         return environ.get("POD_NAME") or environ.get("HOSTNAME") or socket.gethostname()

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 
 class Probe:
     name = "plain"
+    cancel_mark_wait_s = 0.0  # no batch script decides a cancel after the TERM
 
     def job_id(self, environ: Mapping[str, str]) -> str | None:
         return environ.get("ATLAS_JOB_ID") or None  # the container's name, when bench set one
