@@ -125,6 +125,7 @@ class KubernetesTarget(JobStatusReader, RecordCopier, PyTorchJobRunner, Target):
         self.namespace: str = s["namespace"]
         self.poll_s: float = float(s.get("poll_interval_s", 10))
         self._client: Any = None
+        self._dynamic: Any = None
 
     @staticmethod
     def _template_shape(template: Path) -> Shape:
@@ -215,6 +216,27 @@ class KubernetesTarget(JobStatusReader, RecordCopier, PyTorchJobRunner, Target):
         cfg.retries = 0
         self._client = bound_requests(client.ApiClient(cfg), request_timeout_s(), self.env.name, self.api_name)
         return self._client
+
+    def resource(self, api_version: str, kind: str, absent: str) -> Any:
+        """A kubernetes.dynamic resource; `absent` is the one-line error when the server serves no such kind.
+
+        Discovery is cached in a folder of this target's own: the client's default is one file in
+        /tmp per server URL, which outlives the server behind it (an operator uninstalled, another
+        cluster on the same address) and then names kinds that are not there.
+        """
+        import tempfile
+
+        from kubernetes.dynamic import DynamicClient
+        from kubernetes.dynamic.exceptions import ResourceNotFoundError
+
+        if self._dynamic is None:
+            self._discovery = tempfile.TemporaryDirectory(prefix="atlas-discovery-")
+            cache = os.path.join(self._discovery.name, "discovery.json")
+            self._dynamic = self._call("discovering the API", DynamicClient, self.api_client(), cache_file=cache)
+        try:
+            return self._call(f"discovering {kind}", self._dynamic.resources.get, api_version=api_version, kind=kind)
+        except ResourceNotFoundError:
+            raise AtlasError(absent) from None
 
     def _call(self, doing: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
         from kubernetes.client.exceptions import ApiException

@@ -116,17 +116,9 @@ class OpenShiftTarget(KubernetesTarget):
         return f"{self.env.get('imagestream') or self.env.settings['buildconfig']}:latest"
 
     def _openshift(self, api_version: str, kind: str) -> Any:
-        from kubernetes.dynamic import DynamicClient
-        from kubernetes.dynamic.exceptions import ResourceNotFoundError
-
-        if not hasattr(self, "_dynamic"):
-            self._dynamic = self._call("discovering the API", DynamicClient, self.api_client())
-        try:
-            return self._call(f"discovering {kind}", self._dynamic.resources.get, api_version=api_version, kind=kind)
-        except ResourceNotFoundError:
-            raise AtlasError(
-                f"{self.env.name}: the server has no {api_version} {kind}: is it an OpenShift cluster?"
-            ) from None
+        return self.resource(
+            api_version, kind, f"{self.env.name}: the server has no {api_version} {kind}: is it an OpenShift cluster?"
+        )
 
     def image_for_commit(self, commit: str) -> tuple[str, str, str]:
         """(image reference by digest, digest, build name) for `commit`; builds if needed."""

@@ -16,7 +16,6 @@ from __future__ import annotations
 import copy
 from typing import Any, ClassVar
 
-from bench.errors import AtlasError
 from bench.targets.base import RunState, RunStatus
 from bench.targets.kube_status import COMPONENT, LABEL_COMMIT, LABEL_RUN, ts
 from bench.targets.launch import PYTORCHJOB_RENDEZVOUS, recorded_launch
@@ -110,7 +109,7 @@ def scheduler_times(obj: dict[str, Any], pod_starts: list[float]) -> dict[str, A
 class PyTorchJobRunner:
     """The PyTorchJob half of the Kubernetes target (mixed into KubernetesTarget).
 
-    Expects the target's `env`, `namespace`, `shape`, `_call`, `_core`, `job_manifest`,
+    Expects the target's `env`, `namespace`, `shape`, `resource`, `_call`, `_core`, `job_manifest`,
     `_validate`, `_pod_notes` and `_stuck`.
     """
 
@@ -119,19 +118,9 @@ class PyTorchJobRunner:
     shape: Any
     validate_note: ClassVar[str] = LEGACY_NOTE
 
-    def _dynamic_resource(self, api_version: str, kind: str) -> Any:
-        """A kubernetes.dynamic resource; the one-line operator message when PyTorchJob is missing."""
-        from kubernetes.dynamic import DynamicClient
-        from kubernetes.dynamic.exceptions import ResourceNotFoundError
-
-        if not hasattr(self, "_dynamic"):
-            self._dynamic = self._call("discovering the API", DynamicClient, self.api_client())  # type: ignore[attr-defined]
-        try:
-            return self._call(f"discovering {kind}", self._dynamic.resources.get, api_version=api_version, kind=kind)  # type: ignore[attr-defined]
-        except ResourceNotFoundError:
-            if (api_version, kind) == (API_VERSION, KIND):
-                raise AtlasError(operator_absent(self.env.name, self.shape.nodes)) from None
-            raise AtlasError(f"{self.env.name}: the server has no {api_version} {kind}") from None
+    def _pytorchjobs(self) -> Any:
+        """The PyTorchJob resource of the dynamic client; one line when the operator is missing."""
+        return self.resource(API_VERSION, KIND, operator_absent(self.env.name, self.shape.nodes))  # type: ignore[attr-defined]
 
     def _pytorchjob(
         self, job: Any, image: str, digest: str, build: str = "", nodes: int = 0, submitted: float | None = None
@@ -154,7 +143,7 @@ class PyTorchJobRunner:
         return manifest
 
     def _submit_pytorchjob(self, job: Any, submitted: float | None = None) -> RunStatus:
-        kubeflow = self._dynamic_resource(API_VERSION, KIND)  # before building: no operator, one line
+        kubeflow = self._pytorchjobs()  # before building: no operator, one line
         image, digest, build = self.image_for_commit(job.commit)  # type: ignore[attr-defined]
         manifest = self._pytorchjob(job, image, digest, build, submitted=submitted)
         return self._create_job("PyTorchJob", kubeflow, manifest, job, image, build, self.shape.label)
@@ -186,7 +175,7 @@ class PyTorchJobRunner:
         selector = f"{LABEL_RUN}={run_id}" if run_id else f"{COMPONENT}=training"
         listed = self._call(  # type: ignore[attr-defined]
             "listing PyTorchJobs",
-            self._dynamic_resource(API_VERSION, KIND).get,
+            self._pytorchjobs().get,
             namespace=self.namespace,
             label_selector=selector,
         )
@@ -229,7 +218,7 @@ class PyTorchJobRunner:
     def _cancel_pytorchjob(self, obj: dict[str, Any]) -> None:
         self._call(  # type: ignore[attr-defined]
             f"deleting PyTorchJob {obj['metadata']['name']}",
-            self._dynamic_resource(API_VERSION, KIND).delete,
+            self._pytorchjobs().delete,
             name=obj["metadata"]["name"],
             namespace=self.namespace,
             body={"propagationPolicy": "Foreground"},

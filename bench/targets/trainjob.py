@@ -94,17 +94,7 @@ class TrainJobTarget(OpenShiftTarget):
 
     def _trainjobs(self) -> Any:
         """The TrainJob resource of the dynamic client; one line when Kubeflow Trainer is missing."""
-        from kubernetes.dynamic import DynamicClient
-        from kubernetes.dynamic.exceptions import ResourceNotFoundError
-
-        if not hasattr(self, "_dynamic"):
-            self._dynamic = self._call("discovering the API", DynamicClient, self.api_client())
-        try:
-            return self._call(
-                f"discovering {tj.KIND}", self._dynamic.resources.get, api_version=tj.API_VERSION, kind=tj.KIND
-            )
-        except ResourceNotFoundError:
-            raise AtlasError(tj.trainer_absent(self.env.name)) from None
+        return self.resource(tj.API_VERSION, tj.KIND, tj.trainer_absent(self.env.name))
 
     def submit(self, job: JobSpec) -> RunStatus:
         pushed = pushed_at()  # delivery starts at the push: a build it started is in it

@@ -120,6 +120,33 @@ def test_a_failed_pytorchjob_says_why_and_cancel_deletes_it(tmp_path, double):
     assert double.deleted[-1][0] == f"pytorchjobs/{name}" and double.pytorchjobs == {}
 
 
+def test_a_stale_discovery_cache_for_the_same_address_is_never_read(tmp_path, double):
+    """The kubernetes client's default discovery cache is one /tmp file per server URL: one written
+    for a cluster with the operator must not make a later server at that address (without it) look
+    like it has one (found as a flaky 404 when two test servers got the same port)."""
+    import hashlib
+    import tempfile
+
+    from kubernetes import config
+    from kubernetes.dynamic import DynamicClient
+
+    (tmp_path / "bare-pvc").mkdir()
+    bare = OpenShiftApiDouble("atlas-biggan", tmp_path / "bare-pvc", SCHEMA_FILE, kubeflow=False).start()
+    stale = Path(tempfile.gettempdir()) / f"osrcp-{hashlib.md5(bare.url.encode()).hexdigest()}.json"
+    try:
+        with_operator = config.new_client_from_config(str(double.write_kubeconfig(tmp_path / "kubeconfig-kf")))
+        DynamicClient(with_operator, cache_file=str(tmp_path / "cache.json")).resources.get(
+            api_version="kubeflow.org/v1", kind="PyTorchJob"
+        )
+        shutil.copy(tmp_path / "cache.json", stale)  # what a cluster at bare's address left behind
+        bare.add_buildconfig("atlas-biggan")
+        with pytest.raises(AtlasError, match="Kubeflow Training Operator"):
+            make_target(tmp_path, bare, shape=TWO_NODES).submit(job_spec())
+    finally:
+        stale.unlink(missing_ok=True)
+        bare.stop()
+
+
 def test_no_training_operator_is_one_line_and_builds_nothing(tmp_path):
     (tmp_path / "pvc").mkdir()
     api = OpenShiftApiDouble("atlas-biggan", tmp_path / "pvc", SCHEMA_FILE,

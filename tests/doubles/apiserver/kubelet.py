@@ -228,8 +228,8 @@ class Kubelet:
             double.event(
                 pod, "Pulled", f'Container image "{main["image"]}" already present on machine', field_path=where
             )
-        double.start_container(pod_name)
-        code = self._run(pod, main, tree, pod_name)
+        # Running only once its process exists: a reader that sees "running" finds it in `procs`.
+        code = self._run(pod, main, tree, pod_name, on_start=lambda: double.start_container(pod_name))
         if pod_name not in double.pods:
             return None  # deleted while it ran: nothing left to report on
         double.finish_container(pod_name, code)
@@ -266,7 +266,7 @@ class Kubelet:
         )
         return tree
 
-    def _run(self, pod: dict[str, Any], c: dict[str, Any], tree: Path, log_key: str) -> int:
+    def _run(self, pod: dict[str, Any], c: dict[str, Any], tree: Path, log_key: str, on_start: Any = None) -> int:
         argv = [*(c.get("command") or []), *(c.get("args") or [])]
         if not argv:
             argv = ["python", "-m", "bench.in_job.command", "--"]  # the Dockerfile's ENTRYPOINT
@@ -284,8 +284,12 @@ class Kubelet:
             except OSError as exc:
                 out.write(f"{exc}\n".encode())
                 self.double.pod_logs[log_key] = f"{exc}\n"
+                if on_start:
+                    on_start()
                 return 128
             self.procs[log_key] = proc
+            if on_start:
+                on_start()
             while proc.poll() is None:
                 self.double.pod_logs[log_key] = log.read_text(errors="replace")
                 if pod["metadata"]["name"] not in self.double.pods:  # deleted (its Job cancelled): stop it
