@@ -144,6 +144,9 @@ class Handler(BaseHTTPRequestHandler):
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Transfer-Encoding", "chunked")
+        # The double ends the connection with the stream (a client that stopped reading early
+        # leaves it mid-chunk): said in the response, so no client sends its next request on it.
+        self.send_header("Connection", "close")
         self.end_headers()
         try:
             as_table = "as=Table" in self.headers.get("Accept", "")
