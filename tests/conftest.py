@@ -39,7 +39,7 @@ import pytest
 from tests.fullfs import mounted_tmpfs
 
 # --dist loadgroup's grouping, done here (pytest-xdist's own does not group under pytest 9.2)
-pytest_plugins = ("tests.xdist_groups",)
+pytest_plugins = ("tests.xdist_groups", "tests.cpu_log")
 
 # mark -> xdist group: tests sharing one thing outside the process run on one worker
 _SHARED_GROUPS = {"slurm": "local-slurm", "podman": "podman"}

@@ -269,10 +269,10 @@ def summary_bars(
     rows = (len(metrics) + cols - 1) // cols
 
     def build() -> plt.Figure:
-        fig, axes = plt.subplots(rows, cols, figsize=(3.2 * cols, 2.6 * rows), squeeze=False)
-        for ax in axes.flat[len(metrics) :]:
-            ax.axis("off")
-        for ax, m in zip(axes.flat, metrics):
+        fig = plt.figure(figsize=(3.2 * cols, 2.6 * rows))
+        grid = fig.add_gridspec(rows, cols)  # an axes per metric only: an empty slot would cost a panel's ticks
+        for slot, m in enumerate(metrics):
+            ax = fig.add_subplot(grid[slot // cols, slot % cols])
             envs = sorted(values[m])
             meds, lo, hi = [], [], []
             for e in envs:
