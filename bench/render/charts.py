@@ -156,8 +156,7 @@ def _draw_queued(queued: list[tuple[Callable[[], plt.Figure], Path]]) -> None:
     or one core, drawn here one after another."""
     workers = min(len(queued), os.cpu_count() or 1)
     if not hasattr(os, "fork") or threading.active_count() > 1 or workers < 2:
-        for build, path in queued:
-            draw(build, path)
+        _draw_each(queued)
         return
     jobs_r, jobs_w = os.pipe()
     done_r, done_w = os.pipe()
@@ -187,11 +186,22 @@ def _draw_queued(queued: list[tuple[Callable[[], plt.Figure], Path]]) -> None:
             os.waitpid(pid, 0)
     drawn = {int.from_bytes(written[i : i + 4], "little") for i in range(0, len(written), 4)}
     try:
-        for i, (build, path) in enumerate(queued):
-            if i not in drawn:
-                draw(build, path)
+        _draw_each([chart for i, chart in enumerate(queued) if i not in drawn])
     finally:
         _close_built(queued)
+
+
+def _draw_each(charts: list[tuple[Callable[[], plt.Figure], Path]]) -> None:
+    """Draw each chart here, one after another; a chart that fails does not cost the others:
+    the first error is raised once they are all written, whichever path drew them."""
+    error: Exception | None = None
+    for build, path in charts:
+        try:
+            draw(build, path)
+        except Exception as exc:
+            error = error or exc
+    if error is not None:
+        raise error
 
 
 @contextmanager
