@@ -21,6 +21,8 @@ from typing import Any
 
 import pytest
 
+_INSIDE = "ATLAS_TEST_CPU_LOG_INSIDE"
+
 
 def _cpu() -> float:
     own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -30,11 +32,15 @@ def _cpu() -> float:
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: Any) -> Iterator[None]:
     path = os.environ.get("ATLAS_TEST_CPU_LOG")
-    if not path:
+    if not path or os.environ.get(_INSIDE):  # a pytest that a test runs: its CPU is that test's
         yield
         return
     cpu, wall = _cpu(), time.perf_counter()
-    yield
+    os.environ[_INSIDE] = item.nodeid
+    try:
+        yield
+    finally:
+        del os.environ[_INSIDE]
     line = {"test": item.nodeid, "cpu_s": round(_cpu() - cpu, 3), "wall_s": round(time.perf_counter() - wall, 3)}
     with open(path, "a") as fh:
         fh.write(json.dumps(line) + "\n")

@@ -39,7 +39,8 @@ def test_waits():
 def test_each_test_gets_its_own_and_its_childrens_cpu(tmp_path: Path) -> None:
     (tmp_path / "test_suite.py").write_text(SUITE)
     log = tmp_path / "cpu.jsonl"
-    env = {**os.environ, "PYTHONPATH": str(REPO), "ATLAS_TEST_CPU_LOG": str(log)}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ATLAS_TEST_CPU_LOG")}
+    env.update(PYTHONPATH=str(REPO), ATLAS_TEST_CPU_LOG=str(log))
     args = ["-p", "tests.cpu_log", "-p", "no:cacheprovider", "-p", "no:xdist", "-q", "-o", "addopts="]
     proc = subprocess.run([sys.executable, "-m", "pytest", *args, "--rootdir", str(tmp_path), str(tmp_path)],
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)  # fmt: skip
@@ -54,7 +55,7 @@ def test_each_test_gets_its_own_and_its_childrens_cpu(tmp_path: Path) -> None:
 
 def test_nothing_is_written_without_the_variable(tmp_path: Path) -> None:
     (tmp_path / "test_suite.py").write_text("def test_one():\n    pass\n")
-    env = {k: v for k, v in os.environ.items() if k != "ATLAS_TEST_CPU_LOG"}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ATLAS_TEST_CPU_LOG")}
     proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "tests.cpu_log", "-p", "no:cacheprovider", "-q",
                            "-o", "addopts=", "--rootdir", str(tmp_path), str(tmp_path)],
                           cwd=tmp_path, env={**env, "PYTHONPATH": str(REPO)}, capture_output=True, text=True,
