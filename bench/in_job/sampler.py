@@ -20,6 +20,13 @@ from bench.in_job.cgroups import CgroupReader
 from bench.in_job.gpus import GpuProbe
 from bench.records.contract import BASE_COLUMNS, gpu_columns
 
+# psutil's host CPU % (and steal, iowait) is the share since its previous read: over less
+# than this the kernel's counters (USER_HZ ticks) have barely moved, and psutil says 0.0
+# (the first row, written right after the primed read, and the last, right after a loop
+# row). Such a row's host CPU cells are left empty: a 0 there pulled a short run's mean down
+# (real 4-second runs read 75 % on a host busy all along, 9-second runs 89 %).
+MIN_HOST_INTERVAL_S = 0.1
+
 
 def _fmt(value: Any) -> str:
     if value is None:
@@ -75,6 +82,7 @@ class Sampler:
         self.rows = 0
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._host_read_at = float("-inf")  # monotonic time of the last host CPU read (start() primes it)
         self._fh: IO[str] | None = None
         self._writer: Any = None
         self.columns = BASE_COLUMNS + gpu_columns(len(self.gpu.handles))
@@ -117,9 +125,12 @@ class Sampler:
             cpu, rss, count = None, None, 0
         try:
             vm = psutil.virtual_memory()
-            times = psutil.cpu_times_percent(None)  # one more read of /proc/stat
-            waits = (getattr(times, "steal", None), getattr(times, "iowait", None))  # Linux only
-            host = (psutil.cpu_percent(None), vm.total - vm.available, vm.total, *waits)
+            busy: tuple[Any, Any, Any] = (None, None, None)
+            if time.monotonic() - self._host_read_at >= MIN_HOST_INTERVAL_S:
+                times = psutil.cpu_times_percent(None)  # one more read of /proc/stat
+                busy = (psutil.cpu_percent(None), getattr(times, "steal", None), getattr(times, "iowait", None))
+                self._host_read_at = time.monotonic()
+            host = (busy[0], vm.total - vm.available, vm.total, busy[1], busy[2])  # steal, iowait: Linux only
         except Exception as exc:
             self.gpu.fault("host", exc)
             host = (None, None, None, None, None)
@@ -164,8 +175,9 @@ class Sampler:
 
     def start(self) -> None:
         self._open()
-        psutil.cpu_percent(None)  # prime host CPU % (and steal, iowait) so the first row is meaningful
+        psutil.cpu_percent(None)  # prime host CPU % (and steal, iowait): each read measures from the last
         psutil.cpu_times_percent(None)
+        self._host_read_at = time.monotonic()
         self.tree.sample()
         self._thread = threading.Thread(target=self._loop, name="bench-sampler", daemon=True)
         self._thread.start()
