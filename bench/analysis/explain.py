@@ -193,6 +193,6 @@ def explain(
         layers,
         note,
         config,
-        causes(base, head, code, config),
+        causes(base, head, code, config, total.delta_s if total is not None else 0.0),
         code,
     )

@@ -13,7 +13,10 @@ candidates, in the order they are ranked, most direct first:
 4. host load: the whole machine's CPU use, steal or iowait moved by at least
    HOST_LOAD_POINTS percentage points, and clearly (`clear`: the project's bootstrap
    interval of the ratio excludes 1 and the Mann-Whitney p, where there are runs enough
-   for one, is at most ALPHA);
+   for one, is at most ALPHA), the way that explains the change: up where the runs got
+   slower, down where they got faster. The figure is the whole machine's, the job's own
+   use included: a job that waits more (a sleep, a slower I/O) lowers it, and a lower
+   load never explains a slower run;
 5. node: the hosts the runs landed on;
 6. code: the files changed between the commits (`git diff`, bench.gitops.code_changes).
 
@@ -157,13 +160,15 @@ def _values(runs: Sequence[RunView], key: str) -> list[float]:
     return [r.values[key] for r in runs if r.values.get(key) is not None]
 
 
-def host_load_changes(base: Sequence[RunView], head: Sequence[RunView]) -> list[str]:
-    """["host CPU 70 % → 97 %"] where a host-load figure moved by HOST_LOAD_POINTS and clearly."""
+def host_load_changes(base: Sequence[RunView], head: Sequence[RunView], slower: float = 0.0) -> list[str]:
+    """["host CPU 70 % → 97 %"] where a host-load figure moved by HOST_LOAD_POINTS and clearly;
+    with `slower` (the total's move head - base, s) only a move the same way (more load,
+    more time) counts."""
     out = []
     for key, label in HOST_LOAD:
         b, h = _values(base, key), _values(head, key)
         mb, mh = median(b), median(h)
-        if mb is None or mh is None or abs(mh - mb) < HOST_LOAD_POINTS:
+        if mb is None or mh is None or abs(mh - mb) < HOST_LOAD_POINTS or (mh - mb) * slower < 0:
             continue
         if clear(compare_samples(h, b)):
             out.append(f"{label} {mb:.0f} % → {mh:.0f} %")
@@ -178,12 +183,15 @@ def allowance_changes(base: Sequence[RunView], head: Sequence[RunView]) -> list[
     return [f"CPU allowance {b:g} → {h:g} cores"]
 
 
-def causes(base: Sequence[RunView], head: Sequence[RunView], code: CodeChange, config: list[str] | None) -> list[Cause]:
-    """Every candidate cause, ranked (the module's order); the first is the explanation's top cause."""
+def causes(
+    base: Sequence[RunView], head: Sequence[RunView], code: CodeChange, config: list[str] | None, slower: float = 0.0
+) -> list[Cause]:
+    """Every candidate cause, ranked (the module's order); the first is the explanation's top
+    cause. `slower`: the total's move (head - base, s), which a host load must go along with."""
     found = [Cause("config", t) for t in config or []]
     found += [Cause("platform", t) for t in platform_changes(base, head)]
     found += [Cause("CPU allowance", t) for t in allowance_changes(base, head)]
-    found += [Cause("host load", t) for t in host_load_changes(base, head)]
+    found += [Cause("host load", t) for t in host_load_changes(base, head, slower)]
     found += [Cause("node", t) for t in platform_changes(base, head, (("node", "node"),))]
     if not code.same:
         if code.files:

@@ -20,6 +20,14 @@ from bench.in_job.cgroups import CgroupReader
 from bench.in_job.gpus import GpuProbe
 from bench.records.contract import BASE_COLUMNS, gpu_columns
 
+# psutil's host CPU % (and steal, iowait) is the share since the previous read *in the same
+# thread* (psutil 7 keeps one per thread: its first read in a thread says 0.0), and over less
+# than this the kernel's counters (USER_HZ ticks) have barely moved. A row without such an
+# interval behind it (the sampler thread's first, a last row right after a loop row) leaves
+# those cells empty: the 0.0 the sampler thread's first read gave pulled a short run's mean
+# down (real 4-second runs read 75 % on a host busy all along, 9-second runs 89 %).
+MIN_HOST_INTERVAL_S = 0.1
+
 
 def _fmt(value: Any) -> str:
     if value is None:
@@ -75,6 +83,7 @@ class Sampler:
         self.rows = 0
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._host_read_at: dict[int, float] = {}  # thread -> monotonic time of its last host CPU read
         self._fh: IO[str] | None = None
         self._writer: Any = None
         self.columns = BASE_COLUMNS + gpu_columns(len(self.gpu.handles))
@@ -117,9 +126,8 @@ class Sampler:
             cpu, rss, count = None, None, 0
         try:
             vm = psutil.virtual_memory()
-            times = psutil.cpu_times_percent(None)  # one more read of /proc/stat
-            waits = (getattr(times, "steal", None), getattr(times, "iowait", None))  # Linux only
-            host = (psutil.cpu_percent(None), vm.total - vm.available, vm.total, *waits)
+            busy = self._host_busy()
+            host = (busy[0], vm.total - vm.available, vm.total, busy[1], busy[2])
         except Exception as exc:
             self.gpu.fault("host", exc)
             host = (None, None, None, None, None)
@@ -141,6 +149,20 @@ class Sampler:
             *self.gpu.sample(),
         ]
         return [_fmt(v) for v in row]
+
+    def _host_busy(self) -> tuple[Any, Any, Any]:
+        """(host CPU %, steal %, iowait %) since this thread's previous read; empty (None)
+        where there is none or it was under MIN_HOST_INTERVAL_S ago. Steal, iowait: Linux only."""
+        ident, now = threading.get_ident(), time.monotonic()
+        last = self._host_read_at.get(ident)
+        if last is not None and now - last < MIN_HOST_INTERVAL_S:
+            return None, None, None
+        times = psutil.cpu_times_percent(None)  # one more read of /proc/stat
+        cpu = psutil.cpu_percent(None)
+        self._host_read_at[ident] = now
+        if last is None:
+            return None, None, None
+        return cpu, getattr(times, "steal", None), getattr(times, "iowait", None)
 
     def _write(self, row: list[str]) -> None:
         assert self._writer is not None and self._fh is not None
@@ -164,8 +186,7 @@ class Sampler:
 
     def start(self) -> None:
         self._open()
-        psutil.cpu_percent(None)  # prime host CPU % (and steal, iowait) so the first row is meaningful
-        psutil.cpu_times_percent(None)
+        self._host_busy()  # primes this thread's host CPU read, for the last row stop() writes
         self.tree.sample()
         self._thread = threading.Thread(target=self._loop, name="bench-sampler", daemon=True)
         self._thread.start()

@@ -19,7 +19,7 @@ from bench.analysis.explain import ExplainError, Explanation, explain, view_of_r
 from bench.analysis.explain_causes import Cause, CodeChange, RunView
 from bench.records.read import load_run
 from bench.render.explain import sentence, table
-from tests.explain_cases import BASE, CASES, HEAD, RUNS, Case, code_of, write_group
+from tests.explain_cases import BASE, CASES, HEAD, LAYER_FILE, RUNS, Case, code_of, write_group
 
 CONTROL = Case("control", None, None)
 
@@ -108,3 +108,17 @@ def test_markdown_escapes_what_a_record_names(suite: dict[str, Explanation]):
     e = replace(suite["slower G block"], causes=[Cause("code", "a_*b*_<x>.py")], code=hostile)
     text = sentence(e, markdown=True)
     assert "a\\_\\*b\\*\\_&lt;x&gt;.py" in text and "`G.blocks.3`" in text
+
+
+@pytest.mark.parametrize(("host_cpu_pct", "slow", "top"), [(40.0, 1.3, "code"), (40.0, 0.7, "host load")])
+def test_a_host_load_counts_only_the_way_it_explains_the_change(
+    pool: list[RunView], tmp_path, host_cpu_pct: float, slow: float, top: str
+):
+    """A job that waits more lowers the machine's CPU use itself (seen on real runs: a pause
+    before the first iteration read host CPU 66 % → 46 %): a lower load never explains a
+    slower run, but it may explain a faster one."""
+    case = Case("quieter host", "train", top, {"host_cpu_pct": host_cpu_pct}, slow=slow, files=(LAYER_FILE,))
+    head = [view_of_record(load_run(p, "moc")) for p in write_group(tmp_path, case, "head", 300)]
+    e = explain("moc", BASE, HEAD, pool[:RUNS], head, code_of(case))
+    assert e.phase is not None and e.phase.key == "train" and e.top_cause is not None
+    assert e.top_cause.kind == top, e.causes
