@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import keyword
+import os
 import sys
 from types import ModuleType
 
@@ -99,8 +100,16 @@ def main(argv: list[str] | None = None) -> int:
     from bench.terminal import escaping
 
     writable_caches()
-    with escaping():  # no control character from a record or an entry reaches the terminal
-        return _run(args)
+    try:
+        with escaping():  # no control character from a record or an entry reaches the terminal
+            code = _run(args)
+            sys.stdout.flush()  # a reader gone (`bench ... | head`) is met here, not at exit
+        return code
+    except BrokenPipeError:
+        # As Python's docs advise (https://docs.python.org/3/library/signal.html#note-on-sigpipe):
+        # no traceback, and nothing more written to the closed pipe at exit; 141 as a shell says.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
 
 
 def _run(args: argparse.Namespace) -> int:

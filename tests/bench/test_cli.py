@@ -27,3 +27,13 @@ def test_a_user_error_is_one_line_and_exit_2(capsys):
     assert main(["status", "--env", "no-such-env"]) == 2
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and err.startswith("bench status: error: unknown environment 'no-such-env'")
+
+
+def test_a_closed_pipe_is_exit_141_without_a_traceback() -> None:
+    """`bench ... | head`: a reader that goes away ends bench quietly, as it ends any shell tool."""
+    proc = subprocess.Popen([sys.executable, "-m", "bench", "envs"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)  # fmt: skip
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # gone before bench writes a line: its first write meets a closed pipe
+    err = proc.stderr.read()
+    assert proc.wait(timeout=120) == 141 and err == "", err
