@@ -107,9 +107,11 @@ def main(argv: list[str] | None = None) -> int:
         return code
     except BrokenPipeError:
         # As Python's docs advise (https://docs.python.org/3/library/signal.html#note-on-sigpipe):
-        # no traceback, and nothing more written to the closed pipe at exit; 141 as a shell says.
+        # no traceback, and nothing more written to the closed pipe at exit.
+        from bench.records.contract import EXIT_CLOSED_PIPE
+
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 141
+        return EXIT_CLOSED_PIPE
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -27,6 +27,7 @@ EXIT_CANNOT_START = 127  # `bench record` could not start the command
 # Exit codes of `bench` commands (bench/cli.py; bench/README.md lists them).
 EXIT_USER_ERROR = 2  # a problem the user can fix (AtlasError): one line naming it and the fix
 EXIT_DISK_FULL = 74  # ENOSPC/EDQUOT: one line naming the path and the space needed (sysexits EX_IOERR)
+EXIT_CLOSED_PIPE = 128 + 13  # its reader went away (`bench ... | head`): SIGPIPE's exit, as a shell reports it
 # Values of run.json exit.status. "running" is written at start; a record still saying
 # "running" after its job ended means the recorder itself was killed. The others are the
 # last run_stop status of train.jsonl, else derived from the exit code (`exit_status`).
