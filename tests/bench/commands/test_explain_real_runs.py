@@ -236,6 +236,7 @@ def score_table(rows: list[tuple[Case, dict]]) -> str:
         causes += case.cause is not None and top == case.cause
         lines.append(f"| {case.name} | {case.phase} | {found['phase']} | {case.cause} | {top} |")
     lines.append(f"phase {phases}/{len(rows)}, top cause {causes}/{len(changed)} (real runs on CPU)")
+    lines += [f"- {case.name}: {found['sentence']}" for case, found in rows]  # as bench explain says it
     return "\n".join(lines)
 
 
