@@ -8,7 +8,10 @@ minutes of CPU. The server imports those libraries once; each run is a fork of i
 imports the workload's own code afresh from the run's working folder (a commit's
 checkout) and runs `workflows.biggan` as `python -m` does, with the caller's argv,
 environment and standard streams. Everything the workload and its recorder do is real;
-only the interpreter's start-up is shared.
+only the interpreter's start-up is shared. What differs: the run is the server's child, not
+in the process tree `bench record` samples (its per-job CPU and memory columns read ~0) and
+out of reach of a signal sent to the job's command; a test that reads either, or stops a
+run, runs the workload directly.
 
 `python tests/warm_workload.py serve SOCKET` serves; `python tests/warm_workload.py run
 SOCKET -- ARGS...` is the job's command (what `bench record` wraps): it hands its argv,
