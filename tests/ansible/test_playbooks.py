@@ -132,7 +132,6 @@ def test_satori_multi_node_script_runs_one_torchrun_and_sampler_per_node(tmp_pat
     subprocess.run(["bash", "-n", str(script)], check=True)
 
 
-@pytest.mark.slow
 def test_satori_singularity_runtime(tmp_path: Path) -> None:
     proc, script = render(tmp_path, satori(runtime__mode="singularity"))
     assert proc.returncode == 0, proc.stdout
@@ -210,7 +209,6 @@ def test_bad_values_are_refused_before_anything_is_rendered(tmp_path: Path, bad:
     assert not script.exists()
 
 
-@pytest.mark.slow
 @pytest.mark.skipif(
     shutil.which("ansible-lint", path=str(Path(sys.executable).parent)) is None,
     reason="ansible-lint is not installed in this venv (pip install ansible-lint, dev extra)",
@@ -223,7 +221,6 @@ def test_ansible_lint_is_clean() -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize(
     "status, age_s, launcher_exit, script_exit, resubmits",
     [

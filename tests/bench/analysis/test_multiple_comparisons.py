@@ -96,7 +96,6 @@ def test_identical_values_fall_back_to_the_percentile_interval_and_one_run_a_sid
     assert all(math.isfinite(v) for v in (same.ci_low, same.ci_high, one.ci_low, one.ci_high))
 
 
-@pytest.mark.slow
 def test_pr_verdicts_of_one_environment_are_one_family() -> None:
     """judge_env (the PR comment's path, as compare_pr) adjusts across its metrics: unchanged
     code over 50 seeded comparisons gives far fewer regressions than each metric alone."""

@@ -209,7 +209,6 @@ def test_a_full_disk_during_a_report_is_one_error_and_keeps_the_previous_report(
     assert all(p.stat().st_size > 0 for p in first.iterdir())
 
 
-@pytest.mark.slow
 def test_two_reports_at_once_both_succeed_and_leave_one_whole_folder(
     plain_report: ReportResult, tmp_path: Path
 ) -> None:
