@@ -88,7 +88,6 @@ def satori(**changes: object) -> dict:
     return env
 
 
-@pytest.mark.slow
 def test_satori_single_node_conda_script(tmp_path: Path) -> None:
     proc, script = render(tmp_path, satori())
     assert proc.returncode == 0, proc.stdout
@@ -145,7 +144,6 @@ def test_satori_singularity_runtime(tmp_path: Path) -> None:
     subprocess.run(["bash", "-n", str(script)], check=True)
 
 
-@pytest.mark.slow
 def test_rendered_command_is_recorded_command_and_hostile_values_stay_text(tmp_path: Path) -> None:
     """Run the rendered script (outside Slurm) with a Python that prints its argv."""
     tag = secrets.token_hex(4)
@@ -273,7 +271,6 @@ sys.exit({launcher_exit})
         assert "--dependency=afterany:7" in calls.read_text()
 
 
-@pytest.mark.slow
 def test_one_process_per_node_gets_the_warning_as_usr1(tmp_path: Path) -> None:
     proc, script = render(tmp_path, satori(slurm__gpus_per_node=1))
     assert proc.returncode == 0, proc.stdout

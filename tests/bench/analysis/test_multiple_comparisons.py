@@ -33,7 +33,6 @@ def _family(rng: np.random.Generator, shift: dict[int, float] | None = None, cv:
     return pairs
 
 
-@pytest.mark.slow
 def test_unchanged_metrics_give_at_most_one_clear_verdict_after_bh_where_raw_p_gives_many() -> None:
     raw_total, bh_total, bh_most = 0, 0, 0
     for seed in range(SEEDS):

@@ -242,7 +242,6 @@ def test_a_report_killed_half_way_leaves_nothing_the_next_one_keeps(plain_report
     assert not stale.exists()
 
 
-@pytest.mark.slow
 def test_the_index_names_each_reports_machine_and_marks_a_change(tmp_path: Path) -> None:
     results = tmp_path / "results"
     make_results(results, sha="a" * 40, start=1.79e9)
