@@ -12,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[1]
 
 SUITE = """
@@ -72,6 +74,7 @@ def test_free(i):
 """
 
 
+@pytest.mark.slow
 def test_grouped_tests_share_a_worker_and_the_rest_spread(tmp_path: Path) -> None:
     (tmp_path / "test_suite.py").write_text(SUITE)
     env = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}

@@ -88,6 +88,7 @@ def satori(**changes: object) -> dict:
     return env
 
 
+@pytest.mark.slow
 def test_satori_single_node_conda_script(tmp_path: Path) -> None:
     proc, script = render(tmp_path, satori())
     assert proc.returncode == 0, proc.stdout
@@ -131,6 +132,7 @@ def test_satori_multi_node_script_runs_one_torchrun_and_sampler_per_node(tmp_pat
     subprocess.run(["bash", "-n", str(script)], check=True)
 
 
+@pytest.mark.slow
 def test_satori_singularity_runtime(tmp_path: Path) -> None:
     proc, script = render(tmp_path, satori(runtime__mode="singularity"))
     assert proc.returncode == 0, proc.stdout
@@ -144,6 +146,7 @@ def test_satori_singularity_runtime(tmp_path: Path) -> None:
     subprocess.run(["bash", "-n", str(script)], check=True)
 
 
+@pytest.mark.slow
 def test_rendered_command_is_recorded_command_and_hostile_values_stay_text(tmp_path: Path) -> None:
     """Run the rendered script (outside Slurm) with a Python that prints its argv."""
     tag = secrets.token_hex(4)
@@ -207,6 +210,7 @@ def test_bad_values_are_refused_before_anything_is_rendered(tmp_path: Path, bad:
     assert not script.exists()
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(
     shutil.which("ansible-lint", path=str(Path(sys.executable).parent)) is None,
     reason="ansible-lint is not installed in this venv (pip install ansible-lint, dev extra)",
@@ -219,6 +223,7 @@ def test_ansible_lint_is_clean() -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "status, age_s, launcher_exit, script_exit, resubmits",
     [
@@ -271,6 +276,7 @@ sys.exit({launcher_exit})
         assert "--dependency=afterany:7" in calls.read_text()
 
 
+@pytest.mark.slow
 def test_one_process_per_node_gets_the_warning_as_usr1(tmp_path: Path) -> None:
     proc, script = render(tmp_path, satori(slurm__gpus_per_node=1))
     assert proc.returncode == 0, proc.stdout

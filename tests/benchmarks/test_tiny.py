@@ -50,6 +50,7 @@ def test_every_script_has_a_tiny_run() -> None:
     assert scripts == set(TINY), f"benchmarks without a --tiny run here: {sorted(scripts - set(TINY))}"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("script", sorted(TINY))
 def test_tiny_run(script: str, tmp_path: Path) -> None:
     if not (BENCHMARKS / script).is_file():

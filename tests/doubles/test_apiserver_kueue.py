@@ -41,6 +41,7 @@ def app(tmp_path: Path) -> Path:
     return repo
 
 
+@pytest.mark.slow
 def test_two_runs_with_quota_for_one_the_second_waits_the_first_run_time(tmp_path: Path, app: Path):
     for double, kubectl in started(tmp_path / "api"):
         kubelet = Kubelet(double, tmp_path / "node", source=app)

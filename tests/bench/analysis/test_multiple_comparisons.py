@@ -33,6 +33,7 @@ def _family(rng: np.random.Generator, shift: dict[int, float] | None = None, cv:
     return pairs
 
 
+@pytest.mark.slow
 def test_unchanged_metrics_give_at_most_one_clear_verdict_after_bh_where_raw_p_gives_many() -> None:
     raw_total, bh_total, bh_most = 0, 0, 0
     for seed in range(SEEDS):
@@ -95,6 +96,7 @@ def test_identical_values_fall_back_to_the_percentile_interval_and_one_run_a_sid
     assert all(math.isfinite(v) for v in (same.ci_low, same.ci_high, one.ci_low, one.ci_high))
 
 
+@pytest.mark.slow
 def test_pr_verdicts_of_one_environment_are_one_family() -> None:
     """judge_env (the PR comment's path, as compare_pr) adjusts across its metrics: unchanged
     code over 50 seeded comparisons gives far fewer regressions than each metric alone."""

@@ -72,6 +72,7 @@ def test_fifty_unchanged_pr_comparisons_give_at_most_one_regression(env: str) ->
     print(f"{env}: {alone} regressions with BH alone, {gated} with BH and the floor, in {COMPARISONS}")
 
 
+@pytest.mark.slow
 def test_the_floor_removes_the_false_alarms_bh_lets_through_in_a_wider_family() -> None:
     """20 metrics (as a report's comparison): BH alone lets 7 regressions through in 50
     unchanged comparisons at a 3 % CV; with the floor, at most 1."""

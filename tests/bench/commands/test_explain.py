@@ -43,6 +43,7 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, str]:
     return work, base, head
 
 
+@pytest.mark.slow
 def test_explain_names_the_phase_the_block_and_the_changed_file(repo: tuple[Path, str, str]):
     work, base, head = repo
     p = bench(work, "explain", "--env", "moc", base[:8], head[:8])

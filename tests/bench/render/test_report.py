@@ -209,6 +209,7 @@ def test_a_full_disk_during_a_report_is_one_error_and_keeps_the_previous_report(
     assert all(p.stat().st_size > 0 for p in first.iterdir())
 
 
+@pytest.mark.slow
 def test_two_reports_at_once_both_succeed_and_leave_one_whole_folder(
     plain_report: ReportResult, tmp_path: Path
 ) -> None:
@@ -242,6 +243,7 @@ def test_a_report_killed_half_way_leaves_nothing_the_next_one_keeps(plain_report
     assert not stale.exists()
 
 
+@pytest.mark.slow
 def test_the_index_names_each_reports_machine_and_marks_a_change(tmp_path: Path) -> None:
     results = tmp_path / "results"
     make_results(results, sha="a" * 40, start=1.79e9)

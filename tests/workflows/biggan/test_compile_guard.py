@@ -53,6 +53,7 @@ def wrong_backend() -> str:
     torch._dynamo.reset()
 
 
+@pytest.mark.slow
 def test_a_backend_with_wrong_numbers_is_refused_and_training_goes_on_eagerly(
     tmp_path: Path, wrong_backend: str
 ) -> None:
@@ -70,6 +71,7 @@ def test_a_backend_with_wrong_numbers_is_refused_and_training_goes_on_eagerly(
     assert t.data_position == t.c["train.d_steps"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("experiment", ["cifar", "imagenet128", "imagenet128-deep"])
 def test_every_preset_compiles_without_graph_breaks_or_recompiles(tmp_path: Path, experiment: str) -> None:
     import torch._dynamo
@@ -97,6 +99,7 @@ def test_every_preset_compiles_without_graph_breaks_or_recompiles(tmp_path: Path
     torch._dynamo.reset()
 
 
+@pytest.mark.slow
 def test_a_corrupt_compiler_cache_is_moved_aside_and_rebuilt(tmp_path: Path) -> None:
     """A backend that fails while the cache folder holds a bad entry: the folder moves, the compile is redone."""
     import os

@@ -81,6 +81,7 @@ def test_a_failing_compiler_falls_back_to_eager_and_changes_nothing(tmp_path: Pa
     assert t.g_sha256() == plain.g_sha256()
 
 
+@pytest.mark.slow
 def test_compile_on_cpu_probes_without_touching_state(tmp_path: Path) -> None:
     import torch._dynamo
 

@@ -40,6 +40,7 @@ def test_fused_attention_matches_the_explicit_matrix_forward_and_backward() -> N
     assert not torch.equal(fused, x)
 
 
+@pytest.mark.slow
 def test_flops_per_g_iteration_count_every_micro_step() -> None:
     base = ["train.ortho_reg=0"]
     one = flops_per_g_iteration(resolve("cifar", [*base, "train.d_steps=1"]))

@@ -7,11 +7,14 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from tests.workflows.biggan.conftest import REPO, env
 
 TICK_S = 0.01  # bench.records.timeline.PROCESS_START_RESOLUTION_S
 
 
+@pytest.mark.slow
 def test_a_child_reads_its_own_start_between_its_spawn_and_its_first_line() -> None:
     """psutil's create_time put it up to a second before the spawn (boot time in whole
     seconds), so a local run's launch phase came out negative."""
