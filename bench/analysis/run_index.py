@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -222,9 +222,10 @@ def index_entries(results: Path, env: str | None = None, stream: TextIO | None =
     return [r.entry for r in read_index(results, [env] if env else None, stream)]
 
 
-def index_placed(run_dirs_placed: Iterable[Path]) -> None:
+def index_placed(run_dirs_placed: Iterable[Path], loaded: Mapping[Path, RunData] | None = None) -> None:
     """Append the index entry of each run just placed (collect, import, run), once: a run
-    whose entry is current already is left alone."""
+    whose entry is current already is left alone. `loaded`: records the caller has read
+    already (collection reads each record it places once), so they are not read again."""
     by_env: dict[Path, list[Path]] = {}
     for run_dir in run_dirs_placed:
         by_env.setdefault(Path(run_dir).parent, []).append(Path(run_dir))
@@ -232,5 +233,5 @@ def index_placed(run_dirs_placed: Iterable[Path]) -> None:
         (saved, _), lines = _saved(os.fspath(env_dir)), []
         for run_dir in placed:
             if (run_dir / RUN_JSON).is_file() and _kept(saved.get(run_dir.name), stamp(run_dir))[0] is None:
-                lines += [line] if (line := _line(run_dir)[1]) else []
+                lines += [line] if (line := _line(run_dir, (loaded or {}).get(run_dir))[1]) else []
         _append(env_dir, lines)

@@ -56,7 +56,8 @@ def collect_unreported(env: str, results: Path, reports: Path, out: TextIO | Non
     fresh = unreported_commits([(st.run_id, st.commit) for st in finished], name, reported_runs(reports))
     from bench.analysis.run_index import index_placed
 
-    index_placed(collect_run(target, st.run_id, results, out, finished=st) for st in finished if st.commit in fresh)
+    collected = [collect_run(target, st.run_id, results, out, finished=st) for st in finished if st.commit in fresh]
+    index_placed([c.path for c in collected], {c.path: c.run for c in collected if c.run is not None})
     print(f"{name}: {len(finished)} finished run(s), {len(fresh)} commit(s) with runs not reported yet", file=out)
     return sorted(c or "unknown" for c in fresh)
 
@@ -78,7 +79,8 @@ def run(args: argparse.Namespace) -> int:
             print(f"not finished: {args.env}/{st.run_id} ({st.state.value}: {st.detail})")
             continue
         placed.append(collect_run(target, st.run_id, args.results, finished=st))
-    index_placed(placed)  # each run's index entry, written once at placement (bench.analysis.run_index)
+    # each run's index entry, written once at placement (bench.analysis.run_index), from the record read there
+    index_placed([c.path for c in placed], {c.path: c.run for c in placed if c.run is not None})
     if not runs:
         print(f"{args.env}: no runs to collect")
     return 0

@@ -8,9 +8,13 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from bench.commands.common_args import add_envs
 from bench.names import arg_type
+
+if TYPE_CHECKING:
+    from bench.records.read import RunData
 
 HELP = "everything below, on the local environments"
 
@@ -47,6 +51,7 @@ def run(args: argparse.Namespace) -> int:
     names = args.envs or known_envs(clusters)
     used: list[str] = []
     collected: set[Path] = set()
+    loaded: dict[Path, RunData] = {}  # each new record as collection read it: indexed without reading it again
     for name in names:
         try:
             env = load_env(name, clusters)
@@ -67,7 +72,10 @@ def run(args: argparse.Namespace) -> int:
             continue
         print(f"== {name}: {args.runs} x {args.experiment}")
         submission = Submission.checked(target, args.experiment, current_commit())
-        collected.update(run_and_collect(submission, args.runs, args.results, timeout_s=args.timeout))
+        for done in run_and_collect(submission, args.runs, args.results, timeout_s=args.timeout):
+            collected.add(done.path)
+            if done.run is not None:
+                loaded[done.path] = done.run
         used.append(name)
     if not used:
         raise AtlasError(
@@ -79,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
     # uncommitted edits are compared too (the report's header says so).
     from bench.analysis.run_index import index_placed
 
-    index_placed(sorted(collected))  # each run's index entry, written once at placement
+    index_placed(sorted(collected), loaded)  # each run's index entry, written once at placement
     from bench.gitops.results_local import keep_locally
 
     # On the local results branch of the clone holding results/ (never pushed), so `bench history`

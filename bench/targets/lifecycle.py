@@ -16,7 +16,7 @@ from bench.environments.facts import environment_facts
 from bench.errors import AtlasError
 from bench.in_job.provenance import git_info
 from bench.records.place import place_run
-from bench.records.read import load_run, workload_error
+from bench.records.read import RunData, load_run, workload_error
 from bench.records.timeline import pushed_at
 from bench.targets import JobSpec, RunStatus, Target
 from bench.targets.base import new_run_id
@@ -30,9 +30,19 @@ def current_commit() -> str:
     return git_info(REPO_ROOT).get("sha") or "nocommit"
 
 
+@dataclass(frozen=True)
+class Collected:
+    """A run in the results tree, and its record as read once after placing it (None when
+    it was there already): the caller indexes it and reads its exit from this, not from a
+    second read of the files."""
+
+    path: Path
+    run: RunData | None
+
+
 def collect_run(
     target: Target, run_id: str, results: Path, out: TextIO | None = None, finished: RunStatus | None = None
-) -> Path:
+) -> Collected:
     """Place one finished run into results/<env>/<run_id>/ (bench.records.place.place_run).
 
     Collecting a run that is already there is a no-op, and says so. `finished`: the run's
@@ -48,13 +58,14 @@ def collect_run(
     )
     if not placed.new:
         print(f"already collected: {placed.path} (left as it is: collected records never change)", file=out)
-        return placed.path
+        return Collected(placed.path, None)
     print(f"collected: {placed.path}", file=out)
     for skipped in (*placed.skipped, *placed.warnings):
         print(f"  warning: {run_id}: {skipped}", file=out)
-    for problem in load_run(placed.path, target.env.name).problems:
+    run = load_run(placed.path, target.env.name)
+    for problem in run.problems:
         print(f"  warning: {run_id}: {problem}", file=out)
-    return placed.path
+    return Collected(placed.path, run)
 
 
 def wait(
@@ -164,23 +175,23 @@ def run_and_collect(
     results: Path,
     out: TextIO | None = None,
     timeout_s: float | None = None,
-) -> list[Path]:
+) -> list[Collected]:
     """Submit `runs` runs, wait, and collect every finished one."""
     out = out or sys.stdout
     if runs < 1:
         raise AtlasError(f"--runs must be at least 1, got {runs}")
     target = submission.target
-    collected: list[Path] = []
+    collected: list[Collected] = []
     failed: list[str] = []
 
     def one_batch(n: int) -> None:
         ids = [st.run_id for st in submit_runs(submission, n, out)]
         for run_id, st in wait(target, ids, out, timeout_s=timeout_s).items():
-            path = collect_run(target, run_id, results, out, finished=st)
-            collected.append(path)
+            done = collect_run(target, run_id, results, out, finished=st)
+            collected.append(done)
             if st.state.value != "completed":
                 failed.append(f"{run_id}: {st.state.value} ({st.detail.splitlines()[0] if st.detail else ''})")
-                reason = workload_error(path)
+                reason = workload_error(done.path)
                 if reason:
                     failed.append(f"  the workload said: {reason}")
 

@@ -81,7 +81,7 @@ def test_a_lost_final_write_is_rebuilt_at_collect_and_named(tmp_path: Path, caps
     (run_dir / "submit.json").write_text(json.dumps({"pid": None, "submit_time": json.loads(at_start)["start_time"]}))
     st = target.status(run_id)
     assert st.state == RunState.COMPLETED and "final write was lost" in st.detail, st
-    dest = collect_run(target, run_id, tmp_path / "results")
+    dest = collect_run(target, run_id, tmp_path / "results").path
     meta = json.loads((dest / "run.json").read_text())
     stop = [json.loads(x) for x in (run_dir / "train.jsonl").read_text().splitlines()][-1]
     assert meta["exit"]["status"] == "success" and meta["exit"]["code"] == 0 and "rebuilt" in meta["exit"]

@@ -177,7 +177,7 @@ def test_smoke_run_through_the_container_target(image, tmp_path):
         time.sleep(2)
     assert status.state is RunState.COMPLETED, status.detail
 
-    dest = collect_run(target, job.run_id, tmp_path / "results")
+    dest = collect_run(target, job.run_id, tmp_path / "results").path
     record = json.loads((dest / "run.json").read_text())
     assert record["exit"]["status"] == "success" and record["exit"]["code"] == 0
     assert record["image"]["ref"] == image and record["image"]["digest"].startswith("sha256:")
@@ -201,7 +201,7 @@ def test_smoke_run_through_the_container_target(image, tmp_path):
     # The container is removed after collection; the record still answers.
     assert subprocess.run(["podman", "container", "exists", target.container_name(job.run_id)]).returncode != 0
     assert target.status(job.run_id).state is RunState.COMPLETED
-    assert collect_run(target, job.run_id, dest.parent.parent) == dest
+    assert collect_run(target, job.run_id, dest.parent.parent).path == dest
 
 
 def _wait(target, run_id: str, until, seconds: float = 300):
@@ -230,7 +230,7 @@ def test_cancel_checkpoints_and_bad_config_fails(image, tmp_path):
     target.cancel(job.run_id)
     status = target.status(job.run_id)
     assert status.state is RunState.CANCELLED and "exit code 75" in status.detail
-    dest = collect_run(target, job.run_id, tmp_path / "results")
+    dest = collect_run(target, job.run_id, tmp_path / "results").path
     record = json.loads((dest / "run.json").read_text())
     assert record["exit"]["status"] == "cancelled" and record["exit"]["signals_forwarded"] == ["SIGTERM"]
     events = [json.loads(line)["event"] for line in (dest / "train.jsonl").read_text().splitlines()]

@@ -46,11 +46,12 @@ def test_list_collect_once_and_cancel_marker(tmp_path: Path, monkeypatch):
     (stray / "notes.txt").write_text("by hand")
     with pytest.raises(AtlasError, match="exists but holds no run.json"):
         collect_run(target, "r1", tmp_path / "results")
-    dest = collect_run(target, "r2", tmp_path / "results")
+    dest = collect_run(target, "r2", tmp_path / "results").path
     assert dest == tmp_path / "results" / "here" / "r2"
     (target.runs_dir / "r2" / "run.json").write_text("{}")  # the source changes ...
     assert (
-        collect_run(target, "r2", tmp_path / "results") == dest and json.loads((dest / "run.json").read_text())["exit"]
+        collect_run(target, "r2", tmp_path / "results").path == dest
+        and json.loads((dest / "run.json").read_text())["exit"]
     )  # ... not the copy
     facts = target.fetch("r1", tmp_path / "empty") if (tmp_path / "empty").mkdir() is None else None
     # what the scheduler knows, and which of the job's files were refused (none here)

@@ -78,7 +78,7 @@ def test_local_collect_refuses_planted_links_and_names_them(tmp_path: Path, caps
     planted = plant(run_dir, tmp_path)
     (run_dir / "submit.json").write_text(json.dumps({"pid": None, "commit": "0123456"}))
     before = {k: p.read_bytes() for k, p in planted.items()}
-    dest = collect_run(target, RUN_ID, tmp_path / "results")
+    dest = collect_run(target, RUN_ID, tmp_path / "results").path
     out = capsys.readouterr().out
     check_outcome(dest, planted, out, before)
     assert "job.log: a symbolic link" in out and not (dest / "job.log").exists()
@@ -125,7 +125,7 @@ def test_container_collect_writes_its_log_outside_the_run_folder(tmp_path: Path,
     target = target_class("container")(Environment("local-podman", "container", CLUSTERS_DIR / "local-podman", data))
     planted = plant(tmp_path / "runs" / "local-podman" / RUN_ID, tmp_path)
     before = {k: p.read_bytes() for k, p in planted.items()}
-    dest = collect_run(target, RUN_ID, tmp_path / "results")
+    dest = collect_run(target, RUN_ID, tmp_path / "results").path
     out = capsys.readouterr().out
     check_outcome(dest, planted, out, before)  # job.log -> authorized_keys was not written through
     assert (dest / "job.log").read_text() == "the container's log\n"
@@ -184,7 +184,7 @@ def test_openshift_collect_does_not_follow_links_to_another_run(tmp_path: Path, 
         double.finish_job(job, "Complete")
         planted = plant(volume / RUN_ID, tmp_path)
         before = {k: p.read_bytes() for k, p in planted.items()}
-        dest = collect_run(target, RUN_ID, tmp_path / "results")
+        dest = collect_run(target, RUN_ID, tmp_path / "results").path
     finally:
         double.stop()
     out = capsys.readouterr().out

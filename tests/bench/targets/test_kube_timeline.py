@@ -265,7 +265,7 @@ def test_a_collected_openshift_run_shows_deliver_queue_pull_and_launch_from_the_
     (run_dir / "train.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
 
     monkeypatch.setattr("bench.records.place.time", types.SimpleNamespace(time=lambda: clock.now() + 5))
-    placed = collect_run(target, test_openshift.RUN_ID, tmp_path / "results")
+    placed = collect_run(target, test_openshift.RUN_ID, tmp_path / "results").path
     timeline = json.loads((placed / "run.json").read_text())["timeline"]
     by = {p["phase"]: p for p in timeline["phases"]}
     build = timeline["marks"]

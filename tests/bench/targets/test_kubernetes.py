@@ -104,7 +104,7 @@ def test_status_collect_and_scheduler_times(tmp_path, double):
     run_dir = double.volume / RUN_ID
     run_dir.mkdir()
     (run_dir / "run.json").write_text(json.dumps({"schema_version": 1, "run_id": RUN_ID}))
-    dest = collect_run(target, RUN_ID, tmp_path / "results")
+    dest = collect_run(target, RUN_ID, tmp_path / "results").path
     sched = json.loads((dest / "run.json").read_text())["scheduler"]
     assert sched["kind"] == "kubernetes" and sched["job_id"] == job and sched["queue_wait_s"] >= 0
 

@@ -51,15 +51,19 @@ def test_submit_status_collect_is_idempotent(tmp_path: Path) -> None:
     assert st.state == RunState.COMPLETED, st.detail
     assert [r.run_id for r in target.list_runs("abc")] == [job.run_id]
     assert target.list_runs("zzz") == []
-    dest = collect_run(target, job.run_id, tmp_path / "results")
+    collected = collect_run(target, job.run_id, tmp_path / "results")
+    dest = collected.path
     meta = json.loads((dest / "run.json").read_text())
+    # the record as placed, read once there: what `bench run` indexes and reads the exit from
+    assert collected.run is not None and collected.run.path == dest and collected.run.meta == meta
     assert meta["env"] == "loc" and meta["experiment"] == "smoke" and meta["exit"]["code"] == 0
     assert meta["scheduler"]["submit_time"] <= meta["scheduler"]["start_time"]
     assert meta["scheduler"]["queue_wait_s"] >= 0 and meta["sample_interval_s"] == 0.5
     assert len(meta["config_sha256"]) == 64
     assert_timeline_adds_up(meta["timeline"])
     before = {p.name: p.stat().st_mtime_ns for p in dest.iterdir()}
-    collect_run(target, job.run_id, tmp_path / "results")  # again: nothing changes
+    again = collect_run(target, job.run_id, tmp_path / "results")  # again: nothing changes, nothing read
+    assert again.path == dest and again.run is None
     assert {p.name: p.stat().st_mtime_ns for p in dest.iterdir()} == before
     files = ["job.log", "profile.json", "run.json", "samples-" + meta["hosts"][0] + ".csv", "train.jsonl"]
     assert sorted(before) == files  # profile.json: the smoke run is too short for the window, and says so

@@ -220,7 +220,7 @@ def test_collect_streams_a_50mb_record_with_checksum(tmp_path, submitted, double
     (run_dir / "ckpt" / "state.pt").write_bytes(big)
 
     dest = tmp_path / "results" / "moc" / RUN_ID
-    assert collect_run(target, RUN_ID, dest.parent.parent) == dest
+    assert collect_run(target, RUN_ID, dest.parent.parent).path == dest
     assert hashlib.sha256((dest / "ckpt" / "state.pt").read_bytes()).digest() == hashlib.sha256(big).digest()
     record = json.loads((dest / "run.json").read_text())
     sched = record["scheduler"]
@@ -323,7 +323,7 @@ def test_collect_after_the_job_expired(tmp_path, submitted, double):
     double.jobs.clear()
     (double.volume / RUN_ID).mkdir()
     (double.volume / RUN_ID / "run.json").write_text(json.dumps({"schema_version": 1, "run_id": RUN_ID}))
-    dest = collect_run(target, RUN_ID, tmp_path / "dest")
+    dest = collect_run(target, RUN_ID, tmp_path / "dest").path
     assert json.loads((dest / "run.json").read_text())["run_id"] == RUN_ID
     (pod,) = posts(double, "/pods")
     assert pod["spec"]["containers"][0]["image"] == "atlas-biggan:latest"

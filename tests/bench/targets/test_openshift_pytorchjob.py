@@ -84,7 +84,7 @@ def test_submit_follow_and_collect_a_two_node_pytorchjob(tmp_path, double):
         collect_run(target, RUN_ID, tmp_path / "results")
     double.set_pytorchjob_condition(name, "Succeeded", message="PyTorchJob atlas is successfully completed.")
     assert target.status(RUN_ID).state is RunState.COMPLETED
-    dest = collect_run(target, RUN_ID, tmp_path / "results")
+    dest = collect_run(target, RUN_ID, tmp_path / "results").path
     assert sorted(p.name for p in dest.glob("samples-*.csv")) == [
         f"samples-{name}-master-0.csv",
         f"samples-{name}-worker-0.csv",

@@ -132,7 +132,7 @@ def test_completed_run_is_collected_with_scheduler_times(local_slurm, standin_re
     playbooks: list[str] = []
     run_events = target._run_events
     target._run_events = lambda playbook, *a, **kw: playbooks.append(playbook) or run_events(playbook, *a, **kw)
-    dest = collect_run(target, job.run_id, tmp_path / "results", finished=final)
+    dest = collect_run(target, job.run_id, tmp_path / "results", finished=final).path
     assert playbooks == ["collect.yml"], playbooks
     names = {p.name for p in dest.iterdir()}
     assert {"run.json", "train.jsonl", "job.sbatch", "slurm-jobs.tsv", f"slurm-{final.scheduler_job_id}.out"} <= names
@@ -169,7 +169,7 @@ def test_failed_run_is_reported_with_its_log_tail(local_slurm, standin_repo, tmp
     with pytest.MonkeyPatch.context() as mp:  # what a user's `bench collect --env local-slurm` lists
         mp.delenv("ATLAS_SLURM_WORK")
         assert job.run_id not in [r.run_id for r in make_target(tmp_path, standin_repo).list_runs()]
-    dest = collect_run(target, job.run_id, tmp_path / "failed")
+    dest = collect_run(target, job.run_id, tmp_path / "failed").path
     assert json.loads((dest / "run.json").read_text())["scheduler"]["exit_code"] == 3
 
 
@@ -235,7 +235,7 @@ def test_time_limit_warning_signal_checkpoints_and_the_chain_completes(local_slu
     starts = [e for e in train_events(RUNS / job.run_id) if e["event"] == "run_start"]
     for stop, resumed in zip(stops, starts[1:]):  # each segment resumes where the last one stopped
         assert resumed["resumed_from"] == "checkpoint.json" and resumed["iteration"] == stop["iteration"] > 0
-    dest = collect_run(target, job.run_id, tmp_path / "resumed")
+    dest = collect_run(target, job.run_id, tmp_path / "resumed").path
     sched = json.loads((dest / "run.json").read_text())["scheduler"]
     assert sched["job_ids"] == job_ids and sched["segments"] == len(job_ids) and sched["job_id"] == job_ids[0]
     assert sched["end_time"] >= sched["start_time"] and sched["queue_wait_total_s"] >= 0
@@ -355,7 +355,7 @@ def test_a_plain_scancel_is_a_cancel_never_a_resubmission(local_slurm, standin_r
     assert "exit code 0" not in final.detail and "cancelled" in final.detail, final.detail  # not the shell's 0
     assert final.extra["job_ids"] == job_id, log  # no second job
     assert "scancel" in (run_dir / "CANCELLED").read_text() and "not resubmitting" in log
-    dest = collect_run(target, job.run_id, tmp_path / "results")
+    dest = collect_run(target, job.run_id, tmp_path / "results").path
     assert json.loads((dest / "run.json").read_text())["exit"]["status"] == "cancelled"
 
 
@@ -391,7 +391,7 @@ def test_a_slurm_requeue_resumes_the_same_job_with_both_logs_and_real_waits(
     assert not (run_dir / "CANCELLED").exists()
     stops = [e for e in train_events(run_dir) if e["event"] == "run_stop"]
     assert [s["status"] for s in stops] == ["preempted", "success"] and stops[-1]["iteration"] == 120
-    dest = collect_run(target, job.run_id, tmp_path / "results")
+    dest = collect_run(target, job.run_id, tmp_path / "results").path
     record = json.loads((dest / "run.json").read_text())
     sched = record["scheduler"]
     assert sched["attempts"] == 2 and sched["requeues"] == 1 and sched["queue_wait_resolution_s"] == 1.0

@@ -109,6 +109,6 @@ def test_warning_signal_checkpoints_and_resume_matches_uninterrupted(smoke_run: 
     assert [s["status"] for s in stops] == ["preempted", "success"]
     uninterrupted = [e for e in events(smoke_run / "train.jsonl") if e["event"] == "run_stop"][-1]
     assert stops[-1]["g_sha256"] == uninterrupted["g_sha256"]
-    dest = collect_run(target, job.run_id, tmp_path / "resumed")
+    dest = collect_run(target, job.run_id, tmp_path / "resumed").path
     sched = json.loads((dest / "run.json").read_text())["scheduler"]
     assert sched["segments"] == 2 and sched["job_id"] == first

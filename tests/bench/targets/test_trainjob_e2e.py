@@ -62,7 +62,7 @@ def test_a_two_node_trainjob_of_smoke_runs_on_the_kubelet_and_is_collected_with_
             name = manifest["metadata"]["name"]
             (finished,) = wait(target, [RUN_ID], timeout_s=600).values()
             pods = sorted(double.pods)
-            record = collect_run(target, RUN_ID, tmp_path / "results", finished=finished)
+            record = collect_run(target, RUN_ID, tmp_path / "results", finished=finished).path
         finally:
             kueue.stop()
             kubelet.stop()
