@@ -53,6 +53,7 @@ sys.path.insert(0, str(REPO))
 
 import gpu_matrix as gm  # noqa: E402
 import gpu_proof_evidence as ev  # noqa: E402
+import gpu_proof_record as rec  # noqa: E402
 
 RESULTS = HERE / "results"
 DEFAULT_BUDGET_S = 510.0
@@ -176,7 +177,8 @@ def rehearsal_plan() -> list[Cell]:
             300,
             10,
             (
-                ["train.max_iters=10"]
+                # a 1-iteration window where the GPU cell profiles: it stays in the first train line
+                ["train.max_iters=10", *("train.profile_iters=1" for o in c.overrides if "profile_iters" in o)]
                 if c.kind == "record"
                 else [o for o in c.overrides if "compile_mode" not in o and "batch_size" not in o]
             ),
@@ -236,7 +238,7 @@ def run_cell(cell: Cell, limit: float, ctx: dict[str, Any]) -> dict[str, Any]:
         return gm._run(cmd, limit, {**row, "overrides": cell.overrides}, env)
     if cell.kind == "overhead":
         return gm._run(_preset_command("step_overhead.py", cell, cell.overrides), limit, row, env)
-    return ev.record_cell(cell, limit, row, env, cache, ctx["out"])
+    return rec.record_cell(cell, limit, row, env, cache, ctx["out"])
 
 
 def _preset_command(script: str, cell: Any, overrides: list[str]) -> list[str]:

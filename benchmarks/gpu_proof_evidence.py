@@ -1,20 +1,16 @@
-"""The GPU proof's recorded-run cell, its verdicts and its evidence README (benchmarks/gpu_proof.py).
+"""The GPU proof's verdicts and its evidence README (benchmarks/gpu_proof.py).
 
-Kept apart from the runner so that the figures of a recorded run (read from its run
-record, as `bench report` reads it) and the rules that judge them can be read and tested
-without running anything.
+Kept apart from the runner so that the rules that judge a proof's figures can be read and
+tested without running anything; the recorded-run cell and the figures read from its
+record are in gpu_proof_record.py.
 """
 
 from __future__ import annotations
 
 import importlib.util
-import json
 import os
 import shlex
-import shutil
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -22,7 +18,6 @@ from typing import Any
 import gpu_matrix as gm
 
 REPO = Path(__file__).resolve().parent.parent
-RECORD_FILES = ("run.json", "train.jsonl", "profile.json")  # plus samples-<host>.csv; checkpoints stay out
 ENERGY_AGREE_PCT = 3.0
 ACCUMULATE_WITHIN_PCT = 5.0
 TABLE_HEAD = "| target | verdict | measured | next step |"
@@ -78,134 +73,6 @@ def command_line(rehearse: bool, argv: list[str]) -> str:
 
 
 # --- the recorded run -------------------------------------------------------------------
-
-
-def record_cell(cell: Any, limit: float, row: dict[str, Any], env: dict[str, str], cache: Path, out: Path) -> dict:
-    """`bench run --env local` within `limit` s; its record copied to out/<variant>/, its figures in the row."""
-    with tempfile.TemporaryDirectory(prefix="gpu-proof-run-") as tmp:
-        runs, results = Path(tmp) / "runs", Path(tmp) / "results"
-        env = dict(env, ATLAS_RUNS_DIR=str(runs))
-        cmd = [
-            sys.executable,
-            "-m",
-            "bench",
-            "run",
-            "--env",
-            "local",
-            "--experiment",
-            cell.preset,
-            "--results",
-            str(results),
-            "--timeout",
-            str(max(limit - 20, 5)),
-        ]
-        for item in [*cell.overrides, f"runtime.compile_cache_dir={cache}"]:
-            cmd += ["--set", item]
-        t0 = time.time()
-        try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=limit, env=env, cwd=REPO)
-            code, tail = proc.returncode, (proc.stderr.strip() or proc.stdout.strip() or "no output").splitlines()[-1]
-        except subprocess.TimeoutExpired:
-            code, tail = None, f"timed out after {limit:.0f} s"
-        if code != 0:  # a job still running past the limit is stopped: the next cell needs the GPU
-            subprocess.run(
-                [sys.executable, "-m", "bench", "cancel", "--env", "local", "--all"],
-                env=env,
-                cwd=REPO,
-                capture_output=True,
-                timeout=60,
-            )
-        row = {**row, "overrides": cell.overrides, "process_s": round(time.time() - t0, 1)}
-        found = sorted(results.glob("local/*/run.json"))
-        if not found:
-            return {**row, "error": f"exit {code}: {tail[:300]}"}
-        dest = out / row["variant"]
-        dest.mkdir(parents=True, exist_ok=True)
-        for f in [*(found[-1].parent / n for n in RECORD_FILES), *found[-1].parent.glob("samples-*.csv")]:
-            if f.is_file():
-                shutil.copy2(f, dest / f.name)
-        row.update(record_figures(dest), record=dest.name, bench_run_exit=code)
-    if code != 0:
-        row["error"] = f"bench run exit {code}: {tail[:300]}"
-    return row
-
-
-def energy_j(samples: list[Any], gpus_of: Any) -> dict[str, Any]:
-    """The job GPUs' energy twice: NVML's counter (its increases) and power integrated over
-    time; a third estimate (median power x time) names the outlier when the two disagree."""
-    import numpy as np
-
-    counter = power = robust = 0.0
-    have_counter = have_power = False
-    for df in samples:
-        t = df["time"].to_numpy(dtype=float)
-        for g in gpus_of(df.columns):
-            col = f"{g}_DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"
-            if col in df:
-                v = df[col].to_numpy(dtype=float, na_value=np.nan)
-                v = v[np.isfinite(v)]
-                if v.size >= 2:
-                    steps = np.diff(v)
-                    counter, have_counter = counter + float(steps[steps > 0].sum()) / 1000.0, True
-            col = f"{g}_DCGM_FI_DEV_POWER_USAGE"
-            if col in df:
-                p = df[col].to_numpy(dtype=float, na_value=np.nan)
-                ok = np.isfinite(p)
-                if ok.sum() >= 2:
-                    power, have_power = power + float(np.trapezoid(p[ok], t[ok])), True
-                    robust += float(np.median(p[ok])) * float(t[ok][-1] - t[ok][0])
-    return {
-        "counter_j": round(counter, 3) if have_counter else None,
-        "power_j": round(power, 3) if have_power else None,
-        "median_power_j": round(robust, 3) if have_power else None,
-    }
-
-
-def record_figures(run_dir: Path) -> dict[str, Any]:
-    """What the proof reads from a recorded run: busy, GPM activity, MFU, J/image both ways, compile facts."""
-    import numpy as np
-
-    from bench.analysis.metrics import run_metrics
-    from bench.records import contract as c
-    from bench.records.compile_facts import run_compile_facts
-    from bench.records.read import load_run
-
-    run = load_run(run_dir)
-    m = run_metrics(run).values
-    facts = run_compile_facts(run.meta, run.train) or {}
-    out: dict[str, Any] = {
-        k: m.get(k)
-        for k in (
-            "images_per_s",
-            "gpu_util_steady_pct",
-            "gpu_util_mean_pct",
-            "mfu_pct",
-            "achieved_tflops",
-            "startup_s",
-            "images_seen",
-        )
-    }
-    for key in ("compile", "compile_guard", "graph_breaks", "recompiles", "compile_mode"):
-        out[key] = facts.get(key)
-    starts = run.train.of("warmup")  # the cache's state is the workload's, not in run.json's compile facts
-    out["compile_cache"] = starts[-1].get("compile_cache") if starts else None
-    frames = list(run.samples.values())
-    for name, column in (("sm_active", "DCGM_FI_PROF_SM_ACTIVE"), ("tensor_active", "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE")):
-        vals = [
-            df[f"{g}_{column}"].to_numpy(dtype=float, na_value=np.nan)
-            for df in frames
-            for g in c.job_gpu_ids(run.meta, df.columns)
-            if f"{g}_{column}" in df
-        ]
-        flat = np.concatenate(vals) if vals else np.empty(0)
-        flat = flat[np.isfinite(flat)]
-        out[name] = round(float(flat.mean()), 4) if flat.size else None
-    energy = energy_j(frames, lambda cols: c.job_gpu_ids(run.meta, cols))
-    seen = out.get("images_seen")
-    for key, value in energy.items():
-        out[key.replace("_j", "_j_per_image")] = round(value / seen, 6) if value is not None and seen else None
-    out["exit_code"] = (run.meta.get("exit") or {}).get("code")
-    return {k: (round(v, 4) if isinstance(v, float) else v) for k, v in out.items()}
 
 
 # --- verdicts ---------------------------------------------------------------------------
@@ -378,11 +245,36 @@ def _record_verdicts(cold: dict | None, warm: dict | None, overhead: dict | None
                 outlier,
             )
         )
+    out.append(_profile_verdict(cold))
     out.append(("MFU (recorded run)", "INFO", f"{cold.get('mfu_pct')} % ({cold.get('achieved_tflops')} TFLOP/s)", ""))
     out.append(
         ("SM / tensor activity (GPM)", "INFO", f"SM {cold.get('sm_active')}, tensor {cold.get('tensor_active')}", "")
     )
     return out
+
+
+def _profile_verdict(cold: dict[str, Any]) -> tuple[str, str, str, str]:
+    """The layer profile's GPU side: device time charged to G's and D's modules (issue 37)."""
+    target = "layer profile: GPU time per module (recorded run)"
+    state = cold.get("profile") or "absent"
+    if state != "recorded":
+        return (target, "MISSING", state, "the recorded run needs train.profile_iters (gpu_proof.py's plan sets 5)")
+    g, d = cold.get("profile_g_device_ms"), cold.get("profile_d_device_ms")
+    measured = (
+        f"G {g} ms, D {d} ms of device time over {cold.get('profile_iterations')} iteration(s) "
+        f"({cold.get('profile_modules')} modules; top operator {cold.get('profile_top_operator')}; "
+        f"window {cold.get('profile_window_s')} s on {cold.get('profile_device')})"
+    )
+    if "cuda" not in (cold.get("profile_activities") or []):
+        return (target, "INFO", f"CPU only, no CUDA activity: {measured}", "")
+    if isinstance(g, (int, float)) and g > 0 and isinstance(d, (int, float)) and d > 0:
+        return (target, "PASS", measured, "")
+    return (
+        target,
+        "FAIL",
+        measured,
+        "no kernel time reached G or D: check the correlation ids in profile_window.summarise against this torch",
+    )
 
 
 # --- the evidence README ----------------------------------------------------------------
@@ -489,7 +381,3 @@ def update_top_readme(readme: Path, folder: Path, targets: str) -> None:
     _, tail = rest.split(README_END, 1)
     block = f"{README_BEGIN}\nLatest GPU proof: [{folder}]({folder}/README.md).\n\n{targets}\n{README_END}"
     readme.write_text(head + block + tail, encoding="utf-8")
-
-
-if __name__ == "__main__":
-    print(json.dumps(record_figures(Path(sys.argv[1])), indent=2))

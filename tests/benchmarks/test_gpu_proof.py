@@ -107,6 +107,9 @@ def test_the_rehearsal_runs_every_cell_and_leaves_a_complete_evidence_folder(reh
         assert expected in names, names
     assert any(n.startswith("cifar accumulate 2") for n in names) and any(n.startswith("J/image") for n in names)
     assert all(t["verdict"].endswith("(rehearsal)") for t in targets), targets
+    layers = next(t for t in targets if t["target"] == "layer profile: GPU time per module (recorded run)")
+    assert layers["verdict"] == "INFO (rehearsal)" and layers["measured"].startswith("CPU only"), layers
+    assert cold["profile"] == "recorded" and cold["profile_modules"] > 0 and cold["profile_top_operator"]
     assert all("STAND-IN reference" in t["measured"] for t in targets if t["target"].endswith("x reference"))
     energy = next(t for t in targets if t["target"].startswith("J/image"))
     assert energy["verdict"] == "PASS (rehearsal)", energy  # the double's counter and power agree by construction
@@ -159,6 +162,15 @@ def _figures(**extra: object) -> list[dict]:
             "median_power_j_per_image": 0.0505,
             "mfu_pct": 3.1,
             "achieved_tflops": 30.0,
+            "profile": "recorded",
+            "profile_device": "cuda:0",
+            "profile_activities": ["cpu", "cuda"],
+            "profile_iterations": 5,
+            "profile_window_s": 0.41,
+            "profile_modules": 14,
+            "profile_g_device_ms": 61.2,
+            "profile_d_device_ms": 88.4,
+            "profile_top_operator": "aten::convolution_backward",
         },
         {"cell": "cifar/run-warm", "impl": "atlas", "preset": "cifar", "startup_s": 12.0, "compile_cache": "partial"},
         {
@@ -193,6 +205,23 @@ def test_verdicts_judge_each_target_and_say_what_to_do_next(ev) -> None:
     assert got["start-up warm <= 30 s"] == ("PASS", "12.0 s (compile cache partial)", "")
     verdict, measured, nxt = got["J/image: counter and integrated power agree within 3 %"]
     assert verdict == "FAIL" and "11.3 % apart" in measured and "outlier: the integrated power" in nxt
+
+
+PROFILE_TARGET = "layer profile: GPU time per module (recorded run)"
+
+
+def test_the_layer_profile_passes_only_with_gpu_time_charged_to_g_and_d(ev) -> None:
+    rows = _figures()
+    got = {t: (v, m, n) for t, v, m, n in ev.verdicts(rows, "H100")}
+    verdict, measured, _ = got[PROFILE_TARGET]
+    assert verdict == "PASS" and "G 61.2 ms, D 88.4 ms" in measured and "aten::convolution_backward" in measured
+    cold = next(r for r in rows if r["cell"] == "cifar/run-cold")
+    cold["profile_d_device_ms"] = 0.0  # kernels that reached no module of D
+    verdict, _, nxt = next((v, m, n) for t, v, m, n in ev.verdicts(rows, "H100") if t == PROFILE_TARGET)
+    assert verdict == "FAIL" and "correlation ids" in nxt
+    cold.update(profile="skipped: bounded by train.max_seconds")
+    verdict, measured, nxt = next((v, m, n) for t, v, m, n in ev.verdicts(rows, "H100") if t == PROFILE_TARGET)
+    assert (verdict, measured) == ("MISSING", "skipped: bounded by train.max_seconds") and "profile_iters" in nxt
 
 
 def test_a_busy_gpu_below_target_is_called_gpu_bound(ev) -> None:

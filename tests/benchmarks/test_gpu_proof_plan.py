@@ -95,8 +95,7 @@ def test_a_partial_run_says_not_run_for_the_targets_it_left_out(proof) -> None:
 def test_the_h100_run_record_reads_with_its_compile_cache_state(proof) -> None:
     """The first GPU run's recorded run (kept as evidence): the cache state comes from the
     workload's warmup event, which run.json's compile facts do not carry."""
-    ev = sys.modules["gpu_proof_evidence"]
-    figures = ev.record_figures(H100_RUN / "run-60s")
+    figures = sys.modules["gpu_proof_record"].record_figures(H100_RUN / "run-60s")
     assert figures["compile_cache"] == "cold"
     assert figures["compile_guard"] == "passed" and figures["graph_breaks"] == 0
     assert 0 < figures["gpu_util_steady_pct"] < 100 and figures["images_per_s"] > 1000
