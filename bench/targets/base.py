@@ -83,6 +83,9 @@ class Target(ABC):
     # One line `bench validate` prints under an env of this kind that is valid (e.g. that a
     # path it would take is legacy, and what replaces it); empty: nothing to say.
     validate_note: ClassVar[str] = ""
+    # How long one `watch` may wait on the scheduler's side for a run's state to change
+    # (seconds). 0: this kind asks at once, and `bench run`'s wait loop rests between rounds.
+    long_poll_s: ClassVar[float] = 0.0
 
     def __init__(self, env: Environment) -> None:
         from bench.environments.schema import settings_problems
@@ -133,6 +136,15 @@ class Target(ABC):
 
     @abstractmethod
     def status(self, run_id: str) -> RunStatus: ...
+
+    def watch(self, known: dict[str, RunStatus | None], wait_s: float) -> dict[str, RunStatus]:
+        """The status of each run of `known`, returned once one differs from the status given
+        for it (None: none seen yet) or has finished, or after at most `wait_s` seconds.
+
+        Why: where a status costs a round trip (an Ansible run over SSH), `bench run`'s wait
+        loop asks once per change instead of once per poll. Default (`long_poll_s` 0): `status`
+        of each, at once."""
+        return {run_id: self.status(run_id) for run_id in known}
 
     @abstractmethod
     def list_runs(self, commit: str | None = None) -> list[RunStatus]:

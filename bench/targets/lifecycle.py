@@ -20,6 +20,7 @@ from bench.records.read import RunData, load_run, workload_error
 from bench.records.timeline import pushed_at
 from bench.targets import JobSpec, RunStatus, Target
 from bench.targets.base import new_run_id
+from bench.targets.wait_line import Ticker, clear, running_line
 
 POLL_S = 0.5
 
@@ -75,33 +76,44 @@ def wait(
     poll_s: float = POLL_S,
     timeout_s: float | None = None,
 ) -> dict[str, RunStatus]:
-    """Poll until every run has finished; one progress line, rewritten on a terminal.
+    """Wait until every run has finished; one progress line, rewritten on a terminal.
 
-    Between two rounds of status it sleeps `poll_s`, or as long as the last round took if
-    that was longer: a Slurm status is a whole Ansible run (~2 s of CPU), and polled back to
-    back it kept a core busy for as long as the job ran. So waiting never spends more than
-    half its time asking, and a finished run is seen at most one round late."""
+    Each round is one `target.watch`. A target that waits on the scheduler's side
+    (`long_poll_s`: Slurm's watch.yml asks squeue every second on the login node) returns
+    only when a run's state or detail changed, a run finished, or `long_poll_s` passed: one
+    Ansible run per change, not one per poll, and a finished run is seen within a second
+    of the scheduler saying so. Other targets answer at once, and the loop then sleeps
+    `poll_s`, or as long as the last round took if that was longer (an expensive status
+    asked back to back kept a core busy), so waiting never spends more than half its time
+    asking, and a finished run is seen at most one round late."""
     out = out or sys.stdout
     start = time.monotonic()
     tty = out.isatty() if hasattr(out, "isatty") else False
     final: dict[str, RunStatus] = {}
-    last_line = ""
+    seen: dict[str, RunStatus | None] = dict.fromkeys(run_ids)
+    last_line, shown = "", None
     while True:
         asked = time.monotonic()
         pending = [r for r in run_ids if r not in final]
+        wait_s = target.long_poll_s
+        if timeout_s is not None:
+            wait_s = max(0.0, min(wait_s, timeout_s - (asked - start)))
+        with Ticker(out, start, shown if tty and wait_s > 0 else None):
+            statuses = target.watch({r: seen[r] for r in pending}, wait_s)
         for run_id in pending:
-            st = target.status(run_id)
+            st = seen[run_id] = statuses[run_id]
             if st.state.finished:
                 final[run_id] = st
-                if tty:  # bench's own control sequence: written past the escaping of data (bench.terminal)
-                    print("\r\033[K", end="", file=getattr(out, "control_stream", out))
-                print(f"{target.env.name}/{run_id}: {st.state.value} ({st.detail})", file=out, flush=True)
-            else:
-                elapsed = time.monotonic() - start
-                line = f"{target.env.name}/{run_id}: {st.state.value} {elapsed:5.0f} s {st.detail}"
                 if tty:
-                    print("\r\033[K", end="", file=getattr(out, "control_stream", out))
+                    clear(out)
+                print(f"{target.env.name}/{run_id}: {st.state.value} ({st.detail})", file=out, flush=True)
+                shown = None
+            else:
+                line = running_line(target.env.name, run_id, st.state.value, time.monotonic() - start, st.detail)
+                if tty:
+                    clear(out)
                     print(line, end="", file=out, flush=True)
+                    shown = (target.env.name, run_id, st.state.value, st.detail)
                 elif line.split(" s ")[-1] != last_line.split(" s ")[-1] or not last_line:
                     print(line, file=out, flush=True)
                 last_line = line
@@ -112,7 +124,8 @@ def wait(
                 f"gave up waiting after {timeout_s:.0f} s for {', '.join(sorted(set(run_ids) - set(final)))} "
                 f"on {target.env.name}; they keep running: `bench status --env {target.env.name}`"
             )
-        time.sleep(max(poll_s, time.monotonic() - asked))
+        took = time.monotonic() - asked
+        time.sleep(max(0.0, poll_s - took) if target.long_poll_s else max(poll_s, took))
 
 
 def check_workload_input(experiment: str, overrides: tuple[str, ...]) -> None:

@@ -38,6 +38,10 @@ from bench.targets.slurm_timeline import SBATCH_TASK, slurm_marks, task_end_time
 
 PLAYBOOKS = REPO_ROOT / "ansible"
 SLURM_TIMEOUT_ENV = "ATLAS_SLURM_TIMEOUT_S"  # seconds each squeue/sacct call may take (default 60)
+# `bench run` waits with ansible/watch.yml: one playbook run waits on the login node for up
+# to LONG_POLL_S, asking squeue and sacct -c every WATCH_POLL_S, and returns on a change.
+LONG_POLL_S = 30.0
+WATCH_POLL_S = 1.0
 LOCAL_SLURM_SCRIPT = REPO_ROOT / "scripts" / "local-slurm.sh"
 # A local note of what this machine submitted (commit, job id); the cluster's run
 # directories are the truth that status/list/collect read.
@@ -185,6 +189,8 @@ class SlurmTarget(Target):
         "slurm": _SLURM_SECTION,
         "runtime": _RUNTIME_SECTION,
     }
+
+    long_poll_s: ClassVar[float] = LONG_POLL_S
 
     def __init__(self, env: Environment) -> None:
         super().__init__(env)
@@ -397,10 +403,10 @@ class SlurmTarget(Target):
     def _status_from(self, run_id: str, stats: dict[str, Any]) -> RunStatus:
         jobs = stats.get("jobs") or []
         commit = stats.get("commit") or self._commit_of(run_id)
+        progress = str(stats.get("progress") or "")  # what watch.yml compares (atlas_slurm_jobs `progress`)
         if not jobs:
-            return RunStatus(
-                run_id, RunState.UNKNOWN, str(stats.get("detail") or "no Slurm job recorded"), commit=commit
-            )
+            detail = str(stats.get("detail") or "no Slurm job recorded")
+            return RunStatus(run_id, RunState.UNKNOWN, detail, commit=commit, extra={"slurm_progress": progress})
         last = jobs[-1]
         exit_code = last.get("exit_code")
         state = map_state(str(last.get("state", "")))
@@ -416,7 +422,11 @@ class SlurmTarget(Target):
             detail = f"segment {len(jobs)} (resumed after a checkpoint); {detail}".rstrip("; ")
         if state is RunState.FAILED and stats.get("log_tail"):
             detail = f"{detail}; last lines of slurm-{last['job_id']}.out:\n{stats['log_tail']}"
-        extra = {"slurm_state": str(last.get("state", "")), "job_ids": ",".join(str(j["job_id"]) for j in jobs)}
+        extra = {
+            "slurm_state": str(last.get("state", "")),
+            "job_ids": ",".join(str(j["job_id"]) for j in jobs),
+            "slurm_progress": progress,
+        }
         return RunStatus(run_id, state, detail, scheduler_job_id=str(jobs[0]["job_id"]), commit=commit, extra=extra)
 
     def _commit_of(self, run_id: str) -> str | None:
@@ -427,6 +437,17 @@ class SlurmTarget(Target):
 
     def status(self, run_id: str) -> RunStatus:
         return self._status_from(run_id, self._run("status.yml", {"atlas_run_id": run_id}))
+
+    def watch(self, known: dict[str, RunStatus | None], wait_s: float) -> dict[str, RunStatus]:
+        """One ansible/watch.yml run: the login node asks squeue and sacct -c every
+        WATCH_POLL_S until a run's progress differs from the one in `known`, or one finished,
+        or `wait_s` passed (`bench status` stays one immediate status.yml)."""
+        runs = {run_id: (st.extra.get("slurm_progress", "") if st else "") for run_id, st in known.items()}
+        variables = {"atlas_runs": runs, "atlas_wait_s": round(max(0.0, wait_s), 1), "atlas_poll_s": WATCH_POLL_S}
+        stats = self._run("watch.yml", variables, timeout_s=int(wait_s) + 600)
+        found = {str(run["run_id"]): self._status_from(str(run["run_id"]), run) for run in stats.get("runs") or []}
+        missing = "not in ansible/watch.yml's report"
+        return {run_id: found.get(run_id) or RunStatus(run_id, RunState.UNKNOWN, missing) for run_id in known}
 
     def list_runs(self, commit: str | None = None) -> list[RunStatus]:
         """The runs found on the cluster itself (not only those this machine submitted)."""

@@ -116,9 +116,9 @@ def in_queue(run_id: str) -> bool | None:
 
 def wait_finished(target: Any, run_id: str, timeout_s: float, poll_s: float = 1.0) -> Any:
     """The run's final RunStatus, read by bench's own wait loop (bench.targets.lifecycle.wait)
-    once Slurm lists no job of the run. Each status is one Ansible playbook (about 2 s of
-    CPU), so polling it while the job runs kept a core busy for nothing; squeue costs
-    milliseconds. Where the run is still not finished by then, the wait loop goes on polling."""
+    once Slurm lists no job of the run: each round of that loop is one Ansible playbook
+    (ansible/watch.yml, about 1 s of CPU), squeue costs milliseconds. Where the run is not
+    finished by then, the loop's watch waits on the cluster side for its end."""
     from bench.targets.lifecycle import wait
 
     deadline = time.monotonic() + timeout_s

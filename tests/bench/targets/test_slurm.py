@@ -27,7 +27,7 @@ from bench.errors import AtlasError, ConfigError
 from bench.records.timeline import phase_seconds, timeline_problems
 from bench.targets import target_for
 from bench.targets.base import JobSpec, RunState, new_run_id
-from bench.targets.lifecycle import collect_run
+from bench.targets.lifecycle import Submission, collect_run, run_and_collect
 from bench.targets.slurm import SlurmTarget, extravars_yaml
 from tests.ansible.local_slurm import (  # noqa: F401
     REPO,
@@ -157,6 +157,39 @@ def test_completed_run_is_collected_with_scheduler_times(local_slurm, standin_re
     before = (dest / "run.json").read_bytes()
     collect_run(target, job.run_id, dest.parent.parent)
     assert (dest / "run.json").read_bytes() == before
+
+
+def test_bench_run_waits_with_a_few_playbooks_and_none_after_the_end(
+    local_slurm, standin_repo, tmp_path, monkeypatch
+) -> None:
+    """`bench run`'s own path (a Submission, run_and_collect) for a job of a few seconds: one
+    submit, then watch.yml runs that each wait on the login node until the state changes
+    (pending, running, completing, completed: a handful, never one per poll), then collect.
+    No status playbook runs once a watch has reported the run finished. Counted, not timed."""
+    target = make_target(tmp_path, standin_repo)
+    ran: list[tuple[str, dict]] = []
+    run_events = SlurmTarget._run_events
+
+    def counted(self, playbook, extravars, timeout_s=600):
+        stats, events = run_events(self, playbook, extravars, timeout_s)
+        ran.append((playbook, stats))
+        return stats, events
+
+    monkeypatch.setattr(SlurmTarget, "_run_events", counted)
+    submission = Submission(target, "smoke", head(standin_repo), ("standin.iters=80",))  # ~8 s of training
+    out = io.StringIO()
+    (path,) = run_and_collect(submission, 1, tmp_path / "results", out=out, timeout_s=300)
+    names = [name for name, _ in ran]
+    assert names[0] == "submit.yml" and names[-1] == "collect.yml" and set(names[1:-1]) == {"watch.yml"}, names
+    # the first watch answers at once (nothing seen yet), then one per change; polled every
+    # ~2 s (the loop before watch.yml) this job took 6 or more status playbooks
+    assert 2 <= len(names) - 2 <= 5, (names, out.getvalue())
+    saw_end = [i for i, (name, stats) in enumerate(ran) if name == "watch.yml" and stats["runs"][0]["finished"]]
+    assert saw_end == [len(ran) - 2], names  # only the last watch saw it finished; collect came right after
+    record = json.loads((path / "run.json").read_text())
+    assert record["scheduler"]["state"] == "COMPLETED" and record["exit"]["code"] == 0
+    lines = out.getvalue().splitlines()
+    assert lines[-2:] == [f"local-slurm/{path.name}: completed (exit code 0)", f"collected: {path}"], lines
 
 
 def test_failed_run_is_reported_with_its_log_tail(local_slurm, standin_repo, tmp_path) -> None:

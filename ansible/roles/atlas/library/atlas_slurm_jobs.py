@@ -6,6 +6,13 @@ after a checkpoint (`--dependency=afterany`). Each is listed in `<run_dir>/slurm
 (job id, submit time). This module asks `squeue` about the jobs still known to the
 controller and `sacct -c` (job completion log) about finished ones, and folds them into
 the run's state and the run record's `scheduler` section.
+
+Action `watch` waits on the cluster: it asks again every `poll_s` seconds (one `squeue`
+and one `sacct -c` per run, cheap C commands on the login node) until one run's
+`progress` (its state, detail and job ids: what bench's progress line shows) differs
+from what the caller last saw, or a run has finished, or `wait_s` has passed. So one
+playbook run (one SSH session) covers many seconds of a job's life, and a finished run
+is seen within `poll_s` of Slurm reporting it.
 """
 
 from __future__ import annotations
@@ -15,7 +22,10 @@ module: atlas_slurm_jobs
 short_description: Query or cancel the Slurm job chain of one Atlas run
 options:
   run_dir: {type: path, required: true, description: "the run directory (action list: the folder of run directories)"}
-  action: {type: str, default: query, choices: [query, cancel, list]}
+  action: {type: str, default: query, choices: [query, cancel, list, watch]}
+  runs: {type: dict, default: {}, description: "action watch: run id -> the progress last seen (empty: none)"}
+  wait_s: {type: float, default: 0, description: "action watch: the longest wait for a change, in seconds"}
+  poll_s: {type: float, default: 1, description: "action watch: seconds between two queries"}
   commit: {type: str, default: "", description: "action list: only runs of commits starting with this"}
   env_name: {type: str, default: "", description: "action list: only runs submitted for this environment"}
   slurm_env: {type: dict, default: {}, description: environment for Slurm commands (SLURM_CONF)}
@@ -27,6 +37,7 @@ options:
 import json
 import os
 import re
+import time
 
 from ansible.module_utils.basic import AnsibleModule
 
@@ -36,6 +47,7 @@ ENDS_FILE = "slurm-attempt-ends.tsv"  # the batch script: job id, restart count,
 QUEUE_WAIT_RESOLUTION_S = 1.0  # Slurm's SubmitTime and `date +%s` are whole seconds
 CANCEL_MARK = "CANCELLED"
 JOB_ID = re.compile(r"^[0-9]+$")
+RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")  # as ansible/roles/atlas/tasks/validate_run_id.yml
 FINISHED = (
     "COMPLETED",
     "FAILED",
@@ -152,6 +164,21 @@ def read_source(run_dir):
         return {}
 
 
+def progress(result):
+    """What a caller's progress line shows of a run, as one string: the last job's state,
+    the detail, the job ids. `watch` returns when it differs from the caller's."""
+    return "%s|%s|%s" % (result["state"], result.get("detail") or "", ",".join(j["job_id"] for j in result["jobs"]))
+
+
+def log_tail(run_dir, job_id, log_lines):
+    """The last `log_lines` lines of the job's log (`slurm-<job id>.out`), or ""."""
+    log = os.path.join(run_dir, "slurm-%s.out" % job_id)
+    if not os.path.exists(log):
+        return ""
+    with open(log, "rb") as fh:
+        return b"".join(fh.readlines()[-log_lines:]).decode("utf-8", "replace")
+
+
 def query(module, run_dir, env, log_lines):
     ids = read_jobs(run_dir)
     result = {
@@ -165,6 +192,7 @@ def query(module, run_dir, env, log_lines):
     }
     if not ids:
         result["detail"] = "no Slurm job recorded in %s/%s" % (run_dir, JOBS_FILE)
+        result["progress"] = progress(result)
         return result
     fmt_env = dict(env, SLURM_TIME_FORMAT="%s")
     csv = ",".join(i for i, _ in ids)
@@ -225,10 +253,9 @@ def query(module, run_dir, env, log_lines):
         result["detail"] = "cancelled (scancel); the workload's own exit code is in its run record"
     elif last["exit_code"] is not None:
         result["detail"] = "exit code %d" % last["exit_code"]
-    log = os.path.join(run_dir, "slurm-%s.out" % last["job_id"])
-    if os.path.exists(log):
-        with open(log, "rb") as fh:
-            result["log_tail"] = b"".join(fh.readlines()[-log_lines:]).decode("utf-8", "replace")
+    result["progress"] = progress(result)
+    if log_lines:
+        result["log_tail"] = log_tail(run_dir, last["job_id"], log_lines)
     result["scheduler"] = scheduler_section(result["jobs"], read_attempts(run_dir), read_ends(run_dir))
     return result
 
@@ -321,11 +348,41 @@ def list_runs(module, runs_root, env, commit, env_name, log_lines):
     return {"runs": runs}
 
 
+def watch(module, runs_root, env, known, wait_s, poll_s, log_lines):
+    """Every run of `known` (run id -> the progress the caller last saw), queried again every
+    `poll_s` seconds until one differs from it or has finished, or `wait_s` has passed; the
+    last query of each is returned (action list's shape). The log tails are read once, at
+    the end: a long job's log is not read every second."""
+    bad = [run_id for run_id in known if not RUN_ID.match(run_id)]
+    if bad or not known:
+        module.fail_json(
+            msg="runs must map run ids (letters, digits, . _ -) to what was last seen, got %r" % (bad or known)
+        )
+    deadline = time.monotonic() + max(0.0, wait_s)
+    while True:
+        runs = []
+        for run_id in sorted(known):
+            out = query(module, os.path.join(runs_root, run_id), env, 0)
+            out["run_id"] = run_id
+            runs.append(out)
+        left = deadline - time.monotonic()
+        if left <= 0 or any(r["finished"] or r["progress"] != (known[r["run_id"]] or "") for r in runs):
+            break
+        time.sleep(min(max(poll_s, 0.1), left))
+    for out in runs:
+        if out["jobs"]:
+            out["log_tail"] = log_tail(os.path.join(runs_root, out["run_id"]), out["job_id"], log_lines)
+    return {"runs": runs}
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
             run_dir=dict(type="path", required=True),
-            action=dict(type="str", default="query", choices=["query", "cancel", "list"]),
+            action=dict(type="str", default="query", choices=["query", "cancel", "list", "watch"]),
+            runs=dict(type="dict", default={}),
+            wait_s=dict(type="float", default=0),
+            poll_s=dict(type="float", default=1),
             commit=dict(type="str", default=""),
             env_name=dict(type="str", default=""),
             slurm_env=dict(type="dict", default={}),
@@ -348,6 +405,10 @@ def main():
                 module, run_dir, env, module.params["commit"], module.params["env_name"], module.params["log_lines"]
             ),
         )
+    if module.params["action"] == "watch":
+        params = module.params
+        found = watch(module, run_dir, env, params["runs"], params["wait_s"], params["poll_s"], params["log_lines"])
+        module.exit_json(changed=False, **found)
     out = query(module, run_dir, env, module.params["log_lines"])
     if module.params["accounting_fields"] and out["finished"] and out["jobs"]:
         out["accounting"] = sacct_accounting(module, out["jobs"], env, module.params["accounting_fields"])
