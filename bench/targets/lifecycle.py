@@ -79,9 +79,9 @@ def wait(
     """Wait until every run has finished; one progress line, rewritten on a terminal.
 
     Each round is one `target.watch`. A target that waits on the scheduler's side
-    (`long_poll_s`: Slurm's watch.yml asks squeue every second on the login node) returns
+    (`long_poll_s`: Slurm's watch.yml asks squeue every few seconds on the login node) returns
     only when a run's state or detail changed, a run finished, or `long_poll_s` passed: one
-    Ansible run per change, not one per poll, and a finished run is seen within a second
+    Ansible run per change, not one per poll, and a finished run is seen within one poll
     of the scheduler saying so. Other targets answer at once, and the loop then sleeps
     `poll_s`, or as long as the last round took if that was longer (an expensive status
     asked back to back kept a core busy), so waiting never spends more than half its time

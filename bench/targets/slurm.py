@@ -39,9 +39,9 @@ from bench.targets.slurm_timeline import SBATCH_TASK, slurm_marks, task_end_time
 PLAYBOOKS = REPO_ROOT / "ansible"
 SLURM_TIMEOUT_ENV = "ATLAS_SLURM_TIMEOUT_S"  # seconds each squeue/sacct call may take (default 60)
 # `bench run` waits with ansible/watch.yml: one playbook run waits on the login node for up
-# to LONG_POLL_S, asking squeue and sacct -c every WATCH_POLL_S, and returns on a change.
+# to LONG_POLL_S, asking squeue and sacct -c every `atlas_watch_poll_s` seconds (the
+# cluster's group_vars; the role's default 5), and returns on a change.
 LONG_POLL_S = 30.0
-WATCH_POLL_S = 1.0
 LOCAL_SLURM_SCRIPT = REPO_ROOT / "scripts" / "local-slurm.sh"
 # A local note of what this machine submitted (commit, job id); the cluster's run
 # directories are the truth that status/list/collect read.
@@ -440,10 +440,10 @@ class SlurmTarget(Target):
 
     def watch(self, known: dict[str, RunStatus | None], wait_s: float) -> dict[str, RunStatus]:
         """One ansible/watch.yml run: the login node asks squeue and sacct -c every
-        WATCH_POLL_S until a run's progress differs from the one in `known`, or one finished,
-        or `wait_s` passed (`bench status` stays one immediate status.yml)."""
+        `atlas_watch_poll_s` (group_vars) until a run's progress differs from the one in
+        `known`, or one finished, or `wait_s` passed (`bench status` stays one immediate status.yml)."""
         runs = {run_id: (st.extra.get("slurm_progress", "") if st else "") for run_id, st in known.items()}
-        variables = {"atlas_runs": runs, "atlas_wait_s": round(max(0.0, wait_s), 1), "atlas_poll_s": WATCH_POLL_S}
+        variables = {"atlas_runs": runs, "atlas_wait_s": round(max(0.0, wait_s), 1)}
         stats = self._run("watch.yml", variables, timeout_s=int(wait_s) + 600)
         found = {str(run["run_id"]): self._status_from(str(run["run_id"]), run) for run in stats.get("runs") or []}
         missing = "not in ansible/watch.yml's report"
