@@ -40,6 +40,7 @@ SKIP_HERE = {
     "gpu_proof.py": "needs a GPU; its own rehearsal test covers it",
     # the GPU proof's own modules (not scripts with figures of their own): its rehearsal runs them
     "gpu_proof_evidence.py": "a module of gpu_proof.py (tests/benchmarks/test_gpu_proof.py)",
+    "gpu_proof_record.py": "a module of gpu_proof.py (tests/benchmarks/test_gpu_proof.py, test_gpu_proof_plan.py)",
     "reference_stand_in.py": "a module of gpu_proof.py (tests/benchmarks/test_gpu_proof.py)",
     "reference_timing.py": "gpu_proof.py's reference cell (tests/benchmarks/test_gpu_proof.py)",
 }

@@ -179,7 +179,7 @@ def test_bench_run_waits_with_a_few_playbooks_and_none_after_the_end(
     submission = Submission(target, "smoke", head(standin_repo), ("standin.iters=80",))  # ~8 s of training
     out = io.StringIO()
     started = time.monotonic()
-    (path,) = run_and_collect(submission, 1, tmp_path / "results", out=out, timeout_s=300)
+    (done,) = run_and_collect(submission, 1, tmp_path / "results", out=out, timeout_s=300)
     waited = time.monotonic() - started
     names = [name for name, _ in ran]
     assert names[0] == "submit.yml" and names[-1] == "collect.yml" and set(names[1:-1]) == {"watch.yml"}, names
@@ -189,8 +189,10 @@ def test_bench_run_waits_with_a_few_playbooks_and_none_after_the_end(
     assert 2 <= len(names) - 2 <= 4 + int(waited // LONG_POLL_S), (names, waited, out.getvalue())
     saw_end = [i for i, (name, stats) in enumerate(ran) if name == "watch.yml" and stats["runs"][0]["finished"]]
     assert saw_end == [len(ran) - 2], names  # only the last watch saw it finished; collect came right after
+    path = done.path
     record = json.loads((path / "run.json").read_text())
     assert record["scheduler"]["state"] == "COMPLETED" and record["exit"]["code"] == 0
+    assert done.run is not None and done.run.meta == record  # the record as collect read it, once
     lines = out.getvalue().splitlines()
     assert lines[-2:] == [f"local-slurm/{path.name}: completed (exit code 0)", f"collected: {path}"], lines
 
