@@ -32,6 +32,7 @@ from bench.records.contract import RUN_JSON
 
 if TYPE_CHECKING:
     from bench.records.read import RunData
+    from bench.targets.lifecycle import Collected
 
 INDEX_FILE = ".index.jsonl"
 
@@ -235,3 +236,10 @@ def index_placed(run_dirs_placed: Iterable[Path], loaded: Mapping[Path, RunData]
             if (run_dir / RUN_JSON).is_file() and _kept(saved.get(run_dir.name), stamp(run_dir))[0] is None:
                 lines += [line] if (line := _line(run_dir, (loaded or {}).get(run_dir))[1]) else []
         _append(env_dir, lines)
+
+
+def index_collected(collected: Iterable[Collected]) -> None:
+    """`index_placed` for what collection returned: each new record indexed from the read
+    collection made of it (bench.targets.lifecycle.Collected), never read again here."""
+    done = list(collected)
+    index_placed([c.path for c in done], {c.path: c.run for c in done if c.run is not None})

@@ -54,10 +54,9 @@ def collect_unreported(env: str, results: Path, reports: Path, out: TextIO | Non
         raise AtlasError(f"environment {name} cannot be used from here: {reason}")
     finished = [st for st in target.list_runs() if st.state.finished]
     fresh = unreported_commits([(st.run_id, st.commit) for st in finished], name, reported_runs(reports))
-    from bench.analysis.run_index import index_placed
+    from bench.analysis.run_index import index_collected
 
-    collected = [collect_run(target, st.run_id, results, out, finished=st) for st in finished if st.commit in fresh]
-    index_placed([c.path for c in collected], {c.path: c.run for c in collected if c.run is not None})
+    index_collected(collect_run(target, st.run_id, results, out, finished=st) for st in finished if st.commit in fresh)
     print(f"{name}: {len(finished)} finished run(s), {len(fresh)} commit(s) with runs not reported yet", file=out)
     return sorted(c or "unknown" for c in fresh)
 
@@ -70,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
             raise ConfigError("--unreported chooses the runs itself: leave out --run and --commit")
         collect_unreported(args.env, args.results, args.reports)
         return 0
-    from bench.analysis.run_index import index_placed
+    from bench.analysis.run_index import index_collected
 
     target, runs = status.selected_runs(args)
     placed = []
@@ -80,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
             continue
         placed.append(collect_run(target, st.run_id, args.results, finished=st))
     # each run's index entry, written once at placement (bench.analysis.run_index), from the record read there
-    index_placed([c.path for c in placed], {c.path: c.run for c in placed if c.run is not None})
+    index_collected(placed)
     if not runs:
         print(f"{args.env}: no runs to collect")
     return 0

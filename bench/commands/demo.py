@@ -14,7 +14,7 @@ from bench.commands.common_args import add_envs
 from bench.names import arg_type
 
 if TYPE_CHECKING:
-    from bench.records.read import RunData
+    from bench.targets.lifecycle import Collected
 
 HELP = "everything below, on the local environments"
 
@@ -50,8 +50,7 @@ def run(args: argparse.Namespace) -> int:
     clusters = args.clusters or CLUSTERS_DIR
     names = args.envs or known_envs(clusters)
     used: list[str] = []
-    collected: set[Path] = set()
-    loaded: dict[Path, RunData] = {}  # each new record as collection read it: indexed without reading it again
+    made: list[Collected] = []  # each new run, and its record as collection read it
     for name in names:
         try:
             env = load_env(name, clusters)
@@ -72,10 +71,7 @@ def run(args: argparse.Namespace) -> int:
             continue
         print(f"== {name}: {args.runs} x {args.experiment}")
         submission = Submission.checked(target, args.experiment, current_commit())
-        for done in run_and_collect(submission, args.runs, args.results, timeout_s=args.timeout):
-            collected.add(done.path)
-            if done.run is not None:
-                loaded[done.path] = done.run
+        made += run_and_collect(submission, args.runs, args.results, timeout_s=args.timeout)
         used.append(name)
     if not used:
         raise AtlasError(
@@ -85,16 +81,18 @@ def run(args: argparse.Namespace) -> int:
     # Exactly the runs made now (another commit may land while a demo runs).
     # The demo reports exactly the runs it just made, all from this checkout as it is:
     # uncommitted edits are compared too (the report's header says so).
-    from bench.analysis.run_index import index_placed
+    from bench.analysis.run_index import index_collected
 
-    index_placed(sorted(collected), loaded)  # each run's index entry, written once at placement
+    index_collected(sorted(made, key=lambda c: c.path))  # each run's index entry, written once at placement
     from bench.gitops.results_local import keep_locally
 
     # On the local results branch of the clone holding results/ (never pushed), so `bench history`
     # works after the demo and the report's history chart has every commit the branch keeps.
     kept = keep_locally(args.results)
     print(kept.line)
-    res = write_report(args.results, args.out, envs=used, only=collected, allow_dirty=True, history=kept.entries)
+    res = write_report(
+        args.results, args.out, envs=used, only={c.path for c in made}, allow_dirty=True, history=kept.entries
+    )
     print(f"report: {res.readme}")
     print(f"index:  {res.index}")
     return 0

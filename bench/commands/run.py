@@ -74,10 +74,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"training goes on; fetch the records later with `bench collect --env {args.env}`")
         return 0
     collected = run_and_collect(submission, args.runs, args.results, timeout_s=args.timeout)
-    from bench.analysis.run_index import index_placed
+    from bench.analysis.run_index import index_collected
     from bench.records.read import load_run
 
     # each run's index entry, written once at placement (bench.analysis.run_index), from the record read there
-    index_placed([c.path for c in collected], {c.path: c.run for c in collected if c.run is not None})
+    index_collected(collected)
     ok = sum(1 for c in collected if ((c.run or load_run(c.path)).meta.get("exit") or {}).get("code") == 0)
     return 0 if ok == len(collected) else 1
