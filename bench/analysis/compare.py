@@ -19,8 +19,8 @@ import pandas as pd
 from bench.analysis import time_sums as ts
 from bench.analysis.comparable import Excluded, select_comparable
 from bench.analysis.metrics import HEADLINE, METRIC_BY_KEY, METRICS, RunMetrics, run_metrics
+from bench.analysis.parallel import map_runs
 from bench.analysis.stats import Comparison, bh_adjust, compare_samples, median, olympic_mean, smallest_p
-from bench.analysis.threads import map_runs
 from bench.errors import AtlasError
 from bench.records.read import RunData
 from bench.records.timeline import ALL_PHASES

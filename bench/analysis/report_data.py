@@ -330,7 +330,11 @@ def read_report_data(
     index: list[IndexedRun] | None = None,
     history: list[dict] | None = None,
     code_of: Callable[[str, str], CodeChange] | None = None,
+    meanwhile: Callable[[], object] | None = None,
 ) -> ReportData:
-    """Select, compare and decide one report: `select_and_compare` then `build_report_data`."""
-    selected = select_and_compare(Path(results), envs, commit, only, allow_different, baseline, allow_dirty, index)
+    """Select, compare and decide one report: `select_and_compare` (running `meanwhile()`
+    while the records are read) then `build_report_data`."""
+    selected = select_and_compare(
+        Path(results), envs, commit, only, allow_different, baseline, allow_dirty, index, meanwhile
+    )
     return build_report_data(selected, results, history, code_of)

@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -61,11 +61,21 @@ class IndexedRun:
         return load_record(self.path, self.env)
 
 
-def load_records(chosen: list[IndexedRun]) -> list[RunData]:
-    """Each chosen run's whole record, in order, a thread per core (bench.analysis.threads)."""
-    from bench.analysis.threads import map_runs
+def load_records(chosen: list[IndexedRun], meanwhile: Callable[[], object] | None = None) -> list[RunData]:
+    """Each chosen run's whole record, in order, read by a forked child per core while this
+    process runs `meanwhile()` (bench.analysis.parallel)."""
+    import bench.records.read  # noqa: F401 - imported once, before the fork, not in each child
+    from bench.analysis.parallel import map_in_children
 
-    return map_runs(IndexedRun.load, chosen)
+    return map_in_children(IndexedRun.load, chosen, meanwhile, _record_bytes)
+
+
+def _record_bytes(run: IndexedRun) -> float:
+    """The size of a run's files, what reading it costs (0 for a folder that cannot be listed)."""
+    try:
+        return float(sum(e.stat(follow_symlinks=False).st_size for e in os.scandir(run.path) if e.is_file()))
+    except OSError:
+        return 0.0
 
 
 def load_record(run_dir: Path, env: str) -> RunData:

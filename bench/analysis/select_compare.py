@@ -11,7 +11,7 @@ compares with bench.analysis; bench/render/ only draws what they return.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -76,15 +76,17 @@ def select_and_compare(
     baseline: str | None = None,
     allow_dirty: bool = False,
     index: list[IndexedRun] | None = None,
+    meanwhile: Callable[[], object] | None = None,
 ) -> Selected:
     """One commit's runs (or exactly the run folders in `only`) compared across environments.
 
-    Selected from the run index; only the selected runs are read whole, once.
-    `index`: the tree's index already read (a report of each commit reads it once)."""
+    Selected from the run index; only the selected runs are read whole, once, while this
+    process runs `meanwhile()` (run_index.load_records). `index`: the tree's index already
+    read (a report of each commit reads it once)."""
     if index is None:
         index = read_indexed(results, envs, "run `bench run` or `bench collect` first")
     sha, chosen = select_runs(index, commit, only, Path(results))
-    runs = load_records(chosen)
+    runs = load_records(chosen, meanwhile)
     result = compare_runs(runs, allow_different=allow_different, baseline=baseline, allow_dirty=allow_dirty)
     return Selected(sha, runs, index, result)
 

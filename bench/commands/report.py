@@ -50,16 +50,16 @@ def write_report(
     shows (`index`: the run index, already read; `history`: the results branch's entries),
     bench.render.report draws it into `out`."""
     from bench.analysis.report_data import read_report_data
-    from bench.commands.preload import imported_meanwhile
+    from bench.commands.preload import import_quietly
     from bench.gitops.code_changes import code_change
     from bench.gitops.results_branch import toplevel
 
     root = toplevel(Path("."))  # the checkout the report is written in: the change points' files changed
-    with imported_meanwhile("scipy.stats", "bench.render.report"):  # the bootstrap's and the charts' libraries
-        data = read_report_data(
-            results, envs, commit, only, allow_different, baseline, allow_dirty, index, history,
-            lambda base, head: code_change(root, base, head),
-        )  # fmt: skip
+    data = read_report_data(
+        results, envs, commit, only, allow_different, baseline, allow_dirty, index, history,
+        lambda base, head: code_change(root, base, head),
+        lambda: import_quietly("scipy.stats", "bench.render.report"),  # the bootstrap's and the charts' libraries
+    )  # fmt: skip
     from bench.render.report import draw_report
 
     return draw_report(data, out)

@@ -1,0 +1,185 @@
+"""`map_in_children`: records read by forked children and this process, results in order.
+
+Each case runs in a fresh interpreter: a pytest worker may run threads of its own (xdist's),
+and with another thread running the function rightly falls back to threads.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[3]
+
+PRELUDE = """
+import json, os, signal, sys, threading, time
+from pathlib import Path
+from bench.analysis.parallel import map_in_children
+PARENT = os.getpid()
+LOG = Path(sys.argv[1])
+def log(x):
+    with LOG.open("a") as fh:
+        fh.write(f"{x}\\n")
+def taken():
+    return LOG.read_text().split() if LOG.exists() else []
+"""
+
+CASES = {
+    # order kept; the children and this process share the work; meanwhile runs here first
+    "order": """
+def fn(x):
+    log(x)
+    if os.getpid() != PARENT:  # a child waits until this process has taken an item too
+        waited = time.monotonic()
+        while str(PARENT) not in LOG.with_suffix(".pids").read_text() and time.monotonic() - waited < 20:
+            time.sleep(0.01)
+    else:
+        LOG.with_suffix(".pids").write_text(str(PARENT))
+    return (x * x, os.getpid())
+LOG.with_suffix(".pids").write_text("")
+def meanwhile():
+    while not taken():  # a child has begun: meanwhile runs beside it
+        time.sleep(0.01)
+    log("meanwhile")
+out = map_in_children(fn, list(range(12)), meanwhile, cost=lambda x: x)
+print(json.dumps({"out": out, "parent": PARENT, "log": taken(), "threads": threading.active_count()}))
+""",
+    # a child whose function raises hands nothing back for that item: this process computes it
+    "raised-in-child": """
+def fn(x):
+    if x == 3 and os.getpid() != PARENT:
+        raise ValueError("only in a child")
+    return os.getpid()
+def meanwhile():
+    while "3" not in taken():
+        time.sleep(0.01)
+def fn_logged(x):
+    log(x)
+    return fn(x)
+out = map_in_children(fn_logged, list(range(6)), meanwhile, cost=lambda x: x == 3)
+print(json.dumps({"out": out, "parent": PARENT}))
+""",
+    # an item that raises everywhere raises here, as it would serially
+    "raised-everywhere": """
+def fn(x):
+    if x == 4:
+        raise ValueError(f"item {x} is bad")
+    return x
+try:
+    map_in_children(fn, list(range(6)))
+except ValueError as exc:
+    print(json.dumps({"raised": str(exc)}))
+""",
+    # a child killed mid-way: what it did not hand back is computed here
+    "killed": """
+def fn(x):
+    log(x)
+    if x == 5 and os.getpid() != PARENT:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return x + 100
+def meanwhile():
+    while "5" not in taken():
+        time.sleep(0.01)
+out = map_in_children(fn, list(range(8)), meanwhile, cost=lambda x: x == 5)
+print(json.dumps({"out": out}))
+""",
+    # another thread running: forking is unsafe, so threads do it, meanwhile on one of them
+    "threads": """
+stop = threading.Event()
+other = threading.Thread(target=stop.wait)
+other.start()
+seen = []
+out = map_in_children(lambda x: (x, os.getpid()), list(range(4)), lambda: seen.append(threading.current_thread().name))
+stop.set()
+other.join()
+print(json.dumps({"out": out, "parent": PARENT, "meanwhile_on": seen}))
+""",
+    # interrupted while the children work: the error goes up, no child is left behind
+    "interrupted": """
+def fn(x):
+    log(x)
+    time.sleep(30)
+    return x
+def meanwhile():
+    while not taken():
+        time.sleep(0.01)
+    raise KeyboardInterrupt
+t = time.monotonic()
+try:
+    map_in_children(fn, list(range(4)), meanwhile)
+except KeyboardInterrupt:
+    pass
+try:
+    os.waitpid(-1, os.WNOHANG)
+    left = True
+except ChildProcessError:
+    left = False
+print(json.dumps({"children_left": left, "seconds": time.monotonic() - t}))
+""",
+}
+
+
+def _run(case: str, tmp_path: Path) -> dict:
+    script = tmp_path / f"{case}.py"
+    script.write_text(PRELUDE + CASES[case])
+    proc = subprocess.run(
+        [sys.executable, str(script), str(tmp_path / f"{case}.log")],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout.splitlines()[-1])
+
+
+@pytest.fixture(autouse=True)
+def _two_cores(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fork path needs two cores; on one, every case would take the threads' path."""
+    import os
+
+    if (os.cpu_count() or 1) < 2:
+        pytest.skip("one core: map_in_children runs on this process alone")
+
+
+def test_results_keep_their_order_and_every_process_takes_work(tmp_path: Path) -> None:
+    got = _run("order", tmp_path)
+    assert [v for v, _ in got["out"]] == [x * x for x in range(12)]
+    pids = {pid for _, pid in got["out"]}
+    assert got["parent"] in pids and len(pids) >= 2  # this process and at least one child
+    log = got["log"]
+    assert log[0] == "11"  # the dearest item (cost = x) was queued first
+    assert log.index("meanwhile") >= 1  # meanwhile ran here while a child had begun
+    assert sorted(int(x) for x in log if x != "meanwhile") == list(range(12))  # each item taken once
+    assert got["threads"] == 1
+
+
+def test_an_item_a_child_could_not_compute_is_computed_here(tmp_path: Path) -> None:
+    got = _run("raised-in-child", tmp_path)
+    assert got["out"][3] == got["parent"]
+    assert len(got["out"]) == 6
+
+
+def test_an_item_that_raises_raises_here(tmp_path: Path) -> None:
+    assert _run("raised-everywhere", tmp_path) == {"raised": "item 4 is bad"}
+
+
+def test_a_killed_child_loses_nothing(tmp_path: Path) -> None:
+    assert _run("killed", tmp_path)["out"] == [x + 100 for x in range(8)]
+
+
+def test_with_other_threads_running_it_uses_threads(tmp_path: Path) -> None:
+    got = _run("threads", tmp_path)
+    assert [x for x, _ in got["out"]] == [0, 1, 2, 3]
+    assert {pid for _, pid in got["out"]} == {got["parent"]}
+    assert got["meanwhile_on"] == ["bench-meanwhile"]
+
+
+def test_an_interrupt_stops_the_children(tmp_path: Path) -> None:
+    got = _run("interrupted", tmp_path)
+    assert got["children_left"] is False
+    assert got["seconds"] < 30  # the children were stopped, not waited for
