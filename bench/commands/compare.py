@@ -27,6 +27,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from bench.analysis.report_data import compared_noise, headline
     from bench.analysis.select_compare import select_and_compare
+    from bench.commands.preload import import_quietly
     from bench.render.headline import end_to_end_lines
     from bench.render.noise_words import report_lines
     from bench.render.tables import (
@@ -44,6 +45,7 @@ def run(args: argparse.Namespace) -> int:
         allow_different=args.allow_different,
         baseline=args.baseline,
         allow_dirty=args.allow_dirty,
+        meanwhile=lambda: import_quietly("scipy.stats"),  # the bootstrap's library, while the records are read
     )
     sha, runs, result = selected.sha, selected.runs, selected.result
     noise = report_lines(compared_noise(args.results, selected))  # floors the Differences are held to
