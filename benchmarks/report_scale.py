@@ -13,22 +13,19 @@ before and after are measured side by side on a shared machine. `--keep DIR` reu
 records there. `--tiny` (0.01 h: 36 rows a run, one round) checks in seconds that the
 script still runs; make test does so (tests/benchmarks/test_tiny.py).
 
-Full size (48 h, 2 cores): 7.88 s report against 2.63 s read (3.0x) on an idle machine two
-rounds ago. The script's one report used to build the new tree's run index first, reading
-every record twice (about 6 s of CPU more, measured); collection writes the entries at
-placement, and so does this script now, untimed. This round (issue 39): the samples file parsed
-once, its rows vouched for by the parse where a line-by-line count was; the charts built
-and written by a forked child per core, forked once every chart's numbers are computed
-(the per-chart forks after each figure cost more CPU in copy-on-write than drawing
-in-process), savefig no longer drawing each chart twice; scipy.stats and matplotlib
-imported on a thread while the records are read. Shared 2-core machine, 1-minute load
-0.9-2.8, 10 rounds, the report of the commit before (--baseline) alternating with this
-one: report/read before median 3.55x (3.22-4.27x; 2.65x in a round whose read took
-4.3 s), after median 2.66x (2.34-3.52x; 1.30x in that round); the report's CPU 9.3-13.3 s
-before, 7.6-11.1 s after; report bytes unchanged. The goal of 2x is not met: the report's
-own fixed work (importing scipy.stats and matplotlib, 1.3 s of CPU; eight charts, 1.4 s;
-the record checks) is most of the gap, and the imports and the checks hold the GIL, so
-two cores overlap little of it with the reading.
+Full size (48 h, 2 cores), idle machine, 7 rounds alternating with the commit before
+(--baseline): report 5.7-6.9 s against 7.3-8.7 s before; report/read median 2.20x (2.00-2.65x)
+against 2.86x (2.54-3.49x); the pandas read 2.5-3.4 s; report bytes unchanged. What changed:
+the records are read by a forked child and the report's own process, each taking the
+largest record left from one queue (bench.analysis.parallel), while that process first
+imports scipy.stats and matplotlib; on threads, json's parser and the checks held the GIL
+and two cores overlapped little of the reading. The goal of 2x is not met: the report's
+CPU is now about 11 s (reading 5.2, imports 2.0, eight charts 2.2, the comparison and the
+handing back 1.0) against 2 x 5.7 s of two cores, so the wall time is near what its CPU
+allows. A fixed chart layout instead of tight_layout saved 0.4-0.8 s in a trial (median
+2.21x against 2.38x in those rounds), not enough for 2x, and clipped labels would be the
+price, so it is not used. Earlier rounds: the samples parsed once, charts by forked
+children, savefig drawing each chart once, run index entries written at placement.
 """
 
 from __future__ import annotations
