@@ -9,6 +9,9 @@ idles while another has work left. A child hands each result back as a pickle fi
 it). This process first runs `meanwhile()` (`bench report` imports scipy.stats and
 matplotlib there) and then takes items itself, whose results need no pickling.
 
+A child dies with this process (PR_SET_PDEATHSIG), and the hand-back folder a killed
+process leaves in the temporary directory is removed by the next one.
+
 Where forking is unsafe or impossible (another thread running, no `os.fork`, one core, one
 item) the same work runs on threads. Results keep the input order. An item not handed
 back (its function raised, its child was killed) is computed again here, in order, so an
@@ -19,6 +22,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import shutil
 import signal
 import tempfile
 import threading
@@ -26,12 +30,15 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import NoReturn, TypeVar
 
+from bench.parent_death import set_parent_death_signal
+
 T = TypeVar("T")
 R = TypeVar("R")
 
 MAX_WORKERS = 8
 MAX_QUEUED = 4096  # item numbers of 4 bytes: the queue fits a pipe's buffer, written before anyone reads
 _MISSING = object()
+_PREFIX = "bench-children-"  # + the owner's pid + "-": its hand-back folder
 
 
 def _workers(items: Sequence[object]) -> int:
@@ -55,11 +62,14 @@ def _take(queue: int) -> int | None:
     return int.from_bytes(got, "big") if len(got) == 4 else None
 
 
-def _child(fn: Callable[[T], R], items: Sequence[T], queue: int, folder: Path, done: int) -> NoReturn:
+def _child(fn: Callable[[T], R], items: Sequence[T], queue: int, folder: Path, done: int, parent: int) -> NoReturn:
     """In a forked child: take items until the queue is empty; each result pickled to its own
     file, then its number and b"1" (b"0": fn raised) on `done`. Never runs the parent's exit code."""
     code = 0
     try:
+        set_parent_death_signal(signal.SIGKILL)  # a killed `bench` takes its readers along
+        if os.getppid() != parent:  # it died before the line above
+            return
         while (i := _take(queue)) is not None:
             try:
                 value = fn(items[i])
@@ -81,6 +91,21 @@ def _handed_back(path: Path) -> object:
             return pickle.load(fh)
     except (OSError, EOFError, pickle.UnpicklingError):
         return _MISSING
+
+
+def _sweep_orphans() -> None:
+    """Remove the hand-back folders of `bench` processes that were killed (SIGKILL leaves
+    them, with whatever their children had written): the folder's name holds its owner's pid."""
+    for folder in Path(tempfile.gettempdir()).glob(f"{_PREFIX}*-*"):
+        owner = folder.name[len(_PREFIX) :].split("-", 1)[0]
+        if not owner.isdigit():
+            continue
+        try:
+            os.kill(int(owner), 0)
+        except ProcessLookupError:
+            shutil.rmtree(folder, ignore_errors=True)
+        except OSError:  # alive, another user's
+            continue
 
 
 def _on_threads(fn: Callable[[T], R], items: Sequence[T], meanwhile: Callable[[], object] | None) -> list[R]:
@@ -122,7 +147,9 @@ def map_in_children(
     os.close(queue_in)  # empty once taken: a read then returns nothing, in every process
     done, done_in = os.pipe()
     children: list[int] = []
-    with tempfile.TemporaryDirectory(prefix="bench-children-") as tmp:
+    parent = os.getpid()
+    _sweep_orphans()
+    with tempfile.TemporaryDirectory(prefix=f"{_PREFIX}{parent}-") as tmp:
         folder = Path(tmp)
         try:
             for _ in range(workers - 1):
@@ -132,7 +159,7 @@ def map_in_children(
                     break
                 if pid == 0:
                     os.close(done)
-                    _child(fn, items, queue, folder, done_in)
+                    _child(fn, items, queue, folder, done_in, parent)
                 children.append(pid)
             os.close(done_in)  # from here only the children hold it: EOF when they are all gone
             done_in = -1

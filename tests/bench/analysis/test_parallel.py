@@ -7,8 +7,11 @@ and with another thread running the function rightly falls back to threads.
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -120,18 +123,40 @@ except ChildProcessError:
     left = False
 print(json.dumps({"children_left": left, "seconds": time.monotonic() - t}))
 """,
+    # the hand-back folders of killed processes are removed; a live process's are kept
+    "sweep": """
+import tempfile
+dead = Path(tempfile.gettempdir()) / f"bench-children-{sys.argv[2]}-abc"
+live = Path(tempfile.gettempdir()) / f"bench-children-{PARENT}-abc"
+for folder in (dead, live):
+    folder.mkdir()
+    (folder / "0.pickle").write_bytes(b"left behind")
+map_in_children(abs, [-1, -2])
+print(json.dumps({"dead_left": dead.exists(), "live_left": live.exists()}))
+""",
+    # killed with SIGKILL: its children go too (they would read on, and write into /tmp)
+    "killed-parent": """
+def fn(x):
+    log(os.getpid())
+    time.sleep(60)
+    return x
+def meanwhile():
+    time.sleep(60)
+map_in_children(fn, list(range(4)), meanwhile)
+""",
 }
 
 
-def _run(case: str, tmp_path: Path) -> dict:
+def _run(case: str, tmp_path: Path, *args: str) -> dict:
     script = tmp_path / f"{case}.py"
     script.write_text(PRELUDE + CASES[case])
     proc = subprocess.run(
-        [sys.executable, str(script), str(tmp_path / f"{case}.log")],
+        [sys.executable, str(script), str(tmp_path / f"{case}.log"), *args],
         cwd=REPO,
         capture_output=True,
         text=True,
         timeout=120,
+        env={**os.environ, "TMPDIR": str(tmp_path)},  # its hand-back folders here, not in the machine's /tmp
     )
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout.splitlines()[-1])
@@ -140,8 +165,6 @@ def _run(case: str, tmp_path: Path) -> dict:
 @pytest.fixture(autouse=True)
 def _two_cores(monkeypatch: pytest.MonkeyPatch) -> None:
     """The fork path needs two cores; on one, every case would take the threads' path."""
-    import os
-
     if (os.cpu_count() or 1) < 2:
         pytest.skip("one core: map_in_children runs on this process alone")
 
@@ -183,3 +206,41 @@ def test_an_interrupt_stops_the_children(tmp_path: Path) -> None:
     got = _run("interrupted", tmp_path)
     assert got["children_left"] is False
     assert got["seconds"] < 30  # the children were stopped, not waited for
+
+
+def test_the_folders_of_killed_processes_are_swept(tmp_path: Path) -> None:
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    got = _run("sweep", tmp_path, gone.stdout.strip())
+    assert got == {"dead_left": False, "live_left": True}
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def test_a_killed_parent_takes_its_children_along(tmp_path: Path) -> None:
+    script = tmp_path / "killed-parent.py"
+    script.write_text(PRELUDE + CASES["killed-parent"])
+    log = tmp_path / "killed-parent.log"
+    proc = subprocess.Popen(
+        [sys.executable, str(script), str(log)], cwd=REPO, env={**os.environ, "TMPDIR": str(tmp_path)}
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not (log.exists() and log.read_text().split()) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        children = [int(p) for p in log.read_text().split()]
+        assert children and proc.pid not in children
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+        deadline = time.monotonic() + 30
+        while any(_alive(c) for c in children) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not any(_alive(c) for c in children), "a reader outlived its killed parent"
+    finally:
+        proc.kill()
+        proc.wait()
