@@ -140,6 +140,27 @@ def map_in_children(
     workers = _workers(items)
     if workers < 2 or len(items) > MAX_QUEUED or not hasattr(os, "fork") or threading.active_count() > 1:
         return _on_threads(fn, items, meanwhile)
+    parent = os.getpid()
+    _sweep_orphans()
+    try:
+        folder = Path(tempfile.mkdtemp(prefix=f"{_PREFIX}{parent}-"))
+    except OSError:  # nowhere to hand results back through (a full disk): threads need none
+        return _on_threads(fn, items, meanwhile)
+    try:
+        return _forked(fn, items, meanwhile, cost, workers, folder)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _forked(
+    fn: Callable[[T], R],
+    items: Sequence[T],
+    meanwhile: Callable[[], object] | None,
+    cost: Callable[[T], float] | None,
+    workers: int,
+    folder: Path,
+) -> list[R]:
+    """`map_in_children` once it may fork, its children handing results back through `folder`."""
     results: list[object] = [_MISSING] * len(items)
     queue, queue_in = os.pipe()
     order = sorted(range(len(items)), key=lambda i: -cost(items[i])) if cost else range(len(items))
@@ -148,39 +169,36 @@ def map_in_children(
     done, done_in = os.pipe()
     children: list[int] = []
     parent = os.getpid()
-    _sweep_orphans()
-    with tempfile.TemporaryDirectory(prefix=f"{_PREFIX}{parent}-") as tmp:
-        folder = Path(tmp)
-        try:
-            for _ in range(workers - 1):
-                try:
-                    pid = os.fork()
-                except OSError:  # no process to be had (a limit): the others do the work
-                    break
-                if pid == 0:
-                    os.close(done)
-                    _child(fn, items, queue, folder, done_in, parent)
-                children.append(pid)
-            os.close(done_in)  # from here only the children hold it: EOF when they are all gone
-            done_in = -1
-            if meanwhile is not None:
-                meanwhile()
-            while (i := _take(queue)) is not None:
-                try:
-                    results[i] = fn(items[i])
-                except Exception:  # noqa: BLE001, S112 - computed again below, in order, and raised then
-                    continue
-            for i, ok in _announced(done):
-                if ok:
-                    results[i] = _handed_back(folder / f"{i}.pickle")
-        except BaseException:  # interrupted: the children's work is no longer wanted
-            for pid in children:
-                os.kill(pid, signal.SIGKILL)
-            raise
-        finally:
-            for fd in (queue, done, done_in):
-                if fd >= 0:
-                    os.close(fd)
-            for pid in children:
-                os.waitpid(pid, 0)
+    try:
+        for _ in range(workers - 1):
+            try:
+                pid = os.fork()
+            except OSError:  # no process to be had (a limit): the others do the work
+                break
+            if pid == 0:
+                os.close(done)
+                _child(fn, items, queue, folder, done_in, parent)
+            children.append(pid)
+        os.close(done_in)  # from here only the children hold it: EOF when they are all gone
+        done_in = -1
+        if meanwhile is not None:
+            meanwhile()
+        while (i := _take(queue)) is not None:
+            try:
+                results[i] = fn(items[i])
+            except Exception:  # noqa: BLE001, S112 - computed again below, in order, and raised then
+                continue
+        for i, ok in _announced(done):
+            if ok:
+                results[i] = _handed_back(folder / f"{i}.pickle")
+    except BaseException:  # interrupted: the children's work is no longer wanted
+        for pid in children:
+            os.kill(pid, signal.SIGKILL)
+        raise
+    finally:
+        for fd in (queue, done, done_in):
+            if fd >= 0:
+                os.close(fd)
+        for pid in children:
+            os.waitpid(pid, 0)
     return [fn(x) if r is _MISSING else r for r, x in zip(results, items)]  # type: ignore[misc]

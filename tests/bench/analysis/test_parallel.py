@@ -123,6 +123,17 @@ except ChildProcessError:
     left = False
 print(json.dumps({"children_left": left, "seconds": time.monotonic() - t}))
 """,
+    # results that cannot be handed back (they do not pickle; a full disk fails alike) are computed here
+    "unpicklable": """
+def fn(x):
+    log(os.getpid())
+    return lambda: (x, os.getpid())
+def meanwhile():
+    while not taken():
+        time.sleep(0.01)
+out = [f() for f in map_in_children(fn, list(range(5)), meanwhile)]
+print(json.dumps({"out": out, "parent": PARENT, "tried_in": sorted(set(map(int, taken())))}))
+""",
     # the hand-back folders of killed processes are removed; a live process's are kept
     "sweep": """
 import tempfile
@@ -244,3 +255,11 @@ def test_a_killed_parent_takes_its_children_along(tmp_path: Path) -> None:
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_results_that_cannot_be_handed_back_are_computed_here(tmp_path: Path) -> None:
+    got = _run("unpicklable", tmp_path)
+    assert [x for x, _ in got["out"]] == list(range(5))
+    assert {pid for _, pid in got["out"]} == {got["parent"]}
+    assert len(got["tried_in"]) >= 2  # a child tried first, and nothing it did was lost
+    assert not list(tmp_path.glob("bench-children-*")), "the hand-back folder is removed"
