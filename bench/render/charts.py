@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import gc
 import os
+import signal
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -25,6 +26,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from bench.analysis.metrics import METRICS  # noqa: E402
+from bench.parent_death import set_parent_death_signal  # noqa: E402
 from bench.records.read import RunData  # noqa: E402
 
 MAX_POINTS = 400
@@ -128,11 +130,15 @@ def draw(build: Callable[[], plt.Figure], path: Path, first: bool = False) -> No
     save(build(), path)
 
 
-def _worker(queued: list[tuple[Callable[[], plt.Figure], Path]], jobs: int, done: int) -> NoReturn:
+def _worker(queued: list[tuple[Callable[[], plt.Figure], Path]], jobs: int, done: int, parent: int) -> NoReturn:
     """A forked child: build and write the charts whose numbers it reads from `jobs`, one
-    after another, and write each number to `done` once its file is written."""
+    after another, and write each number to `done` once its file is written. It dies with
+    the report (`PR_SET_PDEATHSIG`), so a killed report leaves no process drawing."""
     code = 1
     try:
+        set_parent_death_signal(signal.SIGKILL)
+        if os.getppid() != parent:  # the report died before the line above
+            return
         gc.disable()  # it lives for a few charts: a collection would only copy the parent's pages
         while len(job := os.read(jobs, 4)) == 4:
             build, path = queued[int.from_bytes(job, "little")]
@@ -160,14 +166,14 @@ def _draw_queued(queued: list[tuple[Callable[[], plt.Figure], Path]]) -> None:
         return
     jobs_r, jobs_w = os.pipe()
     done_r, done_w = os.pipe()
-    pids, written = [], b""
+    pids, written, parent = [], b"", os.getpid()
     try:
         for _ in range(workers):
             pid = os.fork()
             if pid == 0:
                 os.close(jobs_w)
                 os.close(done_r)
-                _worker(queued, jobs_r, done_w)
+                _worker(queued, jobs_r, done_w, parent)
             pids.append(pid)
         os.close(done_w)
         done_w = -1
