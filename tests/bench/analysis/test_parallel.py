@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
+
+from tests.killed_parent import survivors
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -225,36 +225,11 @@ def test_the_folders_of_killed_processes_are_swept(tmp_path: Path) -> None:
     assert got == {"dead_left": False, "live_left": True}
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
-
-
 def test_a_killed_parent_takes_its_children_along(tmp_path: Path) -> None:
     script = tmp_path / "killed-parent.py"
     script.write_text(PRELUDE + CASES["killed-parent"])
-    log = tmp_path / "killed-parent.log"
-    proc = subprocess.Popen(
-        [sys.executable, str(script), str(log)], cwd=REPO, env={**os.environ, "TMPDIR": str(tmp_path)}
-    )
-    try:
-        deadline = time.monotonic() + 60
-        while not (log.exists() and log.read_text().split()) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        children = [int(p) for p in log.read_text().split()]
-        assert children and proc.pid not in children
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(timeout=30)
-        deadline = time.monotonic() + 30
-        while any(_alive(c) for c in children) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert not any(_alive(c) for c in children), "a reader outlived its killed parent"
-    finally:
-        proc.kill()
-        proc.wait()
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    assert survivors(script, tmp_path / "killed-parent.log", env) == [], "a reader outlived its killed parent"
 
 
 def test_results_that_cannot_be_handed_back_are_computed_here(tmp_path: Path) -> None:

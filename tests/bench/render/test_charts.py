@@ -178,38 +178,11 @@ with charts.drawn_in_parallel():
 def test_a_killed_report_takes_its_chart_children_along(tmp_path: Path) -> None:
     """In a fresh interpreter (this worker may run threads, and then nothing forks)."""
     import os
-    import signal
-    import subprocess
-    import sys
-    import time
+
+    from tests.killed_parent import survivors
 
     if (os.cpu_count() or 1) < 2:
         pytest.skip("one core: the charts are drawn in the report's own process")
-    log = tmp_path / "children.log"
     script = tmp_path / "report.py"
     script.write_text(KILLED_REPORT)
-    repo = Path(__file__).resolve().parents[3]
-    proc = subprocess.Popen([sys.executable, str(script), str(log)], cwd=repo)
-
-    def alive(pid: int) -> bool:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return False
-        return True
-
-    try:
-        deadline = time.monotonic() + 60
-        while not (log.exists() and log.read_text().split()) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        children = [int(p) for p in log.read_text().split()]
-        assert children and proc.pid not in children  # drawn by forked children
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(timeout=30)
-        deadline = time.monotonic() + 30
-        while any(alive(c) for c in children) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert not any(alive(c) for c in children), "a chart child outlived its killed report"
-    finally:
-        proc.kill()
-        proc.wait()
+    assert survivors(script, tmp_path / "children.log") == [], "a chart child outlived its killed report"
