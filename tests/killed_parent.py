@@ -8,7 +8,6 @@ script once the log names a child and returns the children still alive after `gr
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
@@ -18,12 +17,13 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 
 
-def _alive(pid: int) -> bool:
+def alive(pid: int) -> bool:
+    """True while `pid` runs (a zombie waiting for its reaper counts as gone)."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
         return False
-    return True
+    return state not in ("Z", "X")
 
 
 def survivors(script: Path, log: Path, env: dict[str, str] | None = None, grace_s: float = 30.0) -> list[int]:
@@ -39,9 +39,9 @@ def survivors(script: Path, log: Path, env: dict[str, str] | None = None, grace_
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=30)
         deadline = time.monotonic() + grace_s
-        while any(_alive(c) for c in children) and time.monotonic() < deadline:
+        while any(alive(c) for c in children) and time.monotonic() < deadline:
             time.sleep(0.05)
-        return [c for c in children if _alive(c)]
+        return [c for c in children if alive(c)]
     finally:
         proc.kill()
         proc.wait()

@@ -140,10 +140,9 @@ def map_in_children(
     workers = _workers(items)
     if workers < 2 or len(items) > MAX_QUEUED or not hasattr(os, "fork") or threading.active_count() > 1:
         return _on_threads(fn, items, meanwhile)
-    parent = os.getpid()
     _sweep_orphans()
     try:
-        folder = Path(tempfile.mkdtemp(prefix=f"{_PREFIX}{parent}-"))
+        folder = Path(tempfile.mkdtemp(prefix=f"{_PREFIX}{os.getpid()}-"))
     except OSError:  # nowhere to hand results back through (a full disk): threads need none
         return _on_threads(fn, items, meanwhile)
     try:

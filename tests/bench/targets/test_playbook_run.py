@@ -17,18 +17,10 @@ import pytest
 
 from bench.errors import ConfigError
 from bench.targets.playbook_run import PRIVATE_PREFIX, command_timeout_s, private_dir, sweep_private_dirs
+from tests.killed_parent import alive
 
 REPO = Path(__file__).resolve().parents[3]
 MODULE = REPO / "ansible" / "roles" / "atlas" / "library" / "atlas_slurm_jobs.py"
-
-
-def _alive(pid: int) -> bool:
-    """True while `pid` runs (a zombie waiting for its reaper counts as gone)."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state not in ("Z", "X")
 
 
 def _descendants(pid: int) -> set[int]:
@@ -90,10 +82,10 @@ def test_a_killed_bench_takes_its_playbook_and_its_tasks_along(tmp_path: Path) -
         task_pid = int(pidfile.read_text())
         children = _descendants(bench.pid)
         assert task_pid in children, "the task runs under bench's playbook"
-        assert any(b"ansible-playbook" in Path(f"/proc/{p}/cmdline").read_bytes() for p in children if _alive(p))
+        assert any(b"ansible-playbook" in Path(f"/proc/{p}/cmdline").read_bytes() for p in children if alive(p))
         os.kill(bench.pid, signal.SIGKILL)
         bench.wait()
-        _wait_for(lambda: not any(_alive(p) for p in children), 30, f"every child of bench gone ({children})")
+        _wait_for(lambda: not any(alive(p) for p in children), 30, f"every child of bench gone ({children})")
     finally:
         if bench.poll() is None:
             bench.kill()
