@@ -134,6 +134,41 @@ def meanwhile():
 out = [f() for f in map_in_children(fn, list(range(5)), meanwhile)]
 print(json.dumps({"out": out, "parent": PARENT, "tried_in": sorted(set(map(int, taken())))}))
 """,
+    # a child's columns come back mapped from its file (out of band), equal and writable;
+    # a buffer that is not contiguous comes back in band, equal too
+    "columns": """
+import mmap
+import numpy as np
+import pandas as pd
+def fn(x):
+    frame = pd.DataFrame({"time": np.arange(50_000, dtype=float) + x, "n": np.arange(50_000) * x})
+    return {"pid": os.getpid(), "frame": frame, "array": np.arange(1000.0) * x, "strided": np.arange(100.0)[::3] * x}
+def meanwhile():
+    while not taken():
+        time.sleep(0.01)
+def mapped(array):
+    while array is not None:
+        if isinstance(array, memoryview) and isinstance(array.obj, mmap.mmap):
+            return True
+        array = getattr(array, "base", None) if not isinstance(array, memoryview) else array.obj
+    return False
+def logged(x):
+    log(x)
+    return fn(x)
+got = map_in_children(logged, list(range(4)), meanwhile)
+rows = []
+for x, value in enumerate(got):
+    want = fn(x)
+    equal = value["frame"].equals(want["frame"])
+    equal = equal and all(np.array_equal(value[k], want[k]) for k in ("array", "strided"))
+    value["array"][0] = -1.0  # writable: the file's pages are copied on write
+    rows.append({
+        "child": value["pid"] != PARENT,
+        "equal": bool(equal),
+        "mapped": mapped(value["array"]) and mapped(value["frame"]["time"].to_numpy()),
+    })
+print(json.dumps({"rows": rows}))
+""",
     # the hand-back folders of killed processes are removed; a live process's are kept
     "sweep": """
 import tempfile
@@ -232,9 +267,34 @@ def test_a_killed_parent_takes_its_children_along(tmp_path: Path) -> None:
     assert survivors(script, tmp_path / "killed-parent.log", env) == [], "a reader outlived its killed parent"
 
 
+def test_a_childs_columns_come_back_mapped_not_copied(tmp_path: Path) -> None:
+    rows = _run("columns", tmp_path)["rows"]
+    assert all(r["equal"] for r in rows)
+    from_children = [r for r in rows if r["child"]]
+    assert from_children, "no child took an item"
+    assert all(r["mapped"] for r in from_children)  # the columns lie in the mapped file
+    assert not any(r["mapped"] for r in rows if not r["child"])  # this process's own results need no file
+
+
 def test_results_that_cannot_be_handed_back_are_computed_here(tmp_path: Path) -> None:
     got = _run("unpicklable", tmp_path)
     assert [x for x, _ in got["out"]] == list(range(5))
     assert {pid for _, pid in got["out"]} == {got["parent"]}
     assert len(got["tried_in"]) >= 2  # a child tried first, and nothing it did was lost
     assert not list(tmp_path.glob("bench-children-*")), "the hand-back folder is removed"
+
+
+def test_a_hand_back_file_cut_short_or_empty_is_missing_not_wrong(tmp_path: Path) -> None:
+    """A file shorter than its header says (a full disk mid-write) is not read as a result:
+    the item is computed again, never handed back with a column cut short."""
+    import numpy as np
+
+    from bench.analysis.parallel import _MISSING, _hand_back, _handed_back
+
+    path = tmp_path / "0.pickle"
+    _hand_back({"column": np.arange(10_000.0)}, path)
+    assert np.array_equal(_handed_back(path)["column"], np.arange(10_000.0))
+    whole = path.read_bytes()
+    for cut in (len(whole) - 8, 40, 0):
+        path.write_bytes(whole[:cut])
+        assert _handed_back(path) is _MISSING, cut
