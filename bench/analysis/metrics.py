@@ -87,15 +87,20 @@ class Metric:
 
 
 class RunContext:
-    """What derived figures read: the run (its record holds the frozen cost model) and the other figures."""
+    """What derived figures read: the run (its record holds the frozen cost model) and the other figures.
+
+    Every context of one run shares what is computed (kept in `run.memo`): a figure is a
+    function of the record alone, so the comparison, the cross-checks and the tables each
+    ask for it and it is computed once, where the record was read (run_index.load_records)."""
 
     def __init__(self, run: RunData) -> None:
         self.run = run
         self.meta = run.meta
-        self.values: dict[str, float | None] = {}
-        self.notes: dict[str, str] = {}
-        self.origins: dict[str, str] = {}  # metric key -> "process" or "host", for fallback-able figures
-        self.resolutions: dict[str, float] = {}  # metric key -> its clock's resolution (s), for timed spans
+        known = run.memo.setdefault("figures", {"values": {}, "notes": {}, "origins": {}, "resolutions": {}})
+        self.values: dict[str, float | None] = known["values"]
+        self.notes: dict[str, str] = known["notes"]
+        self.origins: dict[str, str] = known["origins"]  # metric key -> "process" or "host", for fallback-able figures
+        self.resolutions: dict[str, float] = known["resolutions"]  # metric key -> its clock's resolution (s)
 
     def __getitem__(self, key: str) -> float | None:
         if key not in self.values and key in self.run.refused:  # bench check named why: unknown, not a guess

@@ -63,11 +63,21 @@ class IndexedRun:
 
 def load_records(chosen: list[IndexedRun], meanwhile: Callable[[], object] | None = None) -> list[RunData]:
     """Each chosen run's whole record, in order, read by a forked child per core while this
-    process runs `meanwhile()` (bench.analysis.parallel)."""
-    import bench.records.read  # noqa: F401 - imported once, before the fork, not in each child
+    process runs `meanwhile()` (bench.analysis.parallel), with its per-run figures."""
+    import bench.analysis.metrics  # noqa: F401 - imported once, before the fork, not in each child
     from bench.analysis.parallel import map_in_children
 
-    return map_in_children(IndexedRun.load, chosen, meanwhile, _record_bytes)
+    return map_in_children(_with_figures, chosen, meanwhile, _record_bytes)
+
+
+def _with_figures(run: IndexedRun) -> RunData:
+    """The record and its figures (bench.analysis.metrics.run_metrics, kept in its memo): every
+    command that reads records whole compares them, so a child computes them beside reading."""
+    from bench.analysis.metrics import run_metrics
+
+    record = run.load()
+    run_metrics(record)
+    return record
 
 
 def _record_bytes(run: IndexedRun) -> float:

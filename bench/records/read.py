@@ -46,6 +46,9 @@ class RunData:
     schema_problems: list[str] = field(default_factory=list)  # run.json against run.schema.json
     refused: dict[str, str] = field(default_factory=dict)  # metric key -> why the record cannot support it
     clock_step: str | None = None  # why the job's clock cannot be trusted (it stepped): not compared
+    # figures computed from this record, once (bench.analysis.metrics.RunContext); they travel
+    # with it, so the figures a reader child computed come back with the record it read
+    memo: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def git_sha(self) -> str | None:
