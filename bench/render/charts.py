@@ -53,7 +53,28 @@ def downsample_band(
     x, y = x[ok], y[ok]
     if x.size <= max_points:
         return x, y, y, y
+    if not (x[1:] >= x[:-1]).all():
+        return _band_unordered(x, y, np.linspace(x.min(), x.max(), max_points + 1))
     edges = np.linspace(x[0], x[-1], max_points + 1)
+    # In time order (a record's series always are), each bucket is one slice: its first
+    # index where its span begins, and numpy reduces the slices (a tenth of the unordered path).
+    starts = np.searchsorted(x, edges[:-1], side="left")
+    starts[0] = 0
+    starts = starts[np.diff(np.append(starts, x.size)) > 0]  # empty buckets have no slice
+    counts = np.diff(np.append(starts, x.size))
+    return (
+        np.add.reduceat(x, starts) / counts,
+        np.add.reduceat(y, starts) / counts,
+        np.minimum.reduceat(y, starts),
+        np.maximum.reduceat(y, starts),
+    )
+
+
+def _band_unordered(
+    x: np.ndarray, y: np.ndarray, edges: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """`downsample_band` of points in any order: each one's bucket looked up."""
+    max_points = edges.size - 1
     idx = np.clip(np.searchsorted(edges, x, side="right") - 1, 0, max_points - 1)
     counts = np.bincount(idx, minlength=max_points)
     sx = np.bincount(idx, weights=x, minlength=max_points)

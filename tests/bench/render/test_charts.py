@@ -46,6 +46,26 @@ def test_the_band_keeps_a_stall_the_mean_hides() -> None:
     assert mean.min() > 40 and lo.min() == 0.0 and hi.max() == 95.0
 
 
+def test_a_time_ordered_series_is_bucketed_as_any_series_is() -> None:
+    """The slices of a series in time order (the fast path) give the buckets that looking up
+    each point's bucket gives, gaps and missing values included; out of order, the lookup runs."""
+    from bench.render.charts import _band_unordered, downsample_band
+
+    rng = np.random.default_rng(7)
+    x = np.cumsum(rng.exponential(1.0, 50_000))
+    x[25_000:] += 1e5  # a long gap: empty buckets
+    y = rng.normal(50, 10, x.size)
+    y[::7] = np.nan
+    ok = np.isfinite(y)
+    looked_up = _band_unordered(x[ok], y[ok], np.linspace(x[ok][0], x[ok][-1], 401))
+    sliced = downsample_band(x, y)
+    assert 2 < len(sliced[0]) < 400  # some buckets were empty
+    for a, b in zip(sliced, looked_up, strict=True):
+        assert np.allclose(a, b, rtol=1e-12, atol=0)
+    shuffled = rng.permutation(x.size)
+    assert [len(a) for a in downsample_band(x[shuffled], y[shuffled])] == [len(b) for b in looked_up]
+
+
 def test_rate_axes_start_at_zero_and_bands_are_drawn(tmp_path: Path, monkeypatch) -> None:
     import bench.render.charts as charts
 
