@@ -5,8 +5,9 @@ parser and the checks' Python loops, which hold it: on threads, two cores overla
 of a report's reading. `map_in_children` forks a child per core but one; the children
 and then this process take the items from one queue (a pipe of item numbers), so no core
 idles while another has work left. A child hands each result back as a file in the
-temporary directory (below). This process first runs `meanwhile()` (`bench report` imports scipy.stats and
-matplotlib there) and then takes items itself, whose results need no pickling.
+temporary directory (below). This process first runs `meanwhile()` (`bench report`
+imports scipy.stats and matplotlib there) and then takes items itself, whose results need
+no pickling.
 
 A child dies with this process (PR_SET_PDEATHSIG), and the hand-back folder a killed
 process leaves in the temporary directory is removed by the next one.

@@ -57,7 +57,7 @@ def downsample_band(
         return _band_unordered(x, y, np.linspace(x.min(), x.max(), max_points + 1))
     edges = np.linspace(x[0], x[-1], max_points + 1)
     # In time order (a record's series always are), each bucket is one slice: its first
-    # index where its span begins, and numpy reduces the slices (a tenth of the unordered path).
+    # index where its span begins, and numpy reduces the slices (a third of the lookup's time).
     starts = np.searchsorted(x, edges[:-1], side="left")
     starts[0] = 0
     starts = starts[np.diff(np.append(starts, x.size)) > 0]  # empty buckets have no slice
