@@ -14,18 +14,23 @@ records there. `--tiny` (0.01 h: 36 rows a run, one round) checks in seconds tha
 script still runs; make test does so (tests/benchmarks/test_tiny.py).
 
 Full size (48 h, 2 cores), idle machine, 7 rounds alternating with the commit before
-(--baseline): report 5.7-6.9 s against 7.3-8.7 s before; report/read median 2.20x (2.00-2.65x)
-against 2.86x (2.54-3.49x); the pandas read 2.5-3.4 s; report bytes unchanged. What changed:
-the records are read by a forked child and the report's own process, each taking the
-largest record left from one queue (bench.analysis.parallel), while that process first
-imports scipy.stats and matplotlib; on threads, json's parser and the checks held the GIL
-and two cores overlapped little of the reading. The goal of 2x is not met: the report's
-CPU is now about 11 s (reading 5.2, imports 2.0, eight charts 2.2, the comparison and the
-handing back 1.0) against 2 x 5.7 s of two cores, so the wall time is near what its CPU
-allows. A fixed chart layout instead of tight_layout saved 0.4-0.8 s in a trial (median
-2.21x against 2.38x in those rounds), not enough for 2x, and clipped labels would be the
-price, so it is not used. Earlier rounds: the samples parsed once, charts by forked
-children, savefig drawing each chart once, run index entries written at placement.
+(--baseline), 2026-11-28: report/read median 2.09x (1.99-2.31x) against 2.43x (2.28-2.52x)
+before; report 3.0-3.4 s against 3.5-3.8 s, the pandas read 1.4-1.5 s. A second run on a
+noisier machine: 2.20x (1.78-2.37x) against 2.59x. Report bytes unchanged. What changed in
+that round: a reader child hands its records back out of band (the samples' columns after
+the pickle, mapped by the report rather than copied; in band they cost about 0.2 s each
+way with both cores busy), and it computes the per-run figures of what it reads (kept with
+the record). Earlier rounds: records read by a forked child and the report's own process,
+each taking the largest left from one queue (bench.analysis.parallel), while the report
+imports scipy.stats and matplotlib; the samples parsed once; charts drawn by forked
+children; savefig drawing each chart once; run index entries written at placement.
+
+The goal of 2x is not met reliably. The report spends about 5.3 s of CPU (its own process
+2.4, children 2.9): importing scipy.stats and matplotlib 0.6, reading the six records 2.9
+(about what pandas' own read of them costs), per-run figures 0.3, handing records back 0.3,
+the eight charts 0.9 (a third of that is tight_layout), comparing and writing 0.3. On two
+cores that is 2.65 s at best (1.8x); one core idles about 0.8 s in all (before the fork,
+during the last record, in the serial steps after reading, and while the records are freed).
 """
 
 from __future__ import annotations
