@@ -40,6 +40,13 @@ def set_parent_death_signal(sig: int = signal.SIGTERM) -> bool:
         return False
 
 
+def dies_with(parent: int, sig: int = signal.SIGKILL) -> bool:
+    """In a forked child: arm `sig` for when its parent dies; False when `parent` is already
+    gone (it died between the fork and the prctl, so no signal will come)."""
+    set_parent_death_signal(sig)
+    return os.getppid() == parent
+
+
 def guard_command(command: list[str]) -> list[str]:
     """`command` run through the guard with this Python (for subprocess calls that take a list)."""
     return [sys.executable, "-m", "bench.parent_death", *command]

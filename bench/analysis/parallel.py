@@ -39,7 +39,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import NoReturn, TypeVar
 
-from bench.parent_death import set_parent_death_signal
+from bench.parent_death import dies_with
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -73,12 +73,12 @@ def _take(queue: int) -> int | None:
 
 
 def _child(fn: Callable[[T], R], items: Sequence[T], queue: int, folder: Path, done: int, parent: int) -> NoReturn:
-    """In a forked child: take items until the queue is empty; each result pickled to its own
-    file, then its number and b"1" (b"0": fn raised) on `done`. Never runs the parent's exit code."""
+    """In a forked child: take items until the queue is empty; each result handed back to its
+    own file (`_hand_back`), then its number and b"1" (b"0": fn raised) on `done`. Never runs
+    the parent's exit code."""
     code = 0
     try:
-        set_parent_death_signal(signal.SIGKILL)  # a killed `bench` takes its readers along
-        if os.getppid() != parent:  # it died before the line above
+        if not dies_with(parent):  # a killed `bench` takes its readers along
             return
         while (i := _take(queue)) is not None:
             try:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import functools
 import gc
 import os
-import signal
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -26,7 +25,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from bench.analysis.metrics import METRICS  # noqa: E402
-from bench.parent_death import set_parent_death_signal  # noqa: E402
+from bench.parent_death import dies_with  # noqa: E402
 from bench.records.read import RunData  # noqa: E402
 
 MAX_POINTS = 400
@@ -59,9 +58,8 @@ def downsample_band(
     # In time order (a record's series always are), each bucket is one slice: its first
     # index where its span begins, and numpy reduces the slices (a third of the lookup's time).
     starts = np.searchsorted(x, edges[:-1], side="left")
-    starts[0] = 0
-    starts = starts[np.diff(np.append(starts, x.size)) > 0]  # empty buckets have no slice
     counts = np.diff(np.append(starts, x.size))
+    starts, counts = starts[counts > 0], counts[counts > 0]  # an empty bucket has no slice
     return (
         np.add.reduceat(x, starts) / counts,
         np.add.reduceat(y, starts) / counts,
@@ -157,8 +155,7 @@ def _worker(queued: list[tuple[Callable[[], plt.Figure], Path]], jobs: int, done
     the report (`PR_SET_PDEATHSIG`), so a killed report leaves no process drawing."""
     code = 1
     try:
-        set_parent_death_signal(signal.SIGKILL)
-        if os.getppid() != parent:  # the report died before the line above
+        if not dies_with(parent):  # the report died before the child could ask
             return
         gc.disable()  # it lives for a few charts: a collection would only copy the parent's pages
         while len(job := os.read(jobs, 4)) == 4:
